@@ -1,0 +1,1 @@
+"""cli layer (see ARCHITECTURE.md)."""
