@@ -1,0 +1,60 @@
+"""Printing results: JSON on stdout for machines, rich tables for people."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ufcctl.engine.runner import RunResult
+
+STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "magenta"}
+
+
+def print_json(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=2, sort_keys=False, default=str)
+    sys.stdout.write("\n")
+
+
+def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(str(c) for c in row))
+    Console().print(table)
+
+
+def print_run_summary(result: RunResult, max_rows: int = 50) -> None:
+    """Recap of one run: totals, then the hosts that failed (all hosts when the run is small)."""
+    console = Console()
+    totals = result.totals()
+    mode = " (check mode)" if result.check else ""
+    console.print(
+        f"[bold]{result.playbook}[/]{mode}: {result.status} in {result.seconds:.1f}s — "
+        f"{len(result.hosts)} host(s): ok={totals['ok']} changed={totals['changed']} "
+        f"failed={totals['failed']} unreachable={totals['unreachable']} skipped={totals['skipped']}",
+        highlight=False,
+    )
+    shown = [r for r in result.hosts.values() if not r.succeeded] if len(result.hosts) > max_rows else list(
+        result.hosts.values()
+    )
+    if shown:
+        table = Table(show_header=True, header_style="bold")
+        for column in ("host", "status", "ok", "changed", "failed", "skipped", "first failure"):
+            table.add_column(column)
+        for r in shown[:max_rows]:
+            failure = f"{r.failed_task}: {r.message}" if r.failed_task else ""
+            style = STATUS_STYLE.get(r.status, "")
+            table.add_row(r.host, f"[{style}]{r.status}[/]", str(r.ok), str(r.changed), str(r.failed),
+                          str(r.skipped), failure[:160])
+        console.print(table)
+        if len(shown) > max_rows:
+            console.print(f"... and {len(shown) - max_rows} more; see {result.run_dir}/summary.json")
+    if result.not_run:
+        console.print(f"not run by any play: {len(result.not_run)} host(s) (no play targets their groups)")
+    console.print(f"artifacts: {result.run_dir}", style="dim")
