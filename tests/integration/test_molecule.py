@@ -1,0 +1,50 @@
+"""Every role's molecule scenario (create, converge, idempotence, verify, destroy) on the lab image."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = sorted(p.parent.name for p in (ROOT / "molecule").glob("*/molecule.yml"))
+IMAGE = "localhost/ufcctl-node:bookworm"
+
+pytestmark = pytest.mark.integration
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["CONTAINERS_CONF"] = str(ROOT / "templates" / "lab" / "containers.conf")
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("ANSIBLE_FORCE_COLOR", "0")
+    return env
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _image_present() -> None:
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (scripts/setup.sh installs it)")
+    probe = subprocess.run(["podman", "image", "exists", IMAGE], env=_env(), check=False)
+    assert probe.returncode == 0, f"{IMAGE} missing: run `ufcctl lab image` first (scripts/test.sh does)"
+
+
+def test_every_role_has_a_scenario() -> None:
+    roles = sorted(p.name for p in (ROOT / "roles").iterdir() if p.is_dir())
+    assert roles, "no roles found"
+    assert sorted(set(roles) - set(SCENARIOS)) == []
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_molecule_scenario(scenario: str) -> None:
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "molecule"), "test", "-s", scenario],
+        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=1200, check=False,
+    )
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-80:])
+        pytest.fail(f"molecule test -s {scenario} failed (rc={proc.returncode}):\n{tail}")
