@@ -1,0 +1,314 @@
+"""The rollout state store: runs and per-node rows in sqlite (WAL, one transaction per change).
+
+Every state change is committed before ufcctl acts on it, so `kill -9` at any moment leaves a
+database that says exactly which nodes finished. Node moves are guarded in SQL (`WHERE state IN
+(allowed previous states)`), so the state machine of domain/rollout/states.py holds even when two
+threads report the same node. One connection, serialised by a lock: sqlite writes are serial
+anyway, and at one row per node event (16,000 nodes) the lock is never the bottleneck.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ufcctl.domain.rollout.states import NODE_STATES, PENDING, RUNNING, previous_states
+from ufcctl.paths import state_dir
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    inventory TEXT NOT NULL,
+    params TEXT NOT NULL,
+    status TEXT NOT NULL,
+    message TEXT,
+    steps TEXT NOT NULL DEFAULT '{}',
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    finished REAL,
+    pid INTEGER,
+    hostname TEXT
+);
+CREATE TABLE IF NOT EXISTS nodes (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    host TEXT NOT NULL,
+    batch INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    reason TEXT,
+    changed INTEGER,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    started REAL,
+    finished REAL,
+    ansible_run TEXT,
+    PRIMARY KEY (run_id, host)
+);
+CREATE INDEX IF NOT EXISTS nodes_by_state ON nodes (run_id, state);
+"""
+
+
+class StateError(RuntimeError):
+    """The store refused a change (unknown run, a node not in the expected state, a newer schema)."""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    kind: str
+    inventory: str
+    params: dict[str, Any]
+    status: str
+    created: float
+    updated: float
+    finished: float | None = None
+    message: str | None = None
+    steps: dict[str, str] = field(default_factory=dict)  # step -> what happened (e.g. drain: skipped ...)
+    pid: int | None = None
+    hostname: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)  # node state -> count
+
+    def controller_alive(self) -> bool:
+        """True when the process that owns this run still runs on this machine."""
+        if self.pid is None or self.hostname != socket.gethostname():
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    host: str
+    batch: int
+    position: int
+    state: str
+    reason: str | None = None
+    changed: bool | None = None
+    attempts: int = 0
+    started: float | None = None
+    finished: float | None = None
+    ansible_run: str | None = None
+
+    @property
+    def seconds(self) -> float | None:
+        if self.started is None or self.finished is None:
+            return None
+        return self.finished - self.started
+
+
+def default_path() -> Path:
+    return state_dir() / "state.db"
+
+
+class StateStore:
+    def __init__(self, path: Path | None = None):
+        self.path = path or default_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE in _tx)
+        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # FULL: a committed node state survives power loss too, not only a killed process
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._db.executescript(_SCHEMA)  # idempotent (IF NOT EXISTS); executescript commits itself
+        self._check_schema()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> StateStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _check_schema(self) -> None:
+        with self._tx() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            if row is None:
+                db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            elif int(row["value"]) > SCHEMA_VERSION:
+                raise StateError(f"{self.path} has schema {row['value']}, newer than this ufcctl "
+                                 f"({SCHEMA_VERSION}); upgrade ufcctl")
+
+    # -- runs -------------------------------------------------------------------------------
+
+    def create_run(
+        self, run_id: str, kind: str, inventory: str, params: dict[str, Any],
+        nodes: Iterable[tuple[str, int, int]], *, status: str = RUNNING,
+    ) -> None:
+        """A new run with its nodes (host, batch, position), all pending, owned by this process."""
+        now = time.time()
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO runs (run_id, kind, inventory, params, status, created, updated, pid, hostname)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, kind, inventory, json.dumps(params), status, now, now, os.getpid(),
+                 socket.gethostname()),
+            )
+            db.executemany(
+                "INSERT INTO nodes (run_id, host, batch, position, state) VALUES (?, ?, ?, ?, ?)",
+                ((run_id, host, batch, position, PENDING) for host, batch, position in nodes),
+            )
+
+    def claim_run(self, run_id: str) -> None:
+        """This process now owns the run (resume): status running, pid and hostname updated."""
+        self._update_run(run_id, status=RUNNING, pid=os.getpid(), hostname=socket.gethostname(),
+                         finished=None, message=None)
+
+    def finish_run(self, run_id: str, status: str, message: str | None) -> None:
+        self._update_run(run_id, status=status, message=message, finished=time.time(), pid=None)
+
+    def set_step(self, run_id: str, step: str, outcome: str) -> None:
+        run = self.run(run_id)
+        if run is None:
+            raise StateError(f"no run {run_id}")
+        self._update_run(run_id, steps=json.dumps({**run.steps, step: outcome}))
+
+    def _update_run(self, run_id: str, **values: Any) -> None:
+        values["updated"] = time.time()
+        columns = ", ".join(f"{k} = ?" for k in values)
+        with self._tx() as db:
+            cur = db.execute(f"UPDATE runs SET {columns} WHERE run_id = ?", (*values.values(), run_id))
+            if cur.rowcount != 1:
+                raise StateError(f"no run {run_id} in {self.path}")
+
+    def run(self, run_id: str) -> RunRecord | None:
+        with self._lock:
+            row = self._db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                return None
+            counts = self._counts(run_id)
+        return _run_record(row, counts)
+
+    def runs(self, kind: str | None = None, limit: int = 50) -> list[RunRecord]:
+        """Newest first."""
+        query = "SELECT * FROM runs" + (" WHERE kind = ?" if kind else "") + " ORDER BY created DESC LIMIT ?"
+        args: tuple[Any, ...] = (kind, limit) if kind else (limit,)
+        with self._lock:
+            rows = self._db.execute(query, args).fetchall()
+            return [_run_record(row, self._counts(row["run_id"])) for row in rows]
+
+    def _counts(self, run_id: str) -> dict[str, int]:
+        rows = self._db.execute(
+            "SELECT state, COUNT(*) AS n FROM nodes WHERE run_id = ? GROUP BY state", (run_id,)
+        ).fetchall()
+        return {row["state"]: row["n"] for row in rows}
+
+    # -- nodes ------------------------------------------------------------------------------
+
+    def nodes(self, run_id: str, states: Sequence[str] = ()) -> list[NodeRecord]:
+        """The run's nodes in plan order (batch, position), optionally only in these states."""
+        query = "SELECT * FROM nodes WHERE run_id = ?"
+        args: list[Any] = [run_id]
+        if states:
+            query += f" AND state IN ({', '.join('?' * len(states))})"
+            args += list(states)
+        with self._lock:
+            rows = self._db.execute(query + " ORDER BY batch, position", args).fetchall()
+        return [_node_record(row) for row in rows]
+
+    def mark_running(self, run_id: str, hosts: Sequence[str], ansible_run: str) -> None:
+        now = time.time()
+        self._move(run_id, hosts, RUNNING, "started = ?, finished = NULL, reason = NULL, changed = NULL,"
+                   " attempts = attempts + 1, ansible_run = ?", (now, ansible_run))
+
+    def mark_finished(self, run_id: str, host: str, state: str, reason: str | None = None,
+                      changed: bool | None = None) -> None:
+        self._move(run_id, [host], state, "finished = ?, reason = ?, changed = ?",
+                   (time.time(), reason, None if changed is None else int(changed)))
+
+    def mark_skipped(self, run_id: str, hosts: Sequence[str], reason: str) -> None:
+        self._move(run_id, hosts, "skipped", "finished = ?, reason = ?", (time.time(), reason))
+
+    def reset(self, run_id: str, states: Sequence[str]) -> list[str]:
+        """Nodes in `states` back to pending (resume: running; --retry-failed: failed, skipped)."""
+        hosts = [n.host for n in self.nodes(run_id, states)]
+        if hosts:
+            self._move(run_id, hosts, PENDING, "reason = NULL, changed = NULL", ())
+        return hosts
+
+    def _move(self, run_id: str, hosts: Sequence[str], new: str, sets: str, args: tuple[Any, ...]) -> None:
+        if new not in NODE_STATES:
+            raise StateError(f"unknown node state {new!r}")
+        allowed = sorted(previous_states(new))
+        marks = ", ".join("?" * len(allowed))
+        sql = (f"UPDATE nodes SET state = ?, {sets} WHERE run_id = ? AND host = ? AND state IN ({marks})")
+        with self._tx() as db:
+            for host in hosts:
+                cur = db.execute(sql, (new, *args, run_id, host, *allowed))
+                if cur.rowcount != 1:
+                    row = db.execute("SELECT state FROM nodes WHERE run_id = ? AND host = ?",
+                                     (run_id, host)).fetchone()
+                    where = f"is {row['state']}" if row else "is not in the run"
+                    raise StateError(f"run {run_id}: node {host} {where}; cannot become {new}")
+            db.execute("UPDATE runs SET updated = ? WHERE run_id = ?", (time.time(), run_id))
+
+    def median_node_seconds(self, kind: str) -> tuple[float, str] | None:
+        """Median duration of done nodes in the newest run of `kind` that has any, and that run's id."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT r.run_id FROM runs r WHERE r.kind = ? AND EXISTS (SELECT 1 FROM nodes n"
+                " WHERE n.run_id = r.run_id AND n.state = 'done' AND n.changed = 1)"
+                " ORDER BY r.created DESC LIMIT 1",
+                (kind,),
+            ).fetchone()
+            if row is None:
+                return None
+            times = sorted(
+                r["d"] for r in self._db.execute(
+                    "SELECT finished - started AS d FROM nodes WHERE run_id = ? AND state = 'done'"
+                    " AND changed = 1 AND started IS NOT NULL AND finished IS NOT NULL", (row["run_id"],)
+                )
+            )
+        mid = len(times) // 2
+        median = times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
+        return median, row["run_id"]
+
+
+def _run_record(row: sqlite3.Row, counts: dict[str, int]) -> RunRecord:
+    return RunRecord(
+        run_id=row["run_id"], kind=row["kind"], inventory=row["inventory"], params=json.loads(row["params"]),
+        status=row["status"], created=row["created"], updated=row["updated"], finished=row["finished"],
+        message=row["message"], steps=json.loads(row["steps"] or "{}"), pid=row["pid"],
+        hostname=row["hostname"], counts=counts,
+    )
+
+
+def _node_record(row: sqlite3.Row) -> NodeRecord:
+    return NodeRecord(
+        host=row["host"], batch=row["batch"], position=row["position"], state=row["state"],
+        reason=row["reason"], changed=None if row["changed"] is None else bool(row["changed"]),
+        attempts=row["attempts"], started=row["started"], finished=row["finished"],
+        ansible_run=row["ansible_run"],
+    )
