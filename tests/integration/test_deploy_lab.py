@@ -1,0 +1,114 @@
+"""`ufcctl deploy` on a real container lab: green, idempotent (0 changed), honest check mode, bad input
+touches nothing. The lab here is test-owned: its own name, subnet, inventory and state directories."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+UFCCTL = str(Path(sys.executable).parent / "ufcctl")
+LAB = "itdeploy"
+SUBNET = "10.89.71.0/24"  # a test-owned podman network; nothing else is ever targeted
+
+
+def _run(args: list[str], env: dict[str, str], timeout: int = 1500) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([UFCCTL, *args], env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (scripts/setup.sh installs it)")
+    work = tmp_path_factory.mktemp("deploylab")
+    env = dict(os.environ)
+    env.update({
+        "UFC_STATE_DIR": str(work / "state"),
+        "UFC_LAB_NAME": LAB,
+        "UFC_LAB_INVENTORY": str(work / "inventory"),
+        "CONTAINERS_CONF": str(ROOT / "templates" / "lab" / "containers.conf"),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    })
+    up = _run(["lab", "up", "--nodes", "2", "--subnet", SUBNET], env)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        yield work / "inventory", env
+    finally:
+        down = _run(["lab", "down"], env)
+        assert down.returncode == 0, down.stdout + down.stderr
+
+
+def _deploy(inventory: Path, env: dict[str, str], *extra: str) -> tuple[int, dict]:
+    proc = _run(["deploy", "--inventory", str(inventory), "--output", "json", *extra], env)
+    try:
+        data = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        pytest.fail(f"deploy printed no JSON (rc={proc.returncode}):\n"
+                    f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc.returncode, data
+
+
+def _failures(data: dict) -> str:
+    return json.dumps({h: r for h, r in data["hosts"].items() if r["status"] in ("failed", "unreachable")},
+                      indent=1)[:4000]
+
+
+def test_deploy_is_green_then_idempotent(lab: tuple[Path, dict[str, str]]) -> None:
+    inventory, env = lab
+    rc, first = _deploy(inventory, env)
+    assert rc == 0, _failures(first) + "\n" + "\n".join(first.get("output_tail", []))
+    assert first["totals"]["failed"] == 0 and first["totals"]["unreachable"] == 0
+    hosts = set(first["hosts"])
+    assert len(hosts) == 5  # 3 control-plane + 2 workers, every one reached
+    assert first["totals"]["changed"] > 0  # the first deploy really did work
+
+    rc, second = _deploy(inventory, env)
+    assert rc == 0, _failures(second)
+    assert second["totals"]["changed"] == 0, {h: r["changed"] for h, r in second["hosts"].items()}
+
+    rc, checked = _deploy(inventory, env, "--check")
+    assert rc == 0, _failures(checked)
+    assert checked["check"] is True and checked["totals"]["changed"] == 0
+
+
+def _a_worker(env: dict[str, str], inventory: Path) -> str:
+    proc = _run(["inventory", "show", "--inventory", str(inventory), "--output", "json"], env)
+    assert proc.returncode == 0, proc.stderr
+    return sorted(json.loads(proc.stdout)["groups"]["npu_node"])[0]
+
+
+def test_limit_runs_only_the_chosen_hosts(lab: tuple[Path, dict[str, str]]) -> None:
+    inventory, env = lab
+    worker = _a_worker(env, inventory)
+    rc, data = _deploy(inventory, env, "--limit", worker)
+    assert rc == 0, _failures(data)
+    assert list(data["hosts"]) == [worker]
+
+
+def test_bad_inventory_exits_2_and_contacts_no_host(lab: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    inventory, env = lab
+    bad = tmp_path / "bad"
+    shutil.copytree(inventory, bad)
+    # host_vars/<host>.yml is the highest inventory precedence: the bad value is what ufcctl sees
+    worker_vars = bad / "host_vars" / f"{_a_worker(env, inventory)}.yml"
+    worker_vars.parent.mkdir(exist_ok=True)
+    existing = yaml.safe_load(worker_vars.read_text()) if worker_vars.exists() else {}
+    worker_vars.write_text(yaml.safe_dump({**(existing or {}), "npu_accelerator_type": "module-999x"}))
+    runs = Path(env["UFC_STATE_DIR"]) / "runs"
+    before = set(runs.iterdir()) if runs.exists() else set()
+    proc = _run(["deploy", "--inventory", str(bad)], env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "module-999x" in proc.stderr and "Traceback" not in proc.stderr
+    after = set(runs.iterdir()) if runs.exists() else set()
+    assert after == before  # no run was started: no host was contacted
