@@ -1,0 +1,377 @@
+"""The defrag procedure against an in-memory cluster: lock, leader last, one at a time, skips, NOSPACE."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ufcctl.app.etcd_agent import AgentConfig, DefragRun, load_config, main
+from ufcctl.domain.etcd.defrag import Alarm, ClusterView, DefragSettings, LastDefrag, Member, MemberStatus
+from ufcctl.domain.etcd.rule import parse_rule
+from ufcctl.engine.etcd_client import EtcdError
+
+MiB = 1024 * 1024
+NAMES = ("m1", "m2", "m3")
+
+
+class FakeEtcd:
+    """Just enough of a three-member cluster: sizes, leader, alarms, keys with leases, and an event log."""
+
+    def __init__(self, leader: str = "m2", size: int = 400 * MiB, in_use: int = 100 * MiB):
+        self.ids = {n: str(i) for i, n in enumerate(NAMES, 1)}
+        self.leader = leader
+        self.sizes = {n: [size, in_use] for n in NAMES}
+        self.revision = 5000
+        self.down: set[str] = set()
+        self.alarms: list[Alarm] = []
+        self.kv: dict[str, tuple[str, str | None]] = {}  # key -> (value, lease)
+        self.leases: set[str] = set()
+        self.events: list[tuple[str, ...]] = []
+        self.fail_defrag: set[str] = set()
+        self.after_defrag: dict[str, Any] = {}  # name -> callable run after that member's defrag
+
+    # ClusterClient surface
+    def view(self, with_last: bool = True) -> ClusterView:
+        members = tuple(Member(self.ids[n], n, (f"https://{n}:2379",)) for n in NAMES)
+        statuses = {n: self._status(n) for n in NAMES if n not in self.down}
+        last = {}
+        if with_last:
+            for key, (value, _) in self.kv.items():
+                if key.startswith("/ufcctl/etcd-defrag/core/last/"):
+                    last[key.rsplit("/", 1)[1]] = LastDefrag.from_json(value)
+        return ClusterView(
+            "core", members, statuses, {n: "connection refused" for n in self.down}, tuple(self.alarms), last
+        )
+
+    def first(self, call: str, *args: Any, avoid: str | None = None) -> Any:
+        return getattr(self, call)(*args)
+
+    def gateway(self, endpoint: str) -> FakeGateway:
+        return FakeGateway(self, endpoint.split("//")[1].split(":")[0])
+
+    # cluster-wide calls
+    def _status(self, name: str) -> MemberStatus:
+        size, in_use = self.sizes[name]
+        return MemberStatus(self.ids[name], self.ids[self.leader], size, in_use, self.revision, 3, 100)
+
+    def _nospace(self) -> None:
+        if any(a.alarm == "NOSPACE" for a in self.alarms):
+            raise EtcdError("fake", "etcdserver: mvcc: database space exceeded", 8)
+
+    def lease_grant(self, ttl: int) -> str:
+        self._nospace()
+        lease = f"L{len(self.leases) + 1}"
+        self.leases.add(lease)
+        return lease
+
+    def lease_keepalive(self, lease: str) -> int:
+        return 60
+
+    def lease_revoke(self, lease: str) -> None:
+        self.leases.discard(lease)
+        self.kv = {k: v for k, v in self.kv.items() if v[1] != lease}
+        self.events.append(("unlock", lease))
+
+    def create(self, key: str, value: str, lease: str) -> tuple[bool, str | None]:
+        self._nospace()
+        if key in self.kv:
+            return False, self.kv[key][0]
+        self.kv[key] = (value, lease)
+        self.events.append(("lock", lease))
+        return True, None
+
+    def put(self, key: str, value: str) -> None:
+        self._nospace()
+        self.kv[key] = (value, None)
+
+    def compact(self, revision: int) -> None:
+        self.events.append(("compact", str(revision)))
+        for sizes in self.sizes.values():
+            sizes[1] = 50 * MiB
+
+    def disarm(self, alarm: Alarm) -> None:
+        self.alarms.remove(alarm)
+        self.events.append(("disarm", alarm.member_id))
+
+    def lock_holder(self) -> str | None:
+        entry = self.kv.get("/ufcctl/etcd-defrag/core/lock")
+        return entry[1] if entry else None
+
+
+class FakeGateway:
+    def __init__(self, etcd: FakeEtcd, name: str):
+        self.etcd, self.name = etcd, name
+
+    def defragment(self, timeout: float) -> None:
+        if self.name in self.etcd.down or self.name in self.etcd.fail_defrag:
+            raise EtcdError(self.name, "context deadline exceeded")
+        self.etcd.events.append(("defrag", self.name, str(self.etcd.lock_holder())))
+        self.etcd.sizes[self.name][0] = self.etcd.sizes[self.name][1]
+        if self.name in self.etcd.after_defrag:
+            self.etcd.after_defrag.pop(self.name)()
+
+    def status(self) -> MemberStatus:
+        return self.etcd._status(self.name)
+
+    def move_leader(self, target_id: str) -> None:
+        assert self.etcd.ids[self.name] == self.etcd.ids[self.etcd.leader], (
+            "only the leader can move leadership"
+        )
+        self.etcd.leader = next(n for n, i in self.etcd.ids.items() if i == target_id)
+        self.etcd.events.append(("move-leader", self.name, self.etcd.leader))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+        self.hooks: list[Any] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        for hook in list(self.hooks):
+            hook()
+
+
+SETTINGS = DefragSettings(
+    rule=parse_rule("dbSizeFree > 100*1024*1024"), quota_bytes=1024 * MiB, compaction_keep_revisions=1000
+)
+
+
+def run(
+    etcd: FakeEtcd, member: str | None = None, clock: Clock | None = None, **cfg: Any
+) -> tuple[Any, list[str]]:
+    lines: list[str] = []
+    settings = cfg.pop("settings", SETTINGS)
+    config = AgentConfig(
+        cluster="core",
+        endpoints=("https://m1:2379",),
+        tls=None,
+        settings=settings,
+        member=member,
+        by=f"test@{member or 'controller'}",
+        lock_ttl_seconds=30,
+        **cfg,
+    )
+    clock = clock or Clock()
+    report = DefragRun(config, etcd, lines.append, clock=clock, sleep=clock.sleep).run()  # type: ignore[arg-type]
+    return report, lines
+
+
+def actions(report: Any) -> list[tuple[str, str]]:
+    return [(o.member, o.action) for o in report.outcomes]
+
+
+def defrags(etcd: FakeEtcd) -> list[str]:
+    return [e[1] for e in etcd.events if e[0] == "defrag"]
+
+
+def test_controller_run_one_at_a_time_leader_last_under_the_lock() -> None:
+    etcd = FakeEtcd(leader="m2")
+    report, lines = run(etcd)
+    assert actions(report) == [("m1", "defragmented"), ("m3", "defragmented"), ("m2", "defragmented")]
+    assert [o.leader for o in report.outcomes] == [False, False, True]
+    # compaction first (keeping 1000 revisions), every defrag while our lease holds the lock, lock released
+    assert etcd.events[0] == ("compact", "4000")
+    assert etcd.events[1][0] == "lock"
+    lease = etcd.events[1][1]
+    assert [e for e in etcd.events if e[0] == "defrag"] == [("defrag", n, lease) for n in ("m1", "m3", "m2")]
+    assert etcd.events[-1] == ("unlock", lease) and etcd.lock_holder() is None
+    # sizes before/after are reported and the last-defrag records are written
+    first = report.outcomes[0]
+    assert (first.before.db_size, first.after.db_size) == (400 * MiB, 50 * MiB)
+    assert set(etcd.view().last) == set(NAMES)
+    assert any("member=m2 leader=true action=defragmented before_db_size=" in line for line in lines)
+
+
+def test_follower_agent_defrags_only_its_own_member() -> None:
+    etcd = FakeEtcd(leader="m2")
+    report, _ = run(etcd, member="m3")
+    assert actions(report) == [("m3", "defragmented")]
+    assert defrags(etcd) == ["m3"]
+
+
+def test_leader_agent_waits_for_due_followers() -> None:
+    etcd = FakeEtcd(leader="m2")
+    clock = Clock()
+    # the followers' own agents run while the leader's agent waits
+    clock.hooks.append(lambda: run(etcd, member="m1", clock=clock) if "m1" not in defrags(etcd) else None)
+    clock.hooks.append(lambda: run(etcd, member="m3", clock=clock) if "m3" not in defrags(etcd) else None)
+    report, lines = run(etcd, member="m2", clock=clock)
+    assert defrags(etcd) == ["m1", "m3", "m2"]
+    assert actions(report) == [("m2", "defragmented")]
+    assert any("is leader; waiting for due followers m1, m3" in line for line in lines)
+
+
+def test_leader_goes_on_after_waiting_too_long() -> None:
+    etcd = FakeEtcd(leader="m2")
+    report, _ = run(etcd, member="m2", leader_wait_seconds=30)
+    assert defrags(etcd) == ["m2"]
+    assert report.notes == ["leader waited 30s; followers still due: m1, m3"]
+
+
+def test_move_leader_instead_of_waiting() -> None:
+    etcd = FakeEtcd(leader="m2")
+    report, _ = run(etcd, member="m2", settings=replace(SETTINGS, move_leader=True))
+    assert etcd.events[2][0] == "move-leader" and etcd.events[2][1] == "m2"
+    assert defrags(etcd) == ["m2"] and etcd.leader != "m2"
+
+
+def test_nothing_happens_while_a_member_is_down() -> None:
+    etcd = FakeEtcd()
+    etcd.down.add("m3")
+    report, _ = run(etcd)
+    assert actions(report) == [("m1", "skipped"), ("m2", "skipped"), ("m3", "skipped")]
+    assert all(
+        o.reason == "cluster unhealthy: member m3 unreachable: connection refused" for o in report.outcomes
+    )
+    assert etcd.events == []  # no compaction, no lock, no defrag
+
+
+def test_nothing_happens_under_a_corrupt_alarm() -> None:
+    etcd = FakeEtcd()
+    etcd.alarms.append(Alarm("1", "CORRUPT"))
+    report, _ = run(etcd, member="m1")
+    assert actions(report) == [("m1", "skipped")] and "CORRUPT" in report.outcomes[0].reason
+    assert etcd.events == []
+
+
+def test_member_killed_mid_run_stops_the_run_and_reports_skips() -> None:
+    etcd = FakeEtcd(leader="m2")
+    etcd.after_defrag["m1"] = lambda: etcd.down.add("m3")
+    report, _ = run(etcd)
+    assert actions(report) == [("m1", "defragmented"), ("m3", "skipped"), ("m2", "skipped")]
+    assert report.outcomes[1].reason == "cluster unhealthy: member m3 unreachable: connection refused"
+    assert etcd.lock_holder() is None and not report.failed
+
+
+def test_failed_defrag_is_reported_and_the_run_goes_on() -> None:
+    etcd = FakeEtcd(leader="m2")
+    etcd.fail_defrag.add("m1")
+    report, _ = run(etcd)
+    assert actions(report) == [("m1", "failed"), ("m3", "defragmented"), ("m2", "defragmented")]
+    assert report.failed and "context deadline exceeded" in report.outcomes[0].reason
+
+
+def test_rule_false_members_are_skipped_with_the_reason() -> None:
+    etcd = FakeEtcd(size=120 * MiB)  # 70 MiB free after compaction
+    report, _ = run(etcd)
+    assert actions(report) == [("m1", "skipped"), ("m3", "skipped"), ("m2", "skipped")]
+    assert report.outcomes[0].reason == "rule false: dbSizeFree > 100*1024*1024"
+    assert defrags(etcd) == []
+
+
+def test_recently_defragmented_member_is_not_due_again() -> None:
+    etcd = FakeEtcd()
+    run(etcd, member="m1")
+    etcd.sizes["m1"] = [400 * MiB, 100 * MiB]  # fragmented again, but within min_interval
+    report, _ = run(etcd, member="m1")
+    assert actions(report) == [("m1", "skipped")] and "defragmented 0s ago" in report.outcomes[0].reason
+
+
+def test_lock_held_elsewhere_waits_then_skips() -> None:
+    etcd = FakeEtcd()
+    etcd.kv["/ufcctl/etcd-defrag/core/lock"] = ('{"by": "agent@cp9"}', "other")
+    report, lines = run(etcd, member="m1", lock_wait_seconds=10)
+    assert actions(report) == [("m1", "skipped")]
+    assert "still held after 10s" in report.outcomes[0].reason
+    assert any('lock held by {"by": "agent@cp9"}' in line for line in lines)
+    assert defrags(etcd) == []
+
+
+def test_dry_run_changes_nothing_and_shows_the_order() -> None:
+    etcd = FakeEtcd(leader="m1")
+    report, _ = run(etcd, dry_run=True)
+    assert actions(report) == [
+        ("m2", "would-defragment"),
+        ("m3", "would-defragment"),
+        ("m1", "would-defragment"),
+    ]
+    assert etcd.events == [] and etcd.kv == {}
+
+
+@pytest.mark.parametrize("member", ["m1", "m3"])
+def test_nospace_followers_leave_recovery_to_the_leader(member: str) -> None:
+    etcd = FakeEtcd(leader="m2")
+    etcd.alarms.append(Alarm("1", "NOSPACE"))
+    report, _ = run(etcd, member=member)
+    assert actions(report) == [(member, "skipped")]
+    assert "the leader's agent (m2) recovers" in report.outcomes[0].reason
+    assert defrags(etcd) == []
+
+
+def test_nospace_leader_recovers_every_member_without_lock_then_disarms() -> None:
+    etcd = FakeEtcd(leader="m2", size=1000 * MiB, in_use=900 * MiB)  # 98% of the 1 GiB quota
+    etcd.alarms.append(Alarm("1", "NOSPACE"))
+    report, _ = run(etcd, member="m2")
+    assert defrags(etcd) == ["m1", "m3", "m2"]
+    assert all(e[2] == "None" for e in etcd.events if e[0] == "defrag")  # no lock under NOSPACE
+    assert report.disarmed == ["1"] and etcd.alarms == []
+    assert set(etcd.view().last) == set(NAMES)  # records written once writes work again
+
+
+def test_nospace_kept_while_space_is_not_recovered() -> None:
+    etcd = FakeEtcd(leader="m2", size=1000 * MiB, in_use=1000 * MiB)
+    etcd.alarms.append(Alarm("1", "NOSPACE"))
+    etcd.compact = lambda revision: None  # type: ignore[method-assign]  # nothing to free
+    report, _ = run(etcd, settings=replace(SETTINGS, rule=parse_rule("true")))
+    assert defrags(etcd) == ["m1", "m3", "m2"]
+    assert report.disarmed == [] and etcd.alarms
+    assert any("NOSPACE kept: still at or above 90% of quota" in n for n in report.notes)
+
+
+def test_unknown_member_is_a_failure() -> None:
+    report, _ = run(FakeEtcd(), member="m9")
+    assert actions(report) == [("m9", "failed")] and report.failed
+
+
+def _config(tmp_path: Path, **values: Any) -> Path:
+    base = {
+        "cluster": "core",
+        "endpoints": ["https://10.0.0.1:2379"],
+        "quota_bytes": 8 << 30,
+        "ca": "/etc/ca.crt",
+        "cert": "/etc/c.crt",
+        "key": "/etc/c.key",
+        "member": "cp1",
+    }
+    path = tmp_path / "core.json"
+    path.write_text(json.dumps({**base, **values}))
+    return path
+
+
+def test_load_config_defaults_and_errors(tmp_path: Path) -> None:
+    cfg = load_config(str(_config(tmp_path)))
+    assert cfg.settings.rule.text == "dbSizeFree > 200*1024*1024 || dbQuotaUsage > 0.8"
+    assert (cfg.member, cfg.settings.min_interval_seconds, cfg.lock_ttl_seconds) == ("cp1", 3600.0, 60)
+    with pytest.raises(SystemExit, match="core.json: bad config: RuleError"):
+        load_config(str(_config(tmp_path, rule="dbSize >")))
+    with pytest.raises(SystemExit, match="partial.json: bad config: KeyError: 'quota_bytes'"):
+        load_config(str(_write(tmp_path)))
+    with pytest.raises(SystemExit, match="cannot read"):
+        load_config(str(tmp_path / "missing.json"))
+
+
+def _write(tmp_path: Path) -> Path:
+    path = tmp_path / "partial.json"
+    path.write_text(json.dumps({"cluster": "core", "endpoints": []}))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("rule", "code", "text"),
+    [
+        pytest.param("dbQuotaUsage > 0.8", 0, "valid rule", id="valid"),
+        pytest.param("dbQuotaUsage >", 2, "ends too early", id="invalid"),
+    ],
+)
+def test_check_rule_command(rule: str, code: int, text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--check-rule", rule]) == code
+    out = capsys.readouterr()
+    assert text in out.out + out.err

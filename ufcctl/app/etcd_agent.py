@@ -1,0 +1,460 @@
+"""The defrag procedure (lock, compaction, defrag one member at a time, record, disarm) and its node CLI.
+
+One procedure, two callers: the agent that a systemd timer runs on every etcd member
+(`python3 -m ufcctl.app.etcd_agent --config FILE`, which acts on its own member only) and
+`ufcctl etcd defrag` on the controller (every member of a cluster, leader last). Decisions come
+from ufcctl.domain.etcd.defrag; etcd is reached through ufcctl.engine.etcd_client.
+
+Standard library only: the role ships this module with the two above to the nodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ufcctl.domain.etcd.defrag import (
+    ClusterView,
+    DefragSettings,
+    LastDefrag,
+    MemberStatus,
+    compaction_revision,
+    decide,
+    defrag_order,
+    disarm_ready,
+    followers_due,
+    health_problems,
+    last_key,
+    lock_key,
+    move_leader_target,
+)
+from ufcctl.domain.etcd.rule import DEFAULT_RULE, RuleError, parse_rule
+from ufcctl.engine.etcd_client import DEFRAG_TIMEOUT, ClusterClient, EtcdError, TlsFiles
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    cluster: str
+    endpoints: tuple[str, ...]
+    tls: TlsFiles | None
+    settings: DefragSettings
+    member: str | None = None  # the agent's own member; None: every member (controller runs)
+    by: str = "ufcctl"
+    dry_run: bool = False
+    # A crashed agent's lock disappears with its lease after at most this long.
+    lock_ttl_seconds: int = 60
+    lock_wait_seconds: float = 900.0
+    leader_wait_seconds: float = 600.0
+    poll_seconds: float = 2.0
+    defrag_timeout_seconds: float = DEFRAG_TIMEOUT
+
+
+@dataclass(frozen=True)
+class Sizes:
+    db_size: int
+    db_size_in_use: int
+
+    @staticmethod
+    def of(status: MemberStatus | None) -> Sizes | None:
+        return Sizes(status.db_size, status.db_size_in_use) if status else None
+
+
+@dataclass(frozen=True)
+class MemberOutcome:
+    member: str
+    action: str  # defragmented, would-defragment, skipped, failed
+    reason: str
+    leader: bool = False
+    before: Sizes | None = None
+    after: Sizes | None = None
+    seconds: float = 0.0
+    finished_at: float = 0.0
+
+
+@dataclass
+class RunReport:
+    cluster: str
+    outcomes: list[MemberOutcome] = field(default_factory=list)
+    compacted_to: int | None = None
+    disarmed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return any(o.action == "failed" for o in self.outcomes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster,
+            "outcomes": [asdict(o) for o in self.outcomes],
+            "compacted_to": self.compacted_to,
+            "disarmed": self.disarmed,
+            "notes": self.notes,
+        }
+
+
+class _Lock:
+    """The per-cluster defrag lock: a key created only if absent, attached to a lease kept alive by a
+    thread, so a crashed agent's lock expires with its lease (after lock_ttl_seconds)."""
+
+    def __init__(self, client: ClusterClient, cfg: AgentConfig, log: Log):
+        self.client, self.cfg, self.log = client, cfg, log
+        self.key = lock_key(cfg.cluster)
+        self.value = json.dumps({"by": cfg.by, "pid": os.getpid(), "at": int(time.time())})
+        self.lease: str | None = None
+        self.avoid: str | None = None  # the endpoint being defragmented: refresh through another one
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def acquire(self, sleep: Callable[[float], None], clock: Callable[[], float]) -> bool:
+        self.lease = self.client.first("lease_grant", self.cfg.lock_ttl_seconds)
+        deadline = clock() + self.cfg.lock_wait_seconds
+        holder = None
+        while True:
+            created, current = self.client.first("create", self.key, self.value, self.lease)
+            if created:
+                self._thread = threading.Thread(target=self._keepalive, daemon=True, name="lock-keepalive")
+                self._thread.start()
+                return True
+            if current != holder:
+                holder = current
+                self.log(f"cluster={self.cfg.cluster} lock held by {current}; waiting")
+            if clock() >= deadline:
+                self.release()
+                return False
+            sleep(self.cfg.poll_seconds)
+
+    def _keepalive(self) -> None:
+        interval = max(self.cfg.lock_ttl_seconds / 3.0, 1.0)
+        while not self._stop.wait(interval):
+            try:
+                self.client.first("lease_keepalive", self.lease, avoid=self.avoid)
+            except EtcdError as err:  # the next try may reach another member
+                self.log(f"cluster={self.cfg.cluster} lock lease refresh failed: {err}")
+
+    def release(self) -> None:
+        self._stop.set()
+        if self.lease is None:
+            return
+        try:
+            self.client.first("lease_revoke", self.lease)  # deletes the lock key with it
+        except EtcdError as err:
+            self.log(f"cluster={self.cfg.cluster} lock release failed ({err}); it expires with its lease")
+        self.lease = None
+
+
+def _sizes_text(prefix: str, status: MemberStatus | None) -> str:
+    if status is None:
+        return f"{prefix}=unknown"
+    return f"{prefix}_db_size={status.db_size} {prefix}_in_use={status.db_size_in_use}"
+
+
+class DefragRun:
+    """One run of the procedure against one cluster."""
+
+    def __init__(
+        self,
+        cfg: AgentConfig,
+        client: ClusterClient,
+        log: Log,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.cfg, self.client, self.log, self.clock, self.sleep = cfg, client, log, clock, sleep
+        self.report = RunReport(cfg.cluster)
+        self._records: list[tuple[str, LastDefrag]] = []
+
+    def skip_all(self, names: list[str], reason: str, view: ClusterView | None = None) -> RunReport:
+        for name in names:
+            self.outcome(name, "skipped", reason, view)
+        return self.report
+
+    def outcome(
+        self,
+        name: str,
+        action: str,
+        reason: str,
+        view: ClusterView | None = None,
+        before: MemberStatus | None = None,
+        after: MemberStatus | None = None,
+        seconds: float = 0.0,
+    ) -> None:
+        leader = bool(view and view.leader == name)
+        self.report.outcomes.append(
+            MemberOutcome(
+                name,
+                action,
+                reason,
+                leader,
+                Sizes.of(before),
+                Sizes.of(after),
+                round(seconds, 3),
+                round(self.clock(), 3),
+            )
+        )
+        extra = f" {_sizes_text('before', before)}" if before else ""
+        if after:
+            extra += (
+                f" {_sizes_text('after', after)} reclaimed={before.db_size - after.db_size if before else 0}"
+            )
+        self.log(
+            f"cluster={self.cfg.cluster} member={name} leader={str(leader).lower()} action={action}"
+            f"{extra} seconds={seconds:.2f} reason={reason}"
+        )
+
+    def run(self) -> RunReport:
+        view = self.client.view()
+        names = [m.name for m in view.members if m.name]
+        if self.cfg.member is not None and self.cfg.member not in names:
+            self.outcome(self.cfg.member, "failed", f"not in the member list of {self.cfg.cluster}: {names}")
+            return self.report
+        targets = [self.cfg.member] if self.cfg.member else names
+        problems = health_problems(view)
+        if problems:
+            return self.skip_all(targets, "cluster unhealthy: " + "; ".join(problems), view)
+        if not self.cfg.dry_run:
+            # compaction first, as etcd-defrag does: the rule then sees the space it freed
+            self.compact_once(view)
+            view = self.client.view()
+        if view.nospace:
+            return self.run_nospace(view, targets)
+        if self.cfg.dry_run:
+            return self.defrag_members(view, targets)
+        if self.cfg.member is not None:
+            waited = self.wait_for_followers(view)
+            if waited is None:
+                return self.report
+            view = waited
+        lock = _Lock(self.client, self.cfg, self.log)
+        if not lock.acquire(self.sleep, self.clock):
+            return self.skip_all(
+                targets, f"lock {lock.key} still held after {self.cfg.lock_wait_seconds:.0f}s", view
+            )
+        try:
+            return self.defrag_members(self.client.view(), targets, lock)
+        finally:
+            lock.release()
+            self.write_records()
+
+    def run_nospace(self, view: ClusterView, targets: list[str]) -> RunReport:
+        # etcd refuses lease grants and writes under NOSPACE, so the lock cannot be taken: only the
+        # leader's agent acts (one actor per term), on every member, followers first.
+        if self.cfg.member is not None and view.leader != self.cfg.member:
+            return self.skip_all(
+                targets,
+                f"NOSPACE alarm: the leader's agent ({view.leader}) recovers the "
+                "cluster (no lock can be taken under NOSPACE)",
+                view,
+            )
+        self.report.notes.append("NOSPACE alarm active: running without the lock, every member, leader last")
+        self.defrag_members(view, [m.name for m in view.members])
+        if not self.cfg.dry_run:
+            self.write_records()
+        return self.report
+
+    def wait_for_followers(self, view: ClusterView) -> ClusterView | None:
+        """The leader's agent waits while a follower is due, so the leader is defragmented last."""
+        member = self.cfg.member
+        if member is None or view.leader != member or self.cfg.settings.move_leader:
+            return view
+        deadline = self.clock() + self.cfg.leader_wait_seconds
+        while due := followers_due(view, self.cfg.settings, self.clock()):
+            if self.clock() >= deadline:
+                # their agents are not running (timer off, node busy): do not starve the leader
+                waited = f"{self.cfg.leader_wait_seconds:.0f}s"
+                note = f"leader waited {waited}; followers still due: {', '.join(due)}"
+                self.report.notes.append(note)
+                self.log(f"cluster={self.cfg.cluster} member={member} {note}; going on")
+                return view
+            self.log(
+                f"cluster={self.cfg.cluster} member={member} is leader; waiting for due "
+                f"followers {', '.join(due)}"
+            )
+            self.sleep(self.cfg.poll_seconds * 2)
+            view = self.client.view()
+            if problems := health_problems(view):
+                self.skip_all([member], "cluster unhealthy: " + "; ".join(problems), view)
+                return None
+            if view.leader != member:
+                return view
+        return view
+
+    def defrag_members(self, view: ClusterView, targets: list[str], lock: _Lock | None = None) -> RunReport:
+        order = defrag_order(view, targets)
+        for index, name in enumerate(order):
+            if index:
+                view = self.client.view()
+            if problems := health_problems(view):
+                return self.skip_all(order[index:], "cluster unhealthy: " + "; ".join(problems), view)
+            decision = decide(view, name, self.cfg.settings, self.clock())
+            status = view.statuses[name]
+            if not decision.due:
+                self.outcome(name, "skipped", decision.reason, view, status)
+                continue
+            if self.cfg.dry_run:
+                self.outcome(name, "would-defragment", decision.reason, view, status)
+                continue
+            self.defrag_one(view, name, decision.reason, lock)
+        self.disarm()
+        return self.report
+
+    def compact_once(self, view: ClusterView) -> None:
+        if self.report.compacted_to is not None:
+            return
+        revision = max(s.revision for s in view.statuses.values())
+        target = compaction_revision(revision, self.cfg.settings.compaction_keep_revisions)
+        if target is None:
+            self.report.compacted_to = 0
+            return
+        try:
+            self.client.first("compact", target)
+            self.log(f"cluster={self.cfg.cluster} action=compacted revision={target} current={revision}")
+        except EtcdError as err:
+            if not err.compacted:  # a failed compaction does not stop the defrag (as etcd-defrag does)
+                self.log(f"cluster={self.cfg.cluster} action=compaction-failed revision={target} error={err}")
+                self.report.notes.append(f"compaction to {target} failed: {err.message}")
+        self.report.compacted_to = target
+
+    def defrag_one(self, view: ClusterView, name: str, reason: str, lock: _Lock | None) -> None:
+        member = view.member(name)
+        assert member is not None
+        before = view.statuses[name]
+        if before.is_leader and self.cfg.settings.move_leader:
+            target = move_leader_target(view, name)
+            if target is not None:
+                try:
+                    self.client.gateway(member.endpoint).move_leader(target.member_id)
+                    self.log(f"cluster={self.cfg.cluster} action=moved-leader from={name} to={target.name}")
+                except EtcdError as err:
+                    self.log(f"cluster={self.cfg.cluster} action=move-leader-failed from={name} error={err}")
+        if lock is not None:
+            lock.avoid = member.endpoint
+        started = self.clock()
+        gateway = self.client.gateway(member.endpoint)
+        try:
+            gateway.defragment(self.cfg.defrag_timeout_seconds)
+            after = gateway.status()
+        except EtcdError as err:
+            self.outcome(
+                name,
+                "failed",
+                f"{reason}; defragment failed: {err.message}",
+                view,
+                before,
+                seconds=self.clock() - started,
+            )
+            return
+        finally:
+            if lock is not None:
+                lock.avoid = None
+        self.outcome(name, "defragmented", reason, view, before, after, self.clock() - started)
+        self._records.append(
+            (name, LastDefrag(round(self.clock(), 3), before.db_size, after.db_size, self.cfg.by))
+        )
+        if not view.nospace:
+            self.write_records()
+
+    def disarm(self) -> None:
+        view = self.client.view(with_last=False)
+        if not view.nospace or self.cfg.dry_run:
+            return
+        ready, why = disarm_ready(view, self.cfg.settings)
+        if not ready:
+            self.report.notes.append(f"NOSPACE kept: {why}")
+            self.log(f"cluster={self.cfg.cluster} action=nospace-kept reason={why}")
+            return
+        for alarm in view.alarms:
+            if alarm.alarm == "NOSPACE":
+                self.client.first("disarm", alarm)
+                self.report.disarmed.append(alarm.member_id)
+        self.log(
+            f"cluster={self.cfg.cluster} action=nospace-disarmed members={','.join(self.report.disarmed)} "
+            f"reason={why}"
+        )
+
+    def write_records(self) -> None:
+        while self._records:
+            name, record = self._records[0]
+            try:
+                self.client.first("put", last_key(self.cfg.cluster, name), record.to_json())
+            except EtcdError as err:
+                self.log(f"cluster={self.cfg.cluster} member={name} last-defrag record not written: {err}")
+                return
+            self._records.pop(0)
+
+
+def load_config(path: str, dry_run: bool = False) -> AgentConfig:
+    """Read the agent's JSON config (written by roles/etcd); errors name the file and the key."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            raw = json.load(fh)
+        settings = DefragSettings(
+            rule=parse_rule(str(raw.get("rule", DEFAULT_RULE))),
+            quota_bytes=int(raw["quota_bytes"]),
+            min_interval_seconds=float(raw.get("min_interval_seconds", 3600)),
+            compaction_keep_revisions=int(raw.get("compaction_keep_revisions", 1000)),
+            disarm_threshold=float(raw.get("disarm_threshold", 0.9)),
+            move_leader=bool(raw.get("move_leader", False)),
+        )
+        tls = TlsFiles(raw["ca"], raw["cert"], raw["key"]) if raw.get("ca") else None
+        return AgentConfig(
+            cluster=str(raw["cluster"]),
+            endpoints=tuple(raw["endpoints"]),
+            tls=tls,
+            settings=settings,
+            member=raw.get("member"),
+            by=f"agent@{socket.gethostname()}",
+            dry_run=dry_run,
+            lock_ttl_seconds=int(raw.get("lock_ttl_seconds", 60)),
+            lock_wait_seconds=float(raw.get("lock_wait_seconds", 900)),
+            leader_wait_seconds=float(raw.get("leader_wait_seconds", 600)),
+            defrag_timeout_seconds=float(raw.get("defrag_timeout_seconds", DEFRAG_TIMEOUT)),
+        )
+    except OSError as err:
+        raise SystemExit(f"{path}: cannot read: {err.strerror}") from err
+    except (ValueError, KeyError, TypeError) as err:
+        raise SystemExit(f"{path}: bad config: {type(err).__name__}: {err}") from err
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ufcctl-etcd-defrag", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", help="agent config (JSON) written by roles/etcd")
+    parser.add_argument("--dry-run", action="store_true", help="decide and report, change nothing")
+    parser.add_argument("--check-rule", metavar="RULE", help="parse RULE, print it, exit 0 if valid")
+    args = parser.parse_args(argv)
+    if args.check_rule is not None:
+        try:
+            print(f"valid rule: {parse_rule(args.check_rule).text}")
+            return 0
+        except RuleError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+    if not args.config:
+        parser.error("--config is required")
+    cfg = load_config(args.config, args.dry_run)
+
+    def log(line: str) -> None:  # stdout: systemd puts it in the journal
+        print(line, flush=True)
+
+    client = ClusterClient(cfg.cluster, cfg.endpoints, cfg.tls)
+    try:
+        report = DefragRun(cfg, client, log).run()
+    except EtcdError as err:
+        log(f"cluster={cfg.cluster} action=aborted error={err}")
+        return 1
+    log("result " + json.dumps(report.to_json(), sort_keys=True))
+    return 1 if report.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""etcd domain: cluster topology and apiserver wiring, the defrag rule language, and defrag policy."""

@@ -1,0 +1,180 @@
+"""The three etcd clusters from the inventory, and the kube-apiserver flags that route resources to them.
+
+Cluster `core` holds everything not routed elsewhere; `events` holds core events and
+coordination.k8s.io leases (the two heaviest write streams at thousands of nodes); `pods`
+holds pods (reference/components.md section 2). A cluster whose group is empty is not used and its
+resources stay in core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ufcctl.domain.inventory.model import ETCD_GROUPS, Inventory
+
+
+@dataclass(frozen=True)
+class ClusterKind:
+    name: str
+    group: str
+    client_port: int
+    peer_port: int
+    metrics_port: int
+    # kube-apiserver `group/resource` keys routed to this cluster; the core API group is "".
+    resources: tuple[str, ...]
+
+
+# Ports: core 2379/2380 and events 2383/2382 as Kubespray uses (reference/kubespray.md section 3);
+# pods take the next pair. Metrics ports: 2381 is kubeadm's and Kubespray's etcd metrics port; events
+# and pods take 2386/2387, free of every client/peer port above (Kubespray #8230 was a metrics port
+# clash between two clusters on one host).
+CLUSTER_KINDS: tuple[ClusterKind, ...] = (
+    ClusterKind("core", ETCD_GROUPS[0], 2379, 2380, 2381, ()),
+    ClusterKind("events", ETCD_GROUPS[1], 2383, 2382, 2386, ("/events", "coordination.k8s.io/leases")),
+    ClusterKind("pods", ETCD_GROUPS[2], 2385, 2384, 2387, ("/pods",)),
+)
+KINDS_BY_NAME = {k.name: k for k in CLUSTER_KINDS}
+
+
+@dataclass(frozen=True)
+class EtcdMember:
+    host: str  # inventory hostname, also the member name
+    address: str
+    client_port: int
+    peer_port: int
+
+    @property
+    def client_url(self) -> str:
+        return f"https://{_host_part(self.address)}:{self.client_port}"
+
+    @property
+    def peer_url(self) -> str:
+        return f"https://{_host_part(self.address)}:{self.peer_port}"
+
+
+@dataclass(frozen=True)
+class EtcdCluster:
+    kind: ClusterKind
+    members: tuple[EtcdMember, ...]
+
+    @property
+    def name(self) -> str:
+        return self.kind.name
+
+    @property
+    def client_urls(self) -> tuple[str, ...]:
+        return tuple(m.client_url for m in self.members)
+
+
+def _host_part(address: str) -> str:
+    return f"[{address}]" if ":" in address and not address.startswith("[") else address
+
+
+def _literal(value: Any) -> Any:
+    """Inventory values that are still Jinja templates cannot be resolved here: treat them as unset."""
+    return None if isinstance(value, str) and "{{" in value else value
+
+
+def member_address(hostvars: Mapping[str, Any], host: str) -> str:
+    """`etcd_address`, else `ansible_host`, else the inventory name (the role uses the same order)."""
+    for key in ("etcd_address", "ansible_host"):
+        value = _literal(hostvars.get(key))
+        if value:
+            return str(value)
+    return host
+
+
+def port_var(cluster: str, kind: str) -> str:
+    """Inventory variable overriding a port, e.g. etcd_events_client_port."""
+    return f"etcd_{cluster}_{kind}_port"
+
+
+def clusters_from_groups(
+    groups: Mapping[str, Sequence[str]], hostvars: Mapping[str, Mapping[str, Any]]
+) -> tuple[EtcdCluster, ...]:
+    """The clusters that have members, from group -> hosts and host -> vars (Ansible's own shapes)."""
+    clusters = []
+    for kind in CLUSTER_KINDS:
+        members = []
+        for host in groups.get(kind.group, ()):
+            hv = hostvars.get(host, {})
+            client = _literal(hv.get(port_var(kind.name, "client"))) or kind.client_port
+            peer = _literal(hv.get(port_var(kind.name, "peer"))) or kind.peer_port
+            members.append(EtcdMember(host, member_address(hv, host), int(client), int(peer)))
+        if members:
+            clusters.append(EtcdCluster(kind, tuple(members)))
+    return tuple(clusters)
+
+
+def etcd_clusters(inventory: Inventory) -> tuple[EtcdCluster, ...]:
+    groups = {kind.group: inventory.group_hosts(kind.group) for kind in CLUSTER_KINDS}
+    hostvars = {name: host.vars for name, host in inventory.hosts.items()}
+    return clusters_from_groups(groups, hostvars)
+
+
+@dataclass(frozen=True)
+class ApiserverEtcdFlags:
+    servers: str  # --etcd-servers: comma-separated
+    overrides: str  # --etcd-servers-overrides: comma between overrides, semicolon between servers
+
+    def as_args(self) -> list[str]:
+        args = [f"--etcd-servers={self.servers}"]
+        if self.overrides:
+            args.append(f"--etcd-servers-overrides={self.overrides}")
+        return args
+
+
+class WiringError(ValueError):
+    """The inventory cannot produce valid kube-apiserver etcd flags."""
+
+
+def apiserver_etcd_flags(clusters: Sequence[EtcdCluster]) -> ApiserverEtcdFlags:
+    by_name = {c.name: c for c in clusters}
+    core = by_name.get("core")
+    if core is None:
+        raise WiringError("group etcd_core has no hosts: kube-apiserver needs the core etcd cluster")
+    overrides = [
+        f"{resource}#{';'.join(cluster.client_urls)}"
+        for cluster in clusters
+        if cluster.name != "core"
+        for resource in cluster.kind.resources
+    ]
+    flags = ApiserverEtcdFlags(",".join(core.client_urls), ",".join(overrides))
+    parse_overrides(flags.overrides)  # what kube-apiserver would reject must fail here first
+    return flags
+
+
+def parse_overrides(value: str) -> dict[str, tuple[str, ...]]:
+    """Parse --etcd-servers-overrides the way kube-apiserver validates it (options/etcd.go Validate).
+
+    Each comma-separated override must split once on '#' and its left side once on '/'.
+    """
+    result: dict[str, tuple[str, ...]] = {}
+    for override in filter(None, value.split(",")):
+        tokens = override.split("#")
+        if len(tokens) != 2 or len(tokens[0].split("/")) != 2 or not tokens[1]:
+            raise WiringError(f"override {override!r} must be of format: group/resource#servers")
+        servers = tuple(tokens[1].split(";"))
+        if not all(s.startswith(("http://", "https://")) for s in servers):
+            raise WiringError(f"override {override!r}: every server must be an http(s) URL")
+        result[tokens[0]] = servers
+    return result
+
+
+def port_conflicts(
+    clusters: Sequence[EtcdCluster], metrics_ports: Mapping[str, int] | None = None
+) -> list[str]:
+    """Ports claimed twice on one host by clusters sharing it (each problem names host, port, users)."""
+    claims: dict[tuple[str, int], list[str]] = {}
+    for cluster in clusters:
+        metrics = (metrics_ports or {}).get(cluster.name, cluster.kind.metrics_port)
+        for m in cluster.members:
+            for what, port in (("client", m.client_port), ("peer", m.peer_port), ("metrics", metrics)):
+                claims.setdefault((m.host, port), []).append(f"{cluster.name} {what}")
+    return [
+        f"host {host}: port {port} used by {' and '.join(users)}"
+        for (host, port), users in claims.items()
+        if len(users) > 1
+    ]

@@ -1,0 +1,311 @@
+"""Client for etcd's v3 JSON gateway over HTTPS with client certificates (the one implementation).
+
+Used by ufcctl on the controller and, as a shipped copy, by the defrag agent on etcd nodes, so
+it uses the standard library only. Endpoints were checked against etcd 3.4.23 (Debian bookworm):
+/v3/maintenance/{status,defragment,alarm,transfer-leadership}, /v3/kv/{range,put,deleterange,txn,
+compaction}, /v3/lease/{grant,keepalive,revoke}, /v3/cluster/member/list and GET /health.
+The gateway encodes keys and values as base64 and 64-bit integers as decimal strings.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import ssl
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ufcctl.domain.etcd.defrag import Alarm, ClusterView, LastDefrag, Member, MemberStatus, last_prefix
+
+DEFAULT_TIMEOUT = 10.0
+# A defrag rewrites the whole bbolt file; etcd's docs give no bound. 8 GiB at ~100 MB/s is ~80 s,
+# so 10 minutes leaves room for slow disks without hanging a timer run forever.
+DEFRAG_TIMEOUT = 600.0
+GRPC_COMPACTED = 11  # OutOfRange: "required revision has been compacted"
+GRPC_UNAVAILABLE = 14
+
+
+class EtcdError(Exception):
+    """A failed gateway call: which endpoint, what etcd said, and its gRPC/HTTP code when there is one."""
+
+    def __init__(self, endpoint: str, message: str, code: int | None = None):
+        super().__init__(f"{endpoint}: {message}")
+        self.endpoint = endpoint
+        self.message = message
+        self.code = code
+
+    @property
+    def compacted(self) -> bool:
+        return self.code == GRPC_COMPACTED and "compacted" in self.message
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    ca: str
+    cert: str
+    key: str
+
+
+def _b64(text: str | bytes) -> str:
+    raw = text.encode() if isinstance(text, str) else text
+    return base64.b64encode(raw).decode("ascii")
+
+
+def _unb64(text: str) -> str:
+    return base64.b64decode(text).decode("utf-8", errors="replace")
+
+
+def prefix_end(prefix: str | bytes) -> str:
+    """The range end (base64) covering every key that starts with `prefix` (etcd's GetPrefixRangeEnd)."""
+    raw = bytearray(prefix.encode() if isinstance(prefix, str) else prefix)
+    for i in range(len(raw) - 1, -1, -1):
+        if raw[i] < 0xFF:
+            raw[i] += 1
+            return _b64(bytes(raw[: i + 1]))
+    return _b64(b"\0")  # every key
+
+
+class Gateway:
+    """One etcd member's client endpoint."""
+
+    def __init__(self, endpoint: str, tls: TlsFiles | None, timeout: float = DEFAULT_TIMEOUT):
+        self.endpoint = endpoint.rstrip("/")
+        url = urllib.parse.urlsplit(self.endpoint)
+        if url.scheme not in ("https", "http") or not url.hostname:
+            raise EtcdError(endpoint, "endpoint must be https://HOST:PORT")
+        self._host = url.hostname
+        self._port = url.port or 2379
+        self._tls = url.scheme == "https"
+        self.timeout = timeout
+        self._context: ssl.SSLContext | None = None
+        if self._tls:
+            if tls is None:
+                raise EtcdError(endpoint, "https endpoint needs CA, certificate and key files")
+            context = ssl.create_default_context(cafile=tls.ca)
+            context.load_cert_chain(tls.cert, tls.key)
+            self._context = context
+
+    def _connection(self, timeout: float) -> http.client.HTTPConnection:
+        if self._tls:
+            return http.client.HTTPSConnection(self._host, self._port, timeout=timeout, context=self._context)
+        return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+
+    def request(
+        self, method: str, path: str, body: dict[str, Any] | None, timeout: float | None = None
+    ) -> str:
+        conn = self._connection(timeout or self.timeout)
+        try:
+            payload = None if body is None else json.dumps(body)
+            conn.request(method, path, body=payload, headers={"Content-Type": "application/json"})
+            response = conn.getresponse()
+            text = response.read().decode("utf-8", errors="replace")
+        except (OSError, http.client.HTTPException) as err:  # refused, timeout, TLS failure
+            raise EtcdError(self.endpoint, f"{type(err).__name__}: {err}") from err
+        finally:
+            conn.close()
+        if response.status >= 400 and not text.startswith("{"):
+            raise EtcdError(
+                self.endpoint, f"HTTP {response.status} on {path}: {text.strip()[:200]}", response.status
+            )
+        return text
+
+    def call(
+        self, path: str, body: dict[str, Any] | None = None, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """POST /v3/<path> and return the decoded reply; gRPC errors become EtcdError."""
+        text = self.request("POST", f"/v3/{path}", body or {}, timeout)
+        # streaming RPCs (lease keepalive) answer one JSON object per line: the first is ours
+        first = text.strip().splitlines()[0] if text.strip() else "{}"
+        try:
+            data = json.loads(first)
+        except ValueError as err:
+            raise EtcdError(self.endpoint, f"not JSON from /v3/{path}: {first[:200]}") from err
+        if "error" in data:
+            error = data["error"]
+            if isinstance(error, dict):  # streaming error shape
+                raise EtcdError(self.endpoint, str(error.get("message")), error.get("grpc_code"))
+            raise EtcdError(self.endpoint, str(data.get("message") or error), data.get("code"))
+        return data.get("result", data) if "result" in data else data
+
+    # --- health and maintenance -------------------------------------------------------------
+    def health(self) -> bool:
+        text = self.request("GET", "/health", None)
+        try:
+            return json.loads(text).get("health") == "true"
+        except ValueError:
+            return False
+
+    def status(self) -> MemberStatus:
+        data = self.call("maintenance/status")
+        header = data.get("header", {})
+        return MemberStatus(
+            member_id=str(header.get("member_id", "")),
+            leader_id=str(data.get("leader", "")),
+            db_size=int(data.get("dbSize", 0)),
+            db_size_in_use=int(data.get("dbSizeInUse", 0)),
+            revision=int(header.get("revision", 0)),
+            raft_term=int(data.get("raftTerm", 0)),
+            raft_index=int(data.get("raftIndex", 0)),
+            version=str(data.get("version", "")),
+            errors=tuple(str(e) for e in data.get("errors", ())),
+        )
+
+    def members(self) -> list[Member]:
+        data = self.call("cluster/member/list")
+        return [
+            Member(
+                str(m.get("ID", "")),
+                str(m.get("name", "")),
+                tuple(m.get("clientURLs", ())),
+                bool(m.get("isLearner", False)),
+            )
+            for m in data.get("members", ())
+        ]
+
+    def alarms(self) -> list[Alarm]:
+        data = self.call("maintenance/alarm", {"action": "GET"})
+        return [
+            Alarm(str(a.get("memberID", "0")), str(a.get("alarm", "NONE"))) for a in data.get("alarms", ())
+        ]
+
+    def disarm(self, alarm: Alarm) -> None:
+        self.call(
+            "maintenance/alarm", {"action": "DEACTIVATE", "memberID": alarm.member_id, "alarm": alarm.alarm}
+        )
+
+    def compact(self, revision: int) -> None:
+        # physical: return only once the compaction is applied to the backend, so the defrag
+        # that follows can reclaim the pages it freed.
+        self.call("kv/compaction", {"revision": str(revision), "physical": True})
+
+    def defragment(self, timeout: float = DEFRAG_TIMEOUT) -> None:
+        self.call("maintenance/defragment", {}, timeout=timeout)
+
+    def move_leader(self, target_id: str) -> None:
+        """Hand leadership to `target_id`; only the current leader accepts this."""
+        self.call("maintenance/transfer-leadership", {"targetID": target_id})
+
+    # --- leases and keys ---------------------------------------------------------------------
+    def lease_grant(self, ttl: int) -> str:
+        return str(self.call("lease/grant", {"TTL": str(ttl)})["ID"])
+
+    def lease_keepalive(self, lease_id: str) -> int:
+        """Refresh a lease once; returns the new TTL (0 or less: the lease is gone)."""
+        return int(self.call("lease/keepalive", {"ID": lease_id}).get("TTL", 0))
+
+    def lease_revoke(self, lease_id: str) -> None:
+        self.call("lease/revoke", {"ID": lease_id})
+
+    def put(self, key: str, value: str, lease_id: str | None = None) -> None:
+        body: dict[str, Any] = {"key": _b64(key), "value": _b64(value)}
+        if lease_id:
+            body["lease"] = lease_id
+        self.call("kv/put", body)
+
+    def get(self, key: str) -> str | None:
+        kvs = self.call("kv/range", {"key": _b64(key)}).get("kvs", ())
+        return _unb64(kvs[0].get("value", "")) if kvs else None
+
+    def get_prefix(self, prefix: str) -> dict[str, str]:
+        data = self.call("kv/range", {"key": _b64(prefix), "range_end": prefix_end(prefix)})
+        return {_unb64(kv["key"]): _unb64(kv.get("value", "")) for kv in data.get("kvs", ())}
+
+    def count_prefix(self, prefix: str) -> int:
+        data = self.call(
+            "kv/range", {"key": _b64(prefix), "range_end": prefix_end(prefix), "count_only": True}
+        )
+        return int(data.get("count", 0))
+
+    def delete_prefix(self, prefix: str) -> int:
+        data = self.call("kv/deleterange", {"key": _b64(prefix), "range_end": prefix_end(prefix)})
+        return int(data.get("deleted", 0))
+
+    def create(self, key: str, value: str, lease_id: str) -> tuple[bool, str | None]:
+        """Put `key` only if it does not exist; returns (created, current value when not created)."""
+        data = self.call(
+            "kv/txn",
+            {
+                "compare": [{"target": "CREATE", "key": _b64(key), "createRevision": "0"}],
+                "success": [{"requestPut": {"key": _b64(key), "value": _b64(value), "lease": lease_id}}],
+                "failure": [{"requestRange": {"key": _b64(key)}}],
+            },
+        )
+        if data.get("succeeded"):
+            return True, None
+        responses = data.get("responses") or [{}]
+        kvs = responses[0].get("response_range", {}).get("kvs", ())
+        return False, _unb64(kvs[0].get("value", "")) if kvs else None
+
+    def delete_if_value(self, key: str, value: str) -> bool:
+        """Delete `key` only while it still holds `value` (release a lock we own, never another's)."""
+        data = self.call(
+            "kv/txn",
+            {
+                "compare": [{"target": "VALUE", "key": _b64(key), "value": _b64(value)}],
+                "success": [{"requestDeleteRange": {"key": _b64(key)}}],
+            },
+        )
+        return bool(data.get("succeeded"))
+
+
+class ClusterClient:
+    """All members of one cluster: gateways by endpoint, and a snapshot of the whole cluster."""
+
+    def __init__(
+        self, cluster: str, endpoints: Sequence[str], tls: TlsFiles | None, timeout: float = DEFAULT_TIMEOUT
+    ):
+        if not endpoints:
+            raise EtcdError(cluster, "no endpoints")
+        self.cluster = cluster
+        self.endpoints = list(endpoints)
+        self.tls = tls
+        self.timeout = timeout
+        self._gateways: dict[str, Gateway] = {}
+
+    def gateway(self, endpoint: str) -> Gateway:
+        if endpoint not in self._gateways:
+            self._gateways[endpoint] = Gateway(endpoint, self.tls, self.timeout)
+        return self._gateways[endpoint]
+
+    def first(self, call: str, *args: Any, avoid: str | None = None, **kwargs: Any) -> Any:
+        """Run one Gateway method on the first endpoint that answers (skipping `avoid` if others exist)."""
+        order = [e for e in self.endpoints if e != avoid] + [e for e in self.endpoints if e == avoid]
+        errors = []
+        for endpoint in order:
+            try:
+                return getattr(self.gateway(endpoint), call)(*args, **kwargs)
+            except EtcdError as err:
+                # only a transport failure or gRPC Unavailable (14) is worth another member;
+                # any other answer is etcd's verdict and would be the same elsewhere
+                if err.code is not None and err.code != GRPC_UNAVAILABLE:
+                    raise
+                errors.append(str(err))
+        raise EtcdError(self.cluster, "no endpoint answered: " + "; ".join(errors))
+
+    def view(self, with_last: bool = True) -> ClusterView:
+        """Member list, every member's status, alarms and last-defrag records, as one snapshot."""
+        members = tuple(self.first("members"))
+        if members and all(m.endpoint for m in members):
+            # the member list is the truth: a member added since the config was written is included
+            self.endpoints = [m.endpoint for m in members if m.endpoint]
+        statuses: dict[str, MemberStatus] = {}
+        unreachable: dict[str, str] = {}
+        for member in members:
+            if not member.name or not member.endpoint:
+                continue
+            try:
+                statuses[member.name] = self.gateway(member.endpoint).status()
+            except EtcdError as err:
+                unreachable[member.name] = err.message
+        alarms = tuple(self.first("alarms"))
+        last: dict[str, LastDefrag] = {}
+        if with_last:
+            prefix = last_prefix(self.cluster)
+            for key, value in self.first("get_prefix", prefix).items():
+                record = LastDefrag.from_json(value)
+                if record is not None:
+                    last[key[len(prefix) :]] = record
+        return ClusterView(self.cluster, members, statuses, unreachable, alarms, last)
