@@ -258,6 +258,10 @@ class StateStore:
             self._move(run_id, hosts, PENDING, "reason = NULL, changed = NULL", ())
         return hosts
 
+    def reset_hosts(self, run_id: str, hosts: Sequence[str]) -> None:
+        """These nodes back to pending (their run was cancelled before they ended)."""
+        self._move(run_id, hosts, PENDING, "reason = NULL, changed = NULL", ())
+
     def _move(self, run_id: str, hosts: Sequence[str], new: str, sets: str, args: tuple[Any, ...]) -> None:
         if new not in NODE_STATES:
             raise StateError(f"unknown node state {new!r}")

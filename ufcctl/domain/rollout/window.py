@@ -131,6 +131,13 @@ class RolloutWindow:
             elif self.budget.exceeded(self.failed, self.done + self.failed):
                 self.stop(self.budget.describe(self.failed, self.done + self.failed))
 
+    def abandon(self, host: str) -> None:
+        """A node in flight whose outcome is unknown (its run was cancelled): back to the queue's head."""
+        if host not in self._in_flight:
+            raise ValueError(f"{host} is not in flight")
+        self._in_flight.discard(host)
+        (self._canary_queue if host in self._canary else self._queue).appendleft(host)
+
     def stop(self, reason: str) -> None:
         """Start no new work; in-flight nodes still finish. The first reason is kept."""
         if self.stop_reason is None:

@@ -143,3 +143,15 @@ def test_external_stop_keeps_first_reason() -> None:
     w.stop("later")
     assert w.stop_reason == "interrupted"
     assert w.next_run(0) == ()
+
+
+def test_abandoned_nodes_go_back_to_the_queue() -> None:
+    w = _window(6, 2)
+    w.next_run(0)
+    w.stop("interrupted")
+    w.abandon("n01")
+    w.finished("n00", DONE, 1)
+    assert w.complete
+    assert w.remaining()[0] == "n01"
+    with pytest.raises(ValueError, match="not in flight"):
+        w.abandon("n05")

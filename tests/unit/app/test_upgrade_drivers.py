@@ -1,0 +1,356 @@
+"""The upgrade-drivers use case driven by a fake runner (a test double of engine.runner.run_playbook).
+
+The double plays each host on its own thread, like `strategy: free`: it sleeps briefly, then reports
+the role's marker task (done) or a failure, exactly through the RunObserver calls the real runner
+makes. No containers; these tests check window, budget, canary, state and resume logic.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from ufcctl.app.upgrade_drivers import (
+    MARKER_TASK,
+    UpgradeRequest,
+    plan_upgrade,
+    resume,
+    summarize,
+    upgrade,
+)
+from ufcctl.domain.inventory.model import Group, Host, Inventory
+from ufcctl.engine.runner import HostResult, RunOptions, RunResult
+from ufcctl.engine.state import StateStore
+from ufcctl.errors import InputError
+
+
+def make_inventory(n: int, per_tor: int = 2) -> Inventory:
+    hosts = {}
+    for i in range(n):
+        name = f"w{i:02d}"
+        hosts[name] = Host(name, {"npu_tor_id": i // per_tor, "npu_super_pod_id": i // (2 * per_tor)},
+                           frozenset({"all", "kube_node", "npu_node"}))
+    hosts["cp1"] = Host("cp1", {}, frozenset({"all", "kube_control_plane"}))
+    groups = {
+        "npu_node": Group("npu_node", hosts=tuple(h for h in hosts if h.startswith("w"))),
+        "kube_node": Group("kube_node", children=("npu_node",)),
+        "kube_control_plane": Group("kube_control_plane", hosts=("cp1",)),
+    }
+    return Inventory("inv", hosts, groups)
+
+
+@dataclass
+class Behaviour:
+    outcome: str = "done"  # done | failed | unreachable | silent (never reaches the marker)
+    seconds: float = 0.01
+    changed: bool = True
+    hold: threading.Event | None = None  # wait for this before ending (a straggler)
+
+
+@dataclass
+class FakeRunner:
+    """Test double for run_playbook: same signature, scripted per-host outcomes, records everything."""
+
+    behaviours: dict[str, Behaviour] = field(default_factory=dict)
+    calls: list[tuple[str, tuple[str, ...], RunOptions]] = field(default_factory=list)
+    starts: dict[str, int] = field(default_factory=dict)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    on_end: Callable[[str], None] | None = None
+    raise_error: Exception | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, playbook: Path, hosts: list[Host], options: RunOptions, *, run_id: str,
+                 observer, cancel) -> RunResult:
+        names = tuple(h.name for h in hosts)
+        with self._lock:
+            self.calls.append((run_id, names, options))
+        if self.raise_error:
+            raise self.raise_error
+        results = {n: HostResult(n) for n in names}
+        threads = [threading.Thread(target=self._play, args=(run_id, n, observer, results[n])) for n in names]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        rc = 0 if all(r.succeeded for r in results.values()) else 2
+        return RunResult(run_id, playbook.name, "successful" if rc == 0 else "failed", rc, results,
+                         Path("/nonexistent"), 0.0)
+
+    def _play(self, run_id: str, host: str, observer, result: HostResult) -> None:
+        b = self.behaviours.get(host, Behaviour())
+        with self._lock:
+            self.starts[host] = self.starts.get(host, 0) + 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        time.sleep(b.seconds)
+        if b.hold is not None:
+            assert b.hold.wait(30), f"{host} was held and never released: a barrier held the rollout"
+        with self._lock:
+            self.in_flight -= 1
+        if b.outcome == "done":
+            result.changed = int(b.changed)
+            observer.host_task_done(run_id, host, MARKER_TASK, "changed" if b.changed else "ok", None)
+        elif b.outcome == "failed":
+            result.failed, result.failed_task, result.message = 1, "Install the driver", "installer rc 1"
+            observer.host_task_done(run_id, host, "Install the driver", "failed", "installer rc 1")
+        elif b.outcome == "unreachable":
+            result.unreachable, result.message = True, "ssh: connect refused"
+            observer.host_task_done(run_id, host, "Read versions", "unreachable", "ssh: connect refused")
+        if self.on_end:
+            self.on_end(host)
+
+
+@pytest.fixture()
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StateStore:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
+    s = StateStore(tmp_path / "state.db")
+    yield s
+    s.close()
+
+
+def request(**kw) -> UpgradeRequest:
+    return UpgradeRequest(**{"inventory_dir": Path("/inv"), "batch": 4, "coalesce_seconds": 0.05, **kw})
+
+
+def run(store: StateStore, fake: FakeRunner, n: int = 12, retry_failed: bool = False, **kw):
+    inventory = make_inventory(n)
+    return upgrade(request(**kw), store, run_fn=fake, loader=lambda _p: inventory, retry_failed=retry_failed)
+
+
+def test_full_rollout_marks_every_node_done_once(store: StateStore) -> None:
+    fake = FakeRunner()
+    summary = run(store, fake, n=10, window=2)
+    assert summary.status == "done" and summary.counts["done"] == 10 and summary.changed == 10
+    assert fake.starts == {f"w{i:02d}": 1 for i in range(10)}
+    assert all(len(names) <= 4 for _, names, _ in fake.calls)
+    assert fake.max_in_flight <= 8  # window 2 x batch 4
+    assert all(n.seconds is not None for n in summary.nodes)
+    assert store.run(summary.run_id).pid is None
+
+
+def test_unchanged_nodes_are_done_but_not_changed(store: StateStore) -> None:
+    fake = FakeRunner({f"w{i:02d}": Behaviour(changed=False) for i in range(4)})
+    summary = run(store, fake, n=4)
+    assert summary.counts["done"] == 4 and summary.changed == 0
+
+
+def test_a_straggler_does_not_hold_back_the_rest(store: StateStore) -> None:
+    released = threading.Event()
+    fake = FakeRunner({"w00": Behaviour(hold=released)})
+    ended: list[str] = []
+
+    def on_end(host: str) -> None:
+        ended.append(host)
+        if len(ended) == 11:  # all others done while w00 is still in flight
+            released.set()
+
+    fake.on_end = on_end
+    summary = run(store, fake, n=12)
+    assert summary.status == "done"
+    assert ended[-1] == "w00"
+    assert fake.max_in_flight <= 4
+
+
+def test_budget_stops_new_work_and_in_flight_work_finishes(store: StateStore) -> None:
+    fake = FakeRunner({
+        "w01": Behaviour("failed"), "w02": Behaviour("unreachable"),
+        "w03": Behaviour(seconds=0.3),  # still in flight when the budget is exceeded
+    })
+    summary = run(store, fake, n=12, max_fail=25, coalesce_seconds=30)  # no partial run sneaks in
+    assert summary.status == "stopped"
+    assert summary.message and "2 failed" in summary.message
+    states = {n.host: n.state for n in summary.nodes}
+    assert states["w03"] == "done"  # in flight work finished
+    assert [h for h, s in states.items() if s == "pending"] == [f"w{i:02d}" for i in range(4, 12)]
+    assert set(fake.starts) == {"w00", "w01", "w02", "w03"}
+    reasons = {n.host: n.reason for n in summary.failed}
+    assert "installer rc 1" in reasons["w01"] and "unreachable" in reasons["w02"]
+
+
+def test_failures_within_budget_finish_the_rollout_as_failed(store: StateStore) -> None:
+    fake = FakeRunner({"w05": Behaviour("failed")})
+    summary = run(store, fake, n=12, max_fail=25)
+    assert summary.status == "failed"
+    assert summary.counts == {"pending": 0, "running": 0, "done": 11, "failed": 1, "skipped": 0}
+
+
+def test_canary_runs_alone_and_its_failure_stops_everything(store: StateStore) -> None:
+    fake = FakeRunner({"w00": Behaviour("failed")})
+    summary = run(store, fake, n=8, canary=1, max_fail=50)
+    assert fake.calls[0][1] == ("w00",) and len(fake.calls) == 1
+    assert summary.status == "stopped" and "canary" in (summary.message or "")
+
+
+def test_node_that_never_reaches_the_marker_fails_with_the_runs_reason(store: StateStore) -> None:
+    fake = FakeRunner({"w02": Behaviour("silent")})
+    summary = run(store, fake, n=4, max_fail=50)
+    reason = {n.host: n.reason for n in summary.failed}["w02"]
+    assert "marker task" in reason
+
+
+def test_a_runner_that_raises_fails_its_nodes(store: StateStore) -> None:
+    fake = FakeRunner(raise_error=RuntimeError("ansible-playbook vanished"))
+    summary = run(store, fake, n=4, max_fail=100)
+    assert summary.counts["failed"] == 4
+    assert all("ansible-playbook vanished" in (n.reason or "") for n in summary.nodes)
+
+
+def test_options_carry_versions_timeout_check_mode_and_forks(store: StateStore) -> None:
+    fake = FakeRunner()
+    summary = run(store, fake, n=4, version="24.1.rc3", firmware_version="7.5.0.2", dry_run=True,
+                  node_timeout=60)
+    options = fake.calls[0][2]
+    assert options.check is True and options.forks == 4
+    assert options.extravars == {
+        "ascend_driver_version": "24.1.rc3", "ascend_driver_firmware_version": "7.5.0.2",
+        "ascend_driver_install_timeout": 60,
+    }
+    assert summary.dry_run and summary.steps["drain"].startswith("skipped: --dry-run")
+
+
+def test_drain_step_is_reported_skipped_without_a_kubeconfig(store: StateStore) -> None:
+    summary = run(store, FakeRunner(), n=2)
+    assert summary.steps["drain"].startswith("skipped: no kubeconfig")
+    assert store.run(summary.run_id).steps["drain"] == summary.steps["drain"]
+
+
+def _crashed_run(store: StateStore, n: int = 8) -> str:
+    """A run whose controller died: 3 nodes done, 2 running, the rest pending, owner pid gone."""
+    fake = FakeRunner()
+    summary = run(store, fake, n=n)
+    run_id = summary.run_id
+    with store._tx() as db:  # rewind it into the state a kill -9 leaves behind
+        db.execute("UPDATE nodes SET state = 'pending', attempts = 0 WHERE run_id = ? AND host >= 'w03'",
+                   (run_id,))
+        db.execute("UPDATE runs SET status = 'running', pid = 999999999 WHERE run_id = ?", (run_id,))
+    store.mark_running(run_id, ["w03", "w04"], "old-run")
+    return run_id
+
+
+def test_resume_never_redoes_done_nodes(store: StateStore) -> None:
+    run_id = _crashed_run(store)
+    inventory = make_inventory(8)
+    fake = FakeRunner()
+    summary = resume(run_id, store, run_fn=fake, loader=lambda _p: inventory)
+    assert set(fake.starts) == {"w03", "w04", "w05", "w06", "w07"}  # running + pending, not done
+    assert summary.status == "done" and summary.counts["done"] == 8
+    attempts = {n.host: n.attempts for n in summary.nodes}
+    assert attempts["w03"] == 2 and attempts["w00"] == 1
+
+
+def test_resume_refuses_a_run_whose_controller_is_alive(store: StateStore) -> None:
+    run_id = _crashed_run(store)
+    store.claim_run(run_id)  # now owned by this (living) process
+    with pytest.raises(InputError, match="still being run"):
+        resume(run_id, store, run_fn=FakeRunner(), loader=lambda _p: make_inventory(8))
+
+
+def test_resume_unknown_run(store: StateStore) -> None:
+    with pytest.raises(InputError, match="no run nope"):
+        resume("nope", store, run_fn=FakeRunner())
+
+
+def test_resume_after_budget_stop_with_retry_failed(store: StateStore) -> None:
+    failing = FakeRunner({"w01": Behaviour("failed"), "w02": Behaviour("failed")})
+    summary = run(store, failing, n=8, max_fail=25, coalesce_seconds=30)
+    assert summary.status == "stopped"
+    plain = FakeRunner()
+    inventory = make_inventory(8)
+    again = resume(summary.run_id, store, run_fn=plain, loader=lambda _p: inventory)
+    assert set(plain.starts) == {f"w{i:02d}" for i in range(4, 8)}  # failed nodes left alone
+    assert again.status == "failed" and again.counts["failed"] == 2
+    retry = FakeRunner()
+    final = resume(summary.run_id, store, retry_failed=True, run_fn=retry, loader=lambda _p: inventory)
+    assert set(retry.starts) == {"w01", "w02"}
+    assert final.status == "done"
+
+
+def test_upgrade_retry_failed_starts_a_new_run_with_the_last_failures(store: StateStore) -> None:
+    first = run(store, FakeRunner({"w03": Behaviour("failed")}), n=6, max_fail=50)
+    fake = FakeRunner()
+    second = run(store, fake, n=6, retry_failed=True)
+    assert second.run_id != first.run_id and set(fake.starts) == {"w03"}
+    assert [n.host for n in second.nodes] == ["w03"]
+    with pytest.raises(InputError, match="no failed or skipped node"):
+        run(store, FakeRunner(), n=6, retry_failed=True)
+
+
+def test_resume_skips_nodes_gone_from_the_inventory(store: StateStore) -> None:
+    run_id = _crashed_run(store)
+    fake = FakeRunner()
+    summary = resume(run_id, store, run_fn=fake, loader=lambda _p: make_inventory(6))
+    states = {n.host: (n.state, n.reason) for n in summary.nodes}
+    assert states["w07"][0] == "skipped" and "no longer in" in states["w07"][1]
+    assert "w07" not in fake.starts
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        pytest.param({"align": "rack"}, "unknown alignment", id="bad-align"),
+        pytest.param({"limit": "nothing*"}, "--limit", id="limit-matches-nothing"),
+        pytest.param({"canary": 99}, "canary 99", id="canary-too-big"),
+    ],
+)
+def test_bad_requests_touch_nothing(store: StateStore, kwargs: dict, message: str) -> None:
+    fake = FakeRunner()
+    with pytest.raises(InputError, match=message):
+        run(store, fake, n=4, **kwargs)
+    assert fake.calls == [] and store.runs() == []
+
+
+def test_plan_uses_node_seconds_or_the_last_measurement(store: StateStore) -> None:
+    inventory = make_inventory(12)
+    report = plan_upgrade(request(), store, loader=lambda _p: inventory)
+    assert report.projection is None and report.targets == 12 and len(report.plan.batches) == 3
+    report = plan_upgrade(request(), store, node_seconds=60, loader=lambda _p: inventory)
+    assert report.projection.total_seconds == 180
+    summary = run(store, FakeRunner(), n=4)
+    report = plan_upgrade(request(), store, loader=lambda _p: inventory)
+    assert report.projection is not None and summary.run_id in report.projection.source
+    assert store.runs()[0].run_id == summary.run_id  # planning created no run
+
+
+def test_plan_by_tor_keeps_tors_whole(store: StateStore) -> None:
+    report = plan_upgrade(request(align="tor", batch=3), store, loader=lambda _p: make_inventory(8))
+    assert [b.hosts for b in report.plan.batches] == [("w00", "w01"), ("w02", "w03"), ("w04", "w05"),
+                                                       ("w06", "w07")]
+
+
+def test_summarize_unknown_run(store: StateStore) -> None:
+    with pytest.raises(InputError):
+        summarize(store, "nope")
+
+
+class RecordingGuard:
+    """Test double for the drain guard: skips w01, fails to prepare w02, records releases."""
+
+    def __init__(self) -> None:
+        self.released: list[tuple[str, bool]] = []
+
+    def prepare(self, host: Host) -> str | None:
+        if host.name == "w02":
+            raise RuntimeError("drain timed out")
+        return "NPU pods running (train/job-0)" if host.name == "w01" else None
+
+    def release(self, host: Host, ok: bool) -> None:
+        self.released.append((host.name, ok))
+
+
+def test_guard_skips_fails_and_releases(store: StateStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    guard = RecordingGuard()
+    monkeypatch.setattr("ufcctl.app.upgrade_drivers.drain_guard", lambda **_: (guard, "cordon + drain"))
+    fake = FakeRunner({"w03": Behaviour("failed")})
+    summary = run(store, fake, n=4, max_fail=100)
+    states = {n.host: (n.state, n.reason) for n in summary.nodes}
+    assert states["w01"] == ("skipped", "NPU pods running (train/job-0)")
+    assert states["w02"][0] == "failed" and "drain timed out" in states["w02"][1]
+    assert set(fake.starts) == {"w00", "w03"}  # skipped and unprepared nodes never reach Ansible
+    assert sorted(guard.released) == [("w00", True), ("w02", False), ("w03", False)]
+    assert summary.steps["drain"] == "cordon + drain"

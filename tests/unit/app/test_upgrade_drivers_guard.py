@@ -1,0 +1,116 @@
+"""Cordon/drain around each node: kubeconfig discovery, NPU-pod skips, failed nodes stay cordoned."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from ufcctl.app.kube_guard import DrainGuard, drain_guard
+from ufcctl.domain.inventory.model import Host
+from ufcctl.engine.kubectl import Kubectl, find_kubeconfig
+from ufcctl.errors import EnvironmentMissing, RunFailed
+
+
+class FakeKubectlCommand:
+    """Test double for kubectl's process: records argv, answers `get pods` with scripted pods."""
+
+    def __init__(self, pods_by_node: dict[str, list[dict]] | None = None, fail: str | None = None):
+        self.pods_by_node = pods_by_node or {}
+        self.fail = fail
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv: Sequence[str], timeout: int) -> tuple[int, str, str]:
+        args = list(argv)[3:]  # drop binary --kubeconfig PATH
+        self.calls.append(args)
+        if self.fail and args[0] == self.fail:
+            return 1, "", f"error: {self.fail} timed out"
+        if args[:2] == ["get", "pods"]:
+            node = args[args.index("--field-selector") + 1].split(",")[0].split("=")[1]
+            return 0, json.dumps({"items": self.pods_by_node.get(node, [])}), ""
+        return 0, "", ""
+
+
+def pod(name: str, resources: dict) -> dict:
+    return {"metadata": {"namespace": "train", "name": name},
+            "spec": {"containers": [{"name": "c", "resources": resources}]}}
+
+
+NPU_POD = pod("job-0", {"limits": {"huawei.com/Ascend910": "8"}})
+CPU_POD = pod("web", {"requests": {"cpu": "1"}})
+
+
+def guard(command: FakeKubectlCommand, force: bool = False) -> DrainGuard:
+    return DrainGuard(Kubectl("kubectl", Path("/kc"), command=command), force, drain_timeout=30)
+
+
+def host(name: str = "w01", **vars: object) -> Host:
+    return Host(name, vars, frozenset({"all", "npu_node"}))
+
+
+def verbs(command: FakeKubectlCommand) -> list[str]:
+    return [c[0] for c in command.calls]
+
+
+def test_node_without_npu_pods_is_cordoned_and_drained() -> None:
+    cmd = FakeKubectlCommand({"w01": [CPU_POD]})
+    assert guard(cmd).prepare(host()) is None
+    assert verbs(cmd) == ["get", "cordon", "drain"]
+    assert "--timeout=30s" in cmd.calls[2] and "--ignore-daemonsets" in cmd.calls[2]
+
+
+def test_node_with_npu_pods_is_skipped_unless_forced() -> None:
+    cmd = FakeKubectlCommand({"w01": [NPU_POD]})
+    reason = guard(cmd).prepare(host())
+    assert reason and "train/job-0" in reason and "--force" in reason
+    assert verbs(cmd) == ["get"]
+    forced = FakeKubectlCommand({"w01": [NPU_POD]})
+    assert guard(forced, force=True).prepare(host()) is None
+    assert verbs(forced) == ["get", "cordon", "drain"]
+
+
+@pytest.mark.parametrize(("ok", "expected"), [(True, ["uncordon"]), (False, [])], ids=["healthy", "failed"])
+def test_only_healthy_nodes_are_uncordoned(ok: bool, expected: list[str]) -> None:
+    cmd = FakeKubectlCommand()
+    guard(cmd).release(host(), ok)
+    assert verbs(cmd) == expected
+
+
+def test_kubernetes_node_name_var_is_used() -> None:
+    cmd = FakeKubectlCommand()
+    guard(cmd).release(host(ufc_kube_node_name="node-a"), True)
+    assert cmd.calls == [["uncordon", "node-a"]]
+
+
+def test_a_failing_drain_raises() -> None:
+    with pytest.raises(RunFailed, match="drain timed out"):
+        guard(FakeKubectlCommand(fail="drain")).prepare(host())
+
+
+def test_find_kubeconfig(tmp_path: Path) -> None:
+    cfg = tmp_path / "kc"
+    cfg.write_text("apiVersion: v1\n")
+    assert find_kubeconfig({"KUBECONFIG": f"{tmp_path / 'missing'}:{cfg}"}, tmp_path) == cfg
+    assert find_kubeconfig({"KUBECONFIG": str(tmp_path / "missing")}, tmp_path) is None
+    assert find_kubeconfig({}, tmp_path) is None
+    (tmp_path / ".kube").mkdir()
+    (tmp_path / ".kube" / "config").write_text("x")
+    assert find_kubeconfig({}, tmp_path) == tmp_path / ".kube" / "config"
+
+
+def test_drain_guard_choices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
+    assert drain_guard(force=False, dry_run=False)[0] is None
+    assert "NOT cordoned" in drain_guard(force=False, dry_run=False)[1]
+    assert drain_guard(force=False, dry_run=True)[1].startswith("skipped: --dry-run")
+    cfg = tmp_path / "kc"
+    cfg.write_text("x")
+    monkeypatch.setenv("KUBECONFIG", str(cfg))
+    monkeypatch.setattr("ufcctl.app.kube_guard.find_kubectl", lambda: None)
+    with pytest.raises(EnvironmentMissing, match="kubectl is not installed"):
+        drain_guard(force=False, dry_run=False)
+    monkeypatch.setattr("ufcctl.app.kube_guard.find_kubectl", lambda: "/usr/bin/kubectl")
+    chosen, step = drain_guard(force=True, dry_run=False)
+    assert isinstance(chosen, DrainGuard) and "force=True" in step

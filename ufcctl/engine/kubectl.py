@@ -1,0 +1,76 @@
+"""The kubectl adapter for node maintenance: NPU pods on a node, cordon, drain, uncordon."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ufcctl.errors import RunFailed
+
+# Extended resources of the Ascend device plugin (reference/ascend.md §3): a pod requesting any
+# of them is an NPU pod; vNPU templates such as huawei.com/Ascend910-4c share the prefix.
+NPU_RESOURCE_PREFIX = "huawei.com/"
+
+Command = Callable[[Sequence[str], int], tuple[int, str, str]]  # argv, timeout -> rc, stdout, stderr
+
+
+def _run(argv: Sequence[str], timeout: int) -> tuple[int, str, str]:
+    proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def find_kubeconfig(env: dict[str, str] | None = None, home: Path | None = None) -> Path | None:
+    """The kubeconfig kubectl would use: the first existing file of $KUBECONFIG, else ~/.kube/config."""
+    env = dict(os.environ) if env is None else env
+    if env.get("KUBECONFIG"):
+        for part in env["KUBECONFIG"].split(os.pathsep):
+            if part and Path(part).is_file():
+                return Path(part)
+        return None
+    default = (home or Path.home()) / ".kube" / "config"
+    return default if default.is_file() else None
+
+
+def find_kubectl() -> str | None:
+    return shutil.which("kubectl")
+
+
+class Kubectl:
+    def __init__(self, binary: str, kubeconfig: Path, *, command: Command = _run, timeout: int = 600):
+        self.base = [binary, "--kubeconfig", str(kubeconfig)]
+        self.command = command
+        self.timeout = timeout
+
+    def _call(self, *args: str, timeout: int | None = None) -> str:
+        rc, out, err = self.command([*self.base, *args], timeout or self.timeout)
+        if rc != 0:
+            raise RunFailed(f"kubectl {' '.join(args[:3])} failed (rc {rc}): {err.strip()[:300]}")
+        return out
+
+    def npu_pods(self, node: str) -> list[str]:
+        """namespace/name of running pods on `node` that request an NPU resource."""
+        out = self._call("get", "pods", "--all-namespaces", "--field-selector",
+                         f"spec.nodeName={node},status.phase=Running", "-o", "json", timeout=120)
+        pods = []
+        for pod in json.loads(out or "{}").get("items", []):
+            containers = pod.get("spec", {}).get("containers", [])
+            wanted = {k for c in containers for section in ("requests", "limits")
+                      for k in (c.get("resources", {}).get(section) or {})}
+            if any(k.startswith(NPU_RESOURCE_PREFIX) for k in wanted):
+                meta = pod.get("metadata", {})
+                pods.append(f"{meta.get('namespace', '?')}/{meta.get('name', '?')}")
+        return pods
+
+    def cordon(self, node: str) -> None:
+        self._call("cordon", node, timeout=120)
+
+    def drain(self, node: str, timeout_seconds: int) -> None:
+        self._call("drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
+                   f"--timeout={timeout_seconds}s", timeout=timeout_seconds + 60)
+
+    def uncordon(self, node: str) -> None:
+        self._call("uncordon", node, timeout=120)
