@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ufcctl.domain.inventory.sources import SourceFile
+
 # Groups ufcctl knows (ARCHITECTURE.md, "Inventory model").
 CONTROL_PLANE = "kube_control_plane"
 APISERVER_LB = "apiserver_lb"
@@ -22,6 +24,15 @@ class Group:
     hosts: tuple[str, ...] = ()  # direct members only, in file order
     vars: Mapping[str, Any] = field(default_factory=dict)  # this group's own vars (file + group_vars/)
     source: str = ""  # file where the group is first defined, for error messages
+    parents: tuple[str, ...] = ()
+    depth: int = 0  # longest path from `all`; Ansible merges group vars by (depth, priority, name)
+    priority: int = 1  # `ansible_group_priority` set in an inventory file
+    file_vars: Mapping[str, Any] = field(default_factory=dict)  # vars from inventory files only
+    vars_files: tuple[SourceFile, ...] = ()  # group_vars/ files, in load order
+
+    @property
+    def sort_key(self) -> tuple[int, int, str]:
+        return (self.depth, self.priority, self.name)
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,8 @@ class Host:
     vars: Mapping[str, Any]  # fully merged with Ansible's precedence (what `ansible-inventory --list` shows)
     groups: frozenset[str]  # every group the host belongs to, ancestors included, plus "all"
     source: str = ""  # file where the host is first defined, for error messages
+    file_vars: Mapping[str, Any] = field(default_factory=dict)  # vars set on the host in inventory files
+    vars_files: tuple[SourceFile, ...] = ()  # host_vars/ files, in load order
 
     @property
     def address(self) -> str:
@@ -41,13 +54,39 @@ class Inventory:
     path: str
     hosts: dict[str, Host]  # in Ansible's order of first appearance
     groups: dict[str, Group]
+    _members: dict[str, list[str]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def group_hosts(self, name: str) -> list[str]:
         """Hosts of a group and its descendants, in inventory order (empty for an unknown group)."""
-        return [h for h, host in self.hosts.items() if name in host.groups]
+        if self._members is None:
+            members: dict[str, list[str]] = {}
+            for host_name, host in self.hosts.items():
+                for group in host.groups:
+                    members.setdefault(group, []).append(host_name)
+            self._members = members
+        return list(self._members.get(name, ()))
 
     def in_group(self, host: str, group: str) -> bool:
         return group in self.hosts[host].groups
 
     def subset(self, names: Iterable[str]) -> list[Host]:
         return [self.hosts[n] for n in names]
+
+    def var_origin(self, host: str, key: str) -> str:
+        """The file that gave `host` its value of `key` (Ansible's precedence, highest layer first)."""
+        entry = self.hosts[host]
+        for source in reversed(entry.vars_files):
+            if isinstance(source.data, Mapping) and key in source.data:
+                return source.path
+        if key in entry.file_vars:
+            return entry.source
+        chain = sorted((self.groups[g] for g in entry.groups if g != "all"), key=lambda g: g.sort_key)
+        everyone = self.groups.get("all")
+        for group in [*reversed(chain), *([everyone] if everyone else [])]:
+            for source in reversed(group.vars_files):
+                if isinstance(source.data, Mapping) and key in source.data:
+                    return source.path
+        for group in [*reversed(chain), *([everyone] if everyone else [])]:
+            if key in group.file_vars:
+                return group.source
+        return entry.source

@@ -1,0 +1,1 @@
+"""Inventory model: read, resolved (as Ansible does), validated, and summarised by topology."""

@@ -1,0 +1,164 @@
+"""Host entries of a YAML inventory: `name:port` and ranges (`node[00001:16000]`, `rack[a:c]`, `[1:9:2]`).
+
+The rules follow Ansible's documented behaviour (and what ansible-core 2.19 does; the differential
+test in tests/integration holds us to it): `[begin:end]` or `[begin:end:step]`, inclusive; an
+empty begin means 0; a begin with a leading zero keeps its width (`[001:016]`) and then the end
+must have the same width; single letters make an alphabetic range (a..z then A..Z); several
+ranges in one entry multiply out, the first range varying slowest. Where Ansible silently yields
+no host (begin after end, a negative step) we report an error instead: that is never intended.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import string
+from collections.abc import Iterable
+
+_RANGE = r"\[(?:[a-z]:[a-z]|[0-9]+:[0-9]+)(?::[0-9]+)?\]"
+_LABEL = rf"(?:\w|{_RANGE})(?:[\w-]|{_RANGE})*(?<![_-])"
+_HOSTNAME = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*$", re.I | re.UNICODE)
+_IPV4_PART = r"(?:25[0-5]|2[0-4][0-9]|[01]?[0-9]{1,2}|\[[0-9]+:[0-9]+(?::[0-9]+)?\])"
+_IPV4 = re.compile(rf"^(?:{_IPV4_PART}\.){{3}}{_IPV4_PART}$")
+# `[host]:port` (the only way to give an IPv6 address a port) and `host:port`, where the host part
+# may hold complete `[...]` range expressions but no other colon.
+_BRACKETED_PORT = re.compile(r"^\[(.+)\]:([0-9]+)$")
+_HOST_PORT = re.compile(r"^((?:[^:\[\]]|\[[^\]]*\])*):([0-9]+)$")
+_HEX_RANGE = re.compile(r"\[([0-9a-f]+):[0-9a-f]+(?::[0-9]+)?\]", re.I)
+
+
+class HostPatternError(ValueError):
+    """A host entry whose range cannot be expanded; the message says what is wrong."""
+
+
+def split_port(entry: str) -> tuple[str, int | None]:
+    """`host:2222` -> ("host", 2222); anything that is not a valid host with a port stays whole."""
+    address, port = entry, None
+    for pattern in (_BRACKETED_PORT, _HOST_PORT):  # both, in turn, as Ansible does
+        match = pattern.match(address)
+        if match:
+            address, port = match.group(1), int(match.group(2))
+    if port is None or _is_address(address):
+        return address, port
+    return entry, None  # not something Ansible understands as host:port: the entry is the name
+
+
+def _is_address(text: str) -> bool:
+    if _IPV4.match(text) or _HOSTNAME.match(text):
+        return True
+    try:
+        ipaddress.IPv6Address(_HEX_RANGE.sub(lambda m: m.group(1), text))
+    except ValueError:
+        return False
+    return True
+
+
+def expand_host_pattern(pattern: str) -> list[str]:
+    """Every host name a pattern stands for, in Ansible's order; the pattern itself if it has no range."""
+    start = pattern.find("[")
+    if start < 0:
+        return [pattern]
+    end = pattern.find("]", start)
+    if end < 0 or "]" in pattern[:start]:
+        raise HostPatternError(f"unbalanced brackets in host range {pattern!r}")
+    head, spec, tail = pattern[:start], pattern[start + 1 : end], pattern[end + 1 :]
+    names: list[str] = []
+    for value in _range_values(spec, pattern):
+        names.extend(expand_host_pattern(head + value + tail) if "[" in tail else [head + value + tail])
+    return names
+
+
+def _range_values(spec: str, pattern: str) -> list[str]:
+    bounds = spec.split(":")
+    if len(bounds) not in (2, 3):
+        raise HostPatternError(f"host range [{spec}] in {pattern!r} must be [begin:end] or [begin:end:step]")
+    begin, end = bounds[0] or "0", bounds[1]
+    if not end:
+        raise HostPatternError(f"host range [{spec}] in {pattern!r} has no end value")
+    try:
+        step = int(bounds[2]) if len(bounds) == 3 else 1
+    except ValueError:
+        raise HostPatternError(
+            f"host range [{spec}] in {pattern!r}: step {bounds[2]!r} is not a number"
+        ) from None
+    if step < 1:
+        raise HostPatternError(f"host range [{spec}] in {pattern!r}: step must be at least 1")
+    width = len(begin) if begin[0] == "0" and len(begin) > 1 else 0
+    if width and len(end) != width:
+        raise HostPatternError(
+            f"host range [{spec}] in {pattern!r}: zero-padded begin and end must have the same width"
+        )
+    letters = string.ascii_letters
+    if begin in letters and end in letters:  # Ansible's alphabetic range: a..z then A..Z
+        first, last = letters.index(begin), letters.index(end)
+        if first > last:
+            raise HostPatternError(f"host range [{spec}] in {pattern!r}: begin comes after end")
+        return list(letters[first : last + 1 : step])
+    try:
+        low, high = int(begin), int(end)
+    except ValueError:
+        raise HostPatternError(
+            f"host range [{spec}] in {pattern!r}: bounds must be two numbers or two letters"
+        ) from None
+    if low > high:
+        raise HostPatternError(f"host range [{spec}] in {pattern!r}: begin is greater than end")
+    if width:
+        return [str(i).zfill(width) for i in range(low, high + 1, step)]
+    return [str(i) for i in range(low, high + 1, step)]
+
+
+_TRAILING_NUMBER = re.compile(r"^(.*?)([0-9]+)([^0-9]*)$", re.S)
+
+
+def compact_host_names(names: Iterable[str]) -> list[str]:
+    """Runs of names folded back into range notation: `npu001`..`npu016` -> `npu[001:016]`,
+    `npu001, npu005, npu009` -> `npu[001:009:4]`.
+
+    For display only; `expand_host_pattern` of each item gives back exactly the names, in order.
+    """
+    out: list[str] = []
+    run: list[tuple[str, str, str]] = []  # (prefix, digits, suffix) of the current run
+
+    def flush() -> None:
+        if len(run) > 1 and (len(run) > 2 or _step(run) == 1):
+            prefix, first, suffix = run[0]
+            step = _step(run)
+            out.append(f"{prefix}[{first}:{run[-1][1]}{f':{step}' if step > 1 else ''}]{suffix}")
+        else:
+            out.extend("".join(part) for part in run)
+        run.clear()
+
+    for name in names:
+        match = None if "[" in name or "]" in name else _TRAILING_NUMBER.match(name)
+        if match is None:
+            flush()
+            out.append(name)
+            continue
+        parts = (match.group(1), match.group(2), match.group(3))
+        if run and not _continues(run, *parts):
+            if len(run) == 2 and _step(run) > 1:  # a pair with a gap: let the second start anew
+                first = run.pop(0)
+                out.append("".join(first))
+                if _continues(run, *parts):
+                    run.append(parts)
+                    continue
+            flush()
+        run.append(parts)
+    flush()
+    return out
+
+
+def _step(run: list[tuple[str, str, str]]) -> int:
+    return int(run[1][1]) - int(run[0][1]) if len(run) > 1 else 1
+
+
+def _continues(run: list[tuple[str, str, str]], prefix: str, digits: str, suffix: str) -> bool:
+    first_prefix, first_digits, first_suffix = run[0]
+    if (prefix, suffix) != (first_prefix, first_suffix):
+        return False
+    gap = int(digits) - int(run[-1][1])
+    if gap < 1 or (len(run) > 1 and gap != _step(run)):
+        return False
+    if first_digits[0] == "0" and len(first_digits) > 1:  # padded run: every member has the same width
+        return len(digits) == len(first_digits)
+    return digits == str(int(digits))  # unpadded run: no member may have a leading zero
