@@ -71,7 +71,8 @@ _register()
 
 def main() -> None:
     try:
-        cli.main(standalone_mode=False, prog_name="ufcctl")
+        # With standalone_mode=False click returns ctx.exit()'s code instead of exiting: pass it on.
+        code = cli.main(standalone_mode=False, prog_name="ufcctl")
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:  # usage errors: click's own message, exit 2
@@ -80,4 +81,4 @@ def main() -> None:
     except click.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(EXIT_FAILED)
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)
