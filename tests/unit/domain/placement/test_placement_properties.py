@@ -1,4 +1,4 @@
-"""Property tests: whatever a simple correct allocator builds is valid; one corrupted chip id is always caught."""
+"""Property tests: what a simple correct allocator builds is valid; one corrupted chip id is caught."""
 
 from __future__ import annotations
 

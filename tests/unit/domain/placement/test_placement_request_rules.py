@@ -123,6 +123,16 @@ SELECTOR_MISSING_CASES = [
     ),
     pytest.param([pod("p", request=2, job="j")], [], id="no-nodes-in-input-not-checked"),
     pytest.param(
+        [node("n1", "module-a3-16"), pod("p", request=2, job="j", on="gone", phase="Succeeded")],
+        [],
+        id="finished-job-is-not-judged-as-unplaced",
+    ),
+    pytest.param(
+        [node("n1", "module-a3-16"), acjob("j", {"Worker": (2, 2, None)})],
+        ["SELECTOR_MISSING"],
+        id="ascendjob-without-pods-on-a3-cluster",
+    ),
+    pytest.param(
         [node("n1", "module-910b-8"), pod("p", request=2, job="j", selector="module-910b-8")],
         [],
         id="unplaced-with-selector",

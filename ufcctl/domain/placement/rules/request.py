@@ -63,7 +63,7 @@ def check_selector_missing(state: ClusterState, options: Options) -> Iterator[Vi
                     f"{types} "
                     f"nodes; the scheduler judges it with 910 `module` rules",
                 )
-        elif cluster_has_no_module:
+        elif cluster_has_no_module and _not_yet_scheduled(job):
             yield Violation(
                 Code.SELECTOR_MISSING,
                 job.ref,
@@ -72,6 +72,14 @@ def check_selector_missing(state: ClusterState, options: Options) -> Iterator[Vi
                 f"job has no accelerator-type nodeSelector and the cluster's NPU nodes are all "
                 f"{', '.join(sorted(npu_types))}; the scheduler would judge it with 910 `module` rules",
             )
+
+
+def _not_yet_scheduled(job: Job) -> bool:
+    """No NPU pod was ever bound and the job is not over: where it would land is still open."""
+    npu_pods = [pod for pod in job.pods if pod.request > 0]
+    return not any(pod.node_name for pod in npu_pods) and (
+        not npu_pods or any(pod.active for pod in npu_pods)
+    )
 
 
 def check_sp_block(state: ClusterState, options: Options) -> Iterator[Violation]:
