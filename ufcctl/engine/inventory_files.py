@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ufcctl.domain.inventory.sources import InventorySources, Problem, SourceFile, VarsEntry
-from ufcctl.domain.inventory.values import UnsafeText, VaultedValue
-
-try:  # libyaml is about ten times faster than the pure-Python parser on a 16k-host inventory
-    from yaml import CSafeLoader as _BaseLoader
-except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+from ufcctl.domain.inventory.values import VaultedValue
+from ufcctl.engine.yaml_loader import load_yaml, mark_unsafe
 
 YAML_SUFFIXES = (".yml", ".yaml", ".json")
 # ansible-core's REJECT_EXTS plus INVENTORY_IGNORE_EXTS defaults.
@@ -45,41 +42,11 @@ IGNORED_NAMES = ("host_vars", "group_vars", "vars_plugins")
 VAULT_HEADER = "$ANSIBLE_VAULT;"
 
 
-class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
-    """SafeLoader plus Ansible's two tags, so real inventories load and keep their meaning."""
-
-
-def _construct_unsafe(loader: _Loader, node: yaml.Node) -> Any:
-    if isinstance(node, yaml.ScalarNode):
-        return UnsafeText(loader.construct_scalar(node))
-    if isinstance(node, yaml.SequenceNode):
-        return [_mark_unsafe(v) for v in loader.construct_sequence(node, deep=True)]
-    return {k: _mark_unsafe(v) for k, v in loader.construct_mapping(node, deep=True).items()}
-
-
-def _mark_unsafe(value: Any) -> Any:
-    if isinstance(value, str):
-        return UnsafeText(value)
-    if isinstance(value, list):
-        return [_mark_unsafe(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _mark_unsafe(v) for k, v in value.items()}
-    return value
-
-
-def _construct_vault(loader: _Loader, node: yaml.Node) -> VaultedValue:
-    return VaultedValue(str(loader.construct_scalar(node)))  # type: ignore[arg-type]
-
-
-_Loader.add_constructor("!unsafe", _construct_unsafe)
-_Loader.add_constructor("!vault", _construct_vault)
-
-
 def _json_hook(obj: dict[str, Any]) -> Any:
     # Ansible's JSON decoder turns these two objects back into tagged values.
     if len(obj) == 1:
         if "__ansible_unsafe" in obj:
-            return _mark_unsafe(obj["__ansible_unsafe"])
+            return mark_unsafe(obj["__ansible_unsafe"])
         if "__ansible_vault" in obj:
             return VaultedValue(str(obj["__ansible_vault"]))
     return obj
@@ -101,7 +68,7 @@ def parse_text(text: str, display: str) -> tuple[Any, Problem | None]:
         except ValueError:
             pass  # not JSON after all: YAML decides
     try:
-        return yaml.load(text, Loader=_Loader), None  # noqa: S506 - a SafeLoader subclass
+        return load_yaml(text), None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"{display}:{mark.line + 1}:{mark.column + 1}" if mark else display
@@ -127,6 +94,18 @@ def _ignored(name: str) -> bool:
     return name.startswith(".") or name in IGNORED_NAMES or name.endswith(IGNORED_SUFFIXES)
 
 
+_INI_SECTION = re.compile(r"^\s*\[[^\]\s]+\]\s*(?:[#;].*)?$", re.M)
+
+
+def _unsupported(path: Path, display: str) -> Problem:
+    return Problem(
+        display,
+        "",
+        "an INI, script or TOML inventory: ufcctl reads YAML inventories only",
+        f"convert it with `ansible-inventory -i {display} --list --yaml > hosts.yml` and remove it",
+    )
+
+
 def _inventory_files(
     directory: Path, root: Path, out: list[SourceFile], problems: list[Problem], warnings: list[Problem]
 ) -> None:
@@ -138,24 +117,42 @@ def _inventory_files(
             _inventory_files(path, root, out, problems, warnings)
             continue
         display = path.relative_to(root).as_posix()
-        if not name.endswith(YAML_SUFFIXES):
-            problems.append(
+        if name.endswith(YAML_SUFFIXES):
+            source, problem = _read(path, root)
+            if problem:
+                problems.append(problem)
+            elif source is not None and source.data is None:
+                warnings.append(Problem(display, "", "empty inventory file, ignored (as Ansible does)"))
+            elif source is not None:
+                out.append(source)
+            continue
+        # Anything else Ansible offers to its script, YAML, INI and TOML plugins in turn. Refuse
+        # what one of the others would read (hosts silently missing is worse than an error), take
+        # YAML, and skip the rest as Ansible does after its "Unable to parse" warning.
+        if name.endswith((".ini", ".toml")) or os.access(path, os.X_OK):
+            problems.append(_unsupported(path, display))
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            warnings.append(Problem(display, "", "not an inventory file (not text), ignored"))
+            continue
+        if _INI_SECTION.search(text):
+            problems.append(_unsupported(path, display))
+            continue
+        data, problem = (None, None) if os.path.splitext(name)[1] else parse_text(text, display)
+        if problem is None and isinstance(data, dict) and data:  # Ansible's YAML plugin takes no-suffix files
+            out.append(SourceFile(display, data))
+        else:
+            warnings.append(
                 Problem(
                     display,
                     "",
-                    "not a YAML inventory (INI, script and TOML inventories are not supported)",
-                    "convert it with `ansible-inventory -i "
-                    f"{display} --list --yaml`, or move it out of the inventory directory",
+                    "not a YAML inventory, ignored",
+                    "if it is an INI inventory convert it to YAML; otherwise move it out of the inventory "
+                    "directory or give it an extension Ansible ignores (.txt)",
                 )
             )
-            continue
-        source, problem = _read(path, root)
-        if problem:
-            problems.append(problem)
-        elif source is not None and source.data is None:
-            warnings.append(Problem(display, "", "empty inventory file, ignored (as Ansible does)"))
-        elif source is not None:
-            out.append(source)
 
 
 def _vars_dir_files(directory: Path, root: Path, out: list[SourceFile], problems: list[Problem]) -> None:

@@ -54,17 +54,30 @@ class Inventory:
     path: str
     hosts: dict[str, Host]  # in Ansible's order of first appearance
     groups: dict[str, Group]
-    _members: dict[str, list[str]] | None = field(default=None, init=False, repr=False, compare=False)
+    _members: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _order: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
 
     def group_hosts(self, name: str) -> list[str]:
         """Hosts of a group and its descendants, in inventory order (empty for an unknown group)."""
-        if self._members is None:
-            members: dict[str, list[str]] = {}
-            for host_name, host in self.hosts.items():
-                for group in host.groups:
-                    members.setdefault(group, []).append(host_name)
-            self._members = members
-        return list(self._members.get(name, ()))
+        found = self._members.get(name)
+        if found is None:
+            if name == "all":
+                found = list(self.hosts)
+            else:
+                names: set[str] = set()
+                todo, seen = [name], set()
+                while todo:  # the group and its descendants
+                    group = self.groups.get(todo.pop())
+                    if group is not None and group.name not in seen:
+                        seen.add(group.name)
+                        names.update(group.hosts)
+                        todo.extend(group.children)
+                if self._order is None:
+                    self._order = {h: i for i, h in enumerate(self.hosts)}
+                order = self._order
+                found = sorted((h for h in names if h in order), key=order.__getitem__)
+            self._members[name] = found
+        return list(found)
 
     def in_group(self, host: str, group: str) -> bool:
         return group in self.hosts[host].groups

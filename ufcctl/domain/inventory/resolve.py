@@ -134,6 +134,25 @@ class _Structure:
             host.groups.append(group)
         return host
 
+    def add_hosts(
+        self, names: list[str], group: str, port: int | None, source: str, host_vars: Mapping[str, Any] | None
+    ) -> None:
+        """add_host for every name of one expanded entry (the hot loop of a 16k-host range)."""
+        hosts, draft = self.hosts, self.groups[group]
+        members, member_list = draft.host_set, draft.hosts
+        for name in names:
+            host = hosts.get(name)
+            if host is None:
+                host = hosts[name] = _HostDraft(name, source)
+                if port is not None:
+                    host.vars["ansible_port"] = port
+            if name not in members:
+                members.add(name)
+                member_list.append(name)
+                host.groups.append(group)
+            if host_vars:
+                host.vars.update(host_vars)
+
     # -- walking one inventory file -------------------------------------------------------------
 
     def read_file(self, source: SourceFile) -> None:
@@ -250,10 +269,7 @@ class _Structure:
                     "write ranges as [01:16], [a:f] or [1:16:2] (begin:end[:step])",
                 )
                 continue
-            for host_name in names:
-                host = self.add_host(host_name, group, port, path)
-                if host_vars:
-                    host.vars.update(host_vars)
+            self.add_hosts(names, group, port, path, host_vars)
 
     def reconcile(self) -> None:
         for name, draft in list(self.groups.items()):
@@ -360,9 +376,10 @@ def resolve(sources: InventorySources) -> Resolution:
     )
 
 
-# Hosts written as one range share their direct groups; cache the merged group vars per set of
-# direct groups, boundedly (with per-ToR and per-slice groups nearly every host has its own set).
-_CHAIN_CACHE_LIMIT = 4096
+# Hosts written as one range share their direct groups: cache, per tuple of direct groups, the
+# host's full group set and the var layers to merge. Boundedly: with per-ToR and per-slice groups
+# nearly every host of a 16k-node inventory has its own tuple.
+_LAYER_CACHE_LIMIT = 4096
 
 
 def _resolve_hosts(
@@ -373,16 +390,10 @@ def _resolve_hosts(
     problems: list[Problem],
 ) -> tuple[dict[str, Host], set[str]]:
     lineage: dict[str, frozenset[str]] = {}  # group -> itself and its ancestors
-
-    def line_of(group: str) -> frozenset[str]:
-        found = lineage.get(group)
-        if found is None:
-            found = lineage[group] = frozenset({group, *structure.ancestors(group)})
-        return found
-
     rank = {g.name: i for i, g in enumerate(sorted(groups.values(), key=lambda g: g.sort_key))}
-    everyone_file, everyone_dir = groups["all"].file_vars, dir_vars["all"]
-    cache: dict[tuple[str, ...], tuple[frozenset[str], dict[str, Any]]] = {}
+    file_layer = {name: g.file_vars for name, g in groups.items() if g.file_vars}
+    dir_layer = {name: v for name, v in dir_vars.items() if v}
+    cache: dict[tuple[str, ...], tuple[frozenset[str], list[Mapping[str, Any]]]] = {}
     host_entries = sources.host_vars
     hosts: dict[str, Host] = {}
     used: set[str] = set()
@@ -390,19 +401,23 @@ def _resolve_hosts(
         direct = tuple(draft.groups)
         cached = cache.get(direct)
         if cached is None:
-            member = frozenset({"all"}).union(*(line_of(g) for g in direct))
-            chain = sorted(member, key=rank.__getitem__)[1:]  # `all` has the lowest rank
-            base = dict(everyone_file)
-            for group in chain:
-                base.update(groups[group].file_vars)
-            base.update(everyone_dir)
-            for group in chain:
-                base.update(dir_vars[group])
-            if len(cache) >= _CHAIN_CACHE_LIMIT:
+            lines = []
+            for group in direct:
+                line = lineage.get(group)
+                if line is None:
+                    line = lineage[group] = frozenset({group, *structure.ancestors(group)})
+                lines.append(line)
+            member = frozenset({"all"}).union(*lines)
+            chain = sorted(member, key=rank.__getitem__)  # `all` ranks first (depth 0)
+            layers = [file_layer[g] for g in chain if g in file_layer]
+            layers += [dir_layer[g] for g in chain if g in dir_layer]
+            if len(cache) >= _LAYER_CACHE_LIMIT:
                 cache.clear()
-            cached = cache[direct] = (member, base)
-        member, base = cached
-        merged = dict(base)
+            cached = cache[direct] = (member, layers)
+        member, layers = cached
+        merged: dict[str, Any] = {}
+        for layer in layers:
+            merged.update(layer)
         merged.update(draft.vars)
         files: tuple[SourceFile, ...] = ()
         if host_entries:
