@@ -177,6 +177,8 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
            podman: Podman | None = None) -> UpResult:
     """Create the lab, or reconcile a running one to the requested shape; rerunning is a no-op."""
     check_lab_name(settings.lab)
+    if subnet is not None:
+        parse_subnet(subnet)  # bad flags fail before anything is touched
     require_tools(["podman", "runc", "ssh-keygen"])
     podman = podman or Podman()
     seconds: dict[str, float] = {}
@@ -219,7 +221,9 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
         seconds["start"] = time.monotonic() - t0
 
         t0 = time.monotonic()
-        ready: list[NodeReady] = parallel(lambda n: make_ready(podman, n, public_key), list(layout.nodes), 16)
+        ready: list[NodeReady] = parallel(
+            lambda n: make_ready(podman, n, public_key, layout.gateway), list(layout.nodes), 16
+        )
         seconds["ready"] = time.monotonic() - t0
         files = render_inventory(
             layout, InventoryPaths(inventory_dir, settings.private_key), {r.name: r.host_key for r in ready}
@@ -256,8 +260,16 @@ def _check_inventory_dir(directory: Path, lab: str) -> None:
 
 
 def _write_files(directory: Path, files: dict[str, str]) -> bool:
-    """Write each file only when its content differs; True when anything changed."""
+    """Make the (lab-owned) directory hold exactly `files`; True when anything changed."""
     changed = False
+    if directory.is_dir():
+        for path in sorted(directory.rglob("*"), reverse=True):  # children before their directory
+            rel = path.relative_to(directory).as_posix()
+            if path.is_file() and rel not in files:
+                path.unlink()
+                changed = True
+            elif path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
     for rel, content in files.items():
         path = directory / rel
         if path.is_file() and path.read_text() == content:

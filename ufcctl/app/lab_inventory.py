@@ -1,4 +1,4 @@
-"""The lab's Ansible inventory (hosts.yml, group_vars/all.yml, known_hosts) rendered from a layout."""
+"""The lab's Ansible inventory, in the scheme of inventories/sample, rendered from a layout."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def hosts_document(layout: LabLayout) -> dict[str, Any]:
     return {"all": {"children": children}}
 
 
-def all_vars(layout: LabLayout, paths: InventoryPaths) -> dict[str, Any]:
+def connection_vars(paths: InventoryPaths) -> dict[str, Any]:
     ssh_args = (
         f"-o UserKnownHostsFile={shlex.quote(str(paths.known_hosts.resolve()))} -o StrictHostKeyChecking=yes"
     )
@@ -86,10 +86,15 @@ def all_vars(layout: LabLayout, paths: InventoryPaths) -> dict[str, Any]:
         # Host keys are checked in the lab too: known_hosts holds each container's own key.
         "ansible_ssh_common_args": ssh_args,
         "ansible_python_interpreter": "/usr/bin/python3",
-        "ufc_lab": True,
+    }
+
+
+def cluster_vars(layout: LabLayout) -> dict[str, Any]:
+    return {
+        "ufc_vip": layout.vip,  # unused address of the lab subnet, held by keepalived
+        "ufc_vip_interface": "eth0",  # podman's interface name in every lab container
+        "ufc_lab": True,  # roles use it to skip what containers cannot do (and say so)
         "ufc_lab_name": layout.lab,
-        "ufc_vip": layout.vip,
-        "ufc_vip_interface": "eth0",
     }
 
 
@@ -111,7 +116,8 @@ def render_inventory(
     """Relative file name -> content for the whole inventory directory."""
     return {
         "hosts.yml": _header(layout) + _dump(hosts_document(layout)),
-        "group_vars/all.yml": _header(layout) + _dump(all_vars(layout, paths)),
+        "group_vars/all/connection.yml": _header(layout) + _dump(connection_vars(paths)),
+        "group_vars/all/cluster.yml": _header(layout) + _dump(cluster_vars(layout)),
         "known_hosts": known_hosts_text(layout, host_keys),
         MARKER: f"{layout.lab}\n",
     }

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ufcctl.app.lab_inventory import NFS_EXPORT_DIR
-from ufcctl.app.lab_layout import LabLayout, LabNode
+from ufcctl.app.lab_layout import LabLayout, LabNode, mac_for_ip
 from ufcctl.engine.podman import ContainerSpec, Podman
 from ufcctl.engine.sshkey import wait_for_sshd
 from ufcctl.errors import RunFailed
@@ -49,7 +49,7 @@ def container_spec(node: LabNode, layout: LabLayout, image: str, labels: Mapping
                    nfs_dir: Path) -> ContainerSpec:
     volumes = ((str(nfs_dir), NFS_EXPORT_DIR),) if node.name == layout.nfs_server else ()
     return ContainerSpec(
-        name=node.name, image=image, network=layout.network, ip=node.ip,
+        name=node.name, image=image, network=layout.network, ip=node.ip, mac=mac_for_ip(node.ip),
         labels={**labels, LABEL_ROLE: node.role}, capabilities=CAPABILITIES, volumes=volumes,
     )
 
@@ -88,8 +88,20 @@ def install_key_and_read_host_key(podman: Podman, name: str, public_key: str) ->
     return " ".join(proc.stdout.split()[:2])
 
 
-def make_ready(podman: Podman, node: LabNode, public_key: str) -> NodeReady:
+def announce(podman: Podman, name: str, gateway: str) -> None:
+    """Make the host relearn this container's MAC.
+
+    A container recreated on an IP that an earlier one used has a new MAC, and the host keeps
+    the old neighbour entry for ~35 s (measured). An ARP request from the container (its own
+    cache flushed first) updates the host's entry at once.
+    """
+    script = f"ip neigh flush dev eth0; ping -c 1 -W 2 {gateway} >/dev/null"
+    podman.exec(name, ["sh", "-c", script], check=False)
+
+
+def make_ready(podman: Podman, node: LabNode, public_key: str, gateway: str) -> NodeReady:
     failed = wait_booted(podman, node.name)
     host_key = install_key_and_read_host_key(podman, node.name, public_key)
+    announce(podman, node.name, gateway)
     wait_for_sshd(node.ip, timeout=60)
     return NodeReady(node.name, host_key, failed)

@@ -67,6 +67,7 @@ class ContainerSpec:
     image: str
     network: str
     ip: str
+    mac: str | None
     labels: Mapping[str, str]
     capabilities: tuple[str, ...] = ()
     volumes: tuple[tuple[str, str], ...] = ()  # (host path, container path)
@@ -193,6 +194,8 @@ class Podman:
     def run_container(self, spec: ContainerSpec) -> None:
         args = ["run", "-d", "--name", spec.name, "--hostname", spec.name, "--systemd=always",
                 "--network", spec.network, "--ip", spec.ip]
+        if spec.mac:
+            args += ["--mac-address", spec.mac]
         for key, value in spec.labels.items():
             args += ["--label", f"{key}={value}"]
         if spec.capabilities:
