@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ufcctl.domain.inventory.model import Host
+from ufcctl.domain.inventory.values import to_ansible_json
 from ufcctl.errors import EnvironmentMissing, InputError
 from ufcctl.paths import PROJECT_ROOT, state_dir
 
@@ -173,7 +174,8 @@ def _write_inventory(path: Path, hosts: Iterable[Host]) -> None:
     # hold secrets (become passwords, tokens).
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(render_inventory(hosts), fh)
+        # to_ansible_json keeps `!unsafe`/`!vault` values and YAML dates in a JSON form Ansible reads back.
+        json.dump(to_ansible_json(render_inventory(hosts)), fh)
 
 
 def mitogen_env() -> dict[str, str]:
