@@ -51,9 +51,12 @@ class InventoryLoader(_BaseLoader):  # type: ignore[misc,valid-type]
         try:
             return self._build(node)
         finally:
+            # Reset PyYAML's own state as its construct_document does.
             self._built, self._building = {}, set()
-            self.constructed_objects, self.recursive_objects = {}, {}
-            self.state_generators, self.deep_construct = [], False
+            self.constructed_objects: dict[Node, Any] = {}
+            self.recursive_objects: dict[Node, None] = {}
+            self.state_generators: list[Any] = []
+            self.deep_construct = False
 
     def _build(self, node: Node) -> Any:
         kind = node.__class__
@@ -104,7 +107,7 @@ class InventoryLoader(_BaseLoader):  # type: ignore[misc,valid-type]
         return data
 
 
-def _first_chars(loader: type) -> frozenset[str]:
+def _first_chars(loader: Any) -> frozenset[str]:
     resolvers = loader.yaml_implicit_resolvers
     if None in resolvers:  # a resolver for any first character: no shortcut (empty set = off)
         return frozenset()
