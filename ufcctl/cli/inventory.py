@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict
 from pathlib import Path
 
@@ -104,6 +105,11 @@ def _members(members: tuple[str, ...], limit: int = 6) -> str:
     return text + (f" … (+{len(members) - limit})" if len(members) > limit else "")
 
 
+def _natural(item: tuple[str, int]) -> list[object]:
+    # tor-2 before tor-10
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", item[0])]
+
+
 def _print_summary(summary: InventorySummary) -> None:
     console = Console()
     console.print(
@@ -118,17 +124,19 @@ def _print_summary(summary: InventorySummary) -> None:
     for key, counts in summary.topology.domains.items():
         title, var = DOMAIN_TITLES[key]
         missing = summary.topology.npu_nodes_without[key]
-        note = f" ({missing} NPU nodes without {var})" if missing else ""
+        note = f"; {missing} NPU nodes without {var}" if missing else ""
         if not counts:
-            console.print(f"{title}: none set{note}", highlight=False)
+            console.print(f"{title} ({var}): none set{note}", highlight=False)
         elif len(counts) > MAX_ROWS:
             sizes = sorted(counts.values())
             console.print(
-                f"{title}: {len(counts)} distinct ({var}), hosts each: min {sizes[0]}, max {sizes[-1]}{note}",
+                f"{title} ({var}): {len(counts)} distinct, hosts each: min {sizes[0]}, max {sizes[-1]}{note}",
                 highlight=False,
             )
         else:
-            print_table(f"Hosts per {title} ({var}){note}", (title, "hosts"), sorted(counts.items()))
+            print_table(var, (title, "hosts"), sorted(counts.items(), key=_natural))
+            if missing:
+                console.print(f"  {missing} NPU nodes without {var}", highlight=False)
 
 
 COMMANDS = [inventory_group]
