@@ -1,0 +1,82 @@
+"""Shared helpers for the scenarios' testinfra tests: rerun a scenario playbook with other inputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass(frozen=True)
+class PlaybookRun:
+    """Exit code and combined output of one ansible-playbook run against the scenario's instances."""
+
+    rc: int
+    output: str
+
+    @property
+    def text(self) -> str:
+        """The output with whitespace runs collapsed, so messages wrapped by the YAML callback match."""
+        return " ".join(ANSI_ESCAPE.sub("", self.output).split())
+
+
+def instances_from_inventory() -> list[str]:
+    """Host names of the scenario's instances, from the inventory molecule generated."""
+    inventory = yaml.safe_load(Path(_molecule_env("MOLECULE_INVENTORY_FILE")).read_text())
+    return sorted(inventory["all"]["hosts"])
+
+
+def _molecule_env(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        pytest.fail(f"{name} is not set: run these tests through `molecule verify`, not plain pytest")
+    return value
+
+
+@pytest.fixture(scope="session")
+def instance_names() -> list[str]:
+    return instances_from_inventory()
+
+
+@pytest.fixture
+def run_playbook(tmp_path: Path, instance_names: list[str]) -> Callable[..., PlaybookRun]:
+    """Run a playbook of this scenario with extra vars, extra group memberships, --check or --limit."""
+
+    def run(
+        playbook: str = "converge.yml",
+        extra_vars: dict | None = None,
+        groups: list[str] | None = None,
+        check: bool = False,
+        limit: str | None = None,
+    ) -> PlaybookRun:
+        inventory = Path(_molecule_env("MOLECULE_INVENTORY_FILE")).parent
+        cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory)]
+        if groups:
+            extra_inventory = tmp_path / "groups.yml"
+            members = {"hosts": {name: {} for name in instance_names}}
+            extra_inventory.write_text(yaml.safe_dump({group: members for group in groups}))
+            cmd += ["-i", str(extra_inventory)]
+        if extra_vars:
+            vars_file = tmp_path / "vars.json"
+            vars_file.write_text(json.dumps(extra_vars))
+            cmd += ["-e", f"@{vars_file}"]
+        if check:
+            cmd.append("--check")
+        if limit:
+            cmd += ["--limit", limit]
+        cmd.append(str(Path(_molecule_env("MOLECULE_SCENARIO_DIRECTORY")) / playbook))
+        env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0"}
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False, env=env)
+        return PlaybookRun(proc.returncode, proc.stdout + proc.stderr)
+
+    return run
