@@ -11,6 +11,7 @@ from rich.console import Console
 
 from ufcctl.app.inventory import CheckResult, InventorySummary, check_inventory, summarize
 from ufcctl.cli.options import inventory_option, output_option
+from ufcctl.domain.inventory.ranges import compact_host_names
 from ufcctl.domain.inventory.sources import Problem
 from ufcctl.errors import EXIT_BAD_INPUT
 from ufcctl.report.output import print_json, print_table
@@ -23,6 +24,7 @@ DOMAIN_TITLES = {
     "slices": ("slice", "npu_slice_id"),
 }
 MAX_ROWS = 20  # per failure-domain table; bigger ones are summarised in one line
+MAX_CHILDREN_ROWS = 12  # a group with more children than this shows them in its own row only
 
 
 @click.group("inventory")
@@ -105,6 +107,10 @@ def _members(members: tuple[str, ...], limit: int = 6) -> str:
     return text + (f" … (+{len(members) - limit})" if len(members) > limit else "")
 
 
+def _count(children: tuple[str, ...]) -> str:
+    return f" [{len(children)} groups]" if len(children) > MAX_CHILDREN_ROWS else ""
+
+
 def _natural(item: tuple[str, int]) -> list[object]:
     # tor-2 before tor-10
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", item[0])]
@@ -116,11 +122,29 @@ def _print_summary(summary: InventorySummary) -> None:
         f"[bold]{summary.path}[/]: {summary.hosts} hosts, {summary.topology.npu_nodes} NPU nodes",
         highlight=False,
     )
+    # Families of many similar groups (1,000 ToR groups under npu_tors) show as their parent's row.
+    crowded = {g.name: g.children for g in summary.groups if len(g.children) > MAX_CHILDREN_ROWS}
+    parents: dict[str, list[str]] = {}
+    for g in summary.groups:
+        for child in g.children:
+            parents.setdefault(child, []).append(g.name)
+    folded = {name for name, ps in parents.items() if any(p in crowded for p in ps)}
     print_table(
         "Groups",
         ("group", "hosts", "direct members", "children"),
-        [(g.name, g.hosts, _members(g.members), _members(g.children)) for g in summary.groups],
+        [
+            (
+                g.name,
+                g.hosts,
+                _members(g.members),
+                _members(tuple(compact_host_names(g.children))) + _count(g.children),
+            )
+            for g in summary.groups
+            if g.name not in folded
+        ],
     )
+    if folded:
+        console.print(f"{len(folded)} groups shown only as children above; `--output json` lists every group")
     for key, counts in summary.topology.domains.items():
         title, var = DOMAIN_TITLES[key]
         missing = summary.topology.npu_nodes_without[key]
