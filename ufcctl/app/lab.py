@@ -174,7 +174,7 @@ def build_image(settings: LabSettings, notify: Notify, force: bool = False,
 
 
 def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, subnet: str | None = None,
-           podman: Podman | None = None) -> UpResult:
+           podman: Podman | None = None, parallel_starts: int = PARALLEL_STARTS) -> UpResult:
     """Create the lab, or reconcile a running one to the requested shape; rerunning is a no-op."""
     check_lab_name(settings.lab)
     if subnet is not None:
@@ -217,7 +217,7 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
             settings.nfs_dir.mkdir(parents=True, exist_ok=True)
             labels = {LABEL_LAB: "1", LABEL_NAME: settings.lab, LABEL_IMAGE_HASH: image.image_hash}
             specs = [container_spec(n, layout, image.image, labels, settings.nfs_dir) for n in to_create]
-            parallel(podman.run_container, specs, PARALLEL_STARTS)
+            parallel(podman.run_container, specs, parallel_starts)
         seconds["start"] = time.monotonic() - t0
 
         t0 = time.monotonic()

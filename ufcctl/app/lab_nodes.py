@@ -74,34 +74,27 @@ def wait_booted(podman: Podman, name: str, timeout: float = BOOT_TIMEOUT) -> tup
                     f"look inside: podman exec {name} systemctl list-jobs")
 
 
-def install_key_and_read_host_key(podman: Podman, name: str, public_key: str) -> str:
-    # Append only when missing: roles may add their own keys and must keep them across `lab up`.
+def install_key_and_read_host_key(podman: Podman, name: str, public_key: str, gateway: str) -> str:
+    """One exec per node: authorize the controller key, announce the MAC, print the host key."""
     script = (
-        'k=$(cat); umask 077; mkdir -p /root/.ssh; f=/root/.ssh/authorized_keys; touch "$f"; '
-        'grep -qxF "$k" "$f" || printf "%s\\n" "$k" >> "$f"'
+        # Append only when missing: roles may add their own keys and must keep them across `lab up`.
+        'set -e; k=$(cat); umask 077; mkdir -p /root/.ssh; f=/root/.ssh/authorized_keys; touch "$f"; '
+        'grep -qxF "$k" "$f" || printf "%s\\n" "$k" >> "$f"; '
+        # A container recreated on an IP an earlier one used has a new MAC, and the host keeps the
+        # old neighbour entry for ~35 s (measured). An ARP request from the container (its own
+        # cache flushed first) makes the host relearn it at once.
+        f"{{ ip neigh flush dev eth0; ping -c 1 -W 2 {gateway}; }} >/dev/null 2>&1 || true; "
+        "cat /etc/ssh/ssh_host_ed25519_key.pub"
     )
-    podman.exec(name, ["sh", "-c", script], input_text=public_key + "\n")
-    proc = podman.exec(name, ["cat", "/etc/ssh/ssh_host_ed25519_key.pub"], check=False)
+    proc = podman.exec(name, ["sh", "-c", script], input_text=public_key + "\n", check=False)
     if proc.returncode != 0 or not proc.stdout.startswith("ssh-ed25519 "):
         raise RunFailed(f"container {name}: no SSH host key at /etc/ssh/ssh_host_ed25519_key.pub",
                         f"check the first-boot unit: podman exec {name} systemctl status ufcctl-ssh-hostkeys")
     return " ".join(proc.stdout.split()[:2])
 
 
-def announce(podman: Podman, name: str, gateway: str) -> None:
-    """Make the host relearn this container's MAC.
-
-    A container recreated on an IP that an earlier one used has a new MAC, and the host keeps
-    the old neighbour entry for ~35 s (measured). An ARP request from the container (its own
-    cache flushed first) updates the host's entry at once.
-    """
-    script = f"ip neigh flush dev eth0; ping -c 1 -W 2 {gateway} >/dev/null"
-    podman.exec(name, ["sh", "-c", script], check=False)
-
-
 def make_ready(podman: Podman, node: LabNode, public_key: str, gateway: str) -> NodeReady:
     failed = wait_booted(podman, node.name)
-    host_key = install_key_and_read_host_key(podman, node.name, public_key)
-    announce(podman, node.name, gateway)
+    host_key = install_key_and_read_host_key(podman, node.name, public_key, gateway)
     wait_for_sshd(node.ip, timeout=60)
     return NodeReady(node.name, host_key, failed)

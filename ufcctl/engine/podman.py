@@ -32,9 +32,14 @@ APT_PACKAGE = {
 }
 
 
+# runc and debootstrap live in /usr/sbin, which a non-login shell's PATH may lack.
+EXTRA_BIN_DIRS: tuple[str, ...] = ("/usr/sbin", "/sbin")
+
+
 def require_tools(tools: Iterable[str]) -> None:
     """Raise EnvironmentMissing naming every missing tool and the apt package that provides it."""
-    missing = [t for t in tools if shutil.which(t) is None and not Path(f"/usr/sbin/{t}").exists()]
+    search = os.pathsep.join([os.environ.get("PATH", ""), *EXTRA_BIN_DIRS])
+    missing = [t for t in tools if shutil.which(t, path=search) is None]
     if missing:
         packages = sorted({APT_PACKAGE.get(t, t) for t in missing})
         raise EnvironmentMissing(
