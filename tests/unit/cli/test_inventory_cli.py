@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.helpers.gen_inventory import ClusterShape, write_cluster_inventory
 from ufcctl.cli.main import cli
 from ufcctl.paths import PROJECT_ROOT
 
@@ -100,3 +101,18 @@ def test_show_text() -> None:
 def test_show_refuses_a_broken_inventory(broken: Path) -> None:
     code, _, err = run("inventory", "show", "-i", str(broken))
     assert code == 2 and "3 problems" in err
+
+
+@pytest.mark.parametrize("style", ["ranges", "explicit"])
+def test_generated_cluster_inventories_are_valid(tmp_path: Path, style: str) -> None:
+    inv = write_cluster_inventory(tmp_path / style, ClusterShape(npu_nodes=320), style=style)
+    code, out, err = run("inventory", "check", "-i", str(inv))
+    assert (code, err) == (0, "") and "327 hosts" in out
+
+
+def test_show_folds_families_of_groups(tmp_path: Path) -> None:
+    inv = write_cluster_inventory(tmp_path / "inv", ClusterShape(npu_nodes=320))
+    code, out, _ = run("inventory", "show", "-i", str(inv))
+    assert code == 0
+    assert "tor_[0001:0020] [20 groups]" in out and "tor_0002 " not in out
+    assert "rack (rack): 40 distinct, hosts each: min 8, max 8" in out
