@@ -121,16 +121,17 @@ def down_cmd(lab_name: str, inventory_dir: Path | None, remove_images: bool) -> 
 
 
 def _print_down(result: DownResult) -> None:
-    if not (result.containers or result.network or result.inventory_dir or result.images):
+    if result.containers or result.network or result.inventory_dir:
+        parts = [f"{len(result.containers)} container(s)"]
+        if result.network:
+            parts.append(f"network {result.network}")
+        if result.inventory_dir:
+            parts.append(f"inventory {_rel(result.inventory_dir)}")
+        click.echo(f"lab {result.lab!r} removed: {', '.join(parts)}")
+    else:
         click.echo(f"lab {result.lab!r} is not up; nothing to remove")
-        return
-    parts = [f"{len(result.containers)} container(s)"]
-    if result.network:
-        parts.append(f"network {result.network}")
-    if result.inventory_dir:
-        parts.append(f"inventory {_rel(result.inventory_dir)}")
-    parts += result.images
-    click.echo(f"lab {result.lab!r} removed: {', '.join(parts)}")
+    if result.images:
+        click.echo(f"removed images: {', '.join(result.images)}")
     for image, reason in result.kept_images.items():
         click.echo(f"warning: kept {image}: {reason}", err=True)
 
