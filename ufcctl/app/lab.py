@@ -221,6 +221,7 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
         seconds["start"] = time.monotonic() - t0
 
         t0 = time.monotonic()
+        notify(f"waiting for {len(layout.nodes)} node(s) to boot and answer SSH")
         ready: list[NodeReady] = parallel(
             lambda n: make_ready(podman, n, public_key, layout.gateway), list(layout.nodes), 16
         )

@@ -84,7 +84,8 @@ def ensure_image(podman: Podman, cache_dir: Path, notify: Notify, force: bool = 
             return ImageResult(NODE_IMAGE, want, built=False)
         cache_dir.mkdir(parents=True, exist_ok=True)
         debootstrap_s, import_s = _ensure_base(podman, cache_dir, notify)
-        notify(f"building {NODE_IMAGE} from {IMAGE_DIR.relative_to(PROJECT_ROOT)}/Containerfile")
+        notify(f"building {NODE_IMAGE} from {IMAGE_DIR.relative_to(PROJECT_ROOT)}/Containerfile "
+               f"(log: {cache_dir / 'image-build.log'})")
         old_node = podman.image_id(NODE_IMAGE)
         started = time.monotonic()
         podman.build(IMAGE_DIR, NODE_IMAGE, {HASH_LABEL: want}, cache_dir / "image-build.log")
