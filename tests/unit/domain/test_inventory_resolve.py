@@ -229,3 +229,11 @@ def test_unused_vars_entries_are_warned_about() -> None:
         "group_vars/g.yml: ignored: Ansible reads group_vars/g instead — merge the two into one file or "
         "directory",
     ]
+
+
+def test_a_name_used_for_a_host_and_a_group_is_warned_about() -> None:
+    warnings = resolve(sources({"g": {"hosts": {"web": None}}, "web": {"children": {"x": None}}})).warnings
+    assert [str(w) for w in warnings] == [
+        "f0.yml: group web: is also the name of a host — rename one of them (a host listed under `children:` "
+        "becomes a group)"
+    ]

@@ -55,28 +55,12 @@ class Inventory:
     hosts: dict[str, Host]  # in Ansible's order of first appearance
     groups: dict[str, Group]
     _members: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
-    _order: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
 
     def group_hosts(self, name: str) -> list[str]:
         """Hosts of a group and its descendants, in inventory order (empty for an unknown group)."""
         found = self._members.get(name)
-        if found is None:
-            if name == "all":
-                found = list(self.hosts)
-            else:
-                names: set[str] = set()
-                todo, seen = [name], set()
-                while todo:  # the group and its descendants
-                    group = self.groups.get(todo.pop())
-                    if group is not None and group.name not in seen:
-                        seen.add(group.name)
-                        names.update(group.hosts)
-                        todo.extend(group.children)
-                if self._order is None:
-                    self._order = {h: i for i, h in enumerate(self.hosts)}
-                order = self._order
-                found = sorted((h for h in names if h in order), key=order.__getitem__)
-            self._members[name] = found
+        if found is None:  # one pass per group asked for (a few per command), memoised
+            found = self._members[name] = [h for h, host in self.hosts.items() if name in host.groups]
         return list(found)
 
     def in_group(self, host: str, group: str) -> bool:

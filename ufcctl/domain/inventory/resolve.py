@@ -371,6 +371,15 @@ def resolve(sources: InventorySources) -> Resolution:
     warnings = list(sources.warnings)
     warnings += _unused_entries("group_vars", sources.group_vars, used_groups, "group")
     warnings += _unused_entries("host_vars", sources.host_vars, used_hosts, "host")
+    for name in sorted(set(groups) & set(hosts)):  # Ansible warns too; usually a host under `children:`
+        warnings.append(
+            Problem(
+                groups[name].source,
+                f"group {name}",
+                "is also the name of a host",
+                "rename one of them (a host listed under `children:` becomes a group)",
+            )
+        )
     return Resolution(
         Inventory(path=sources.root, hosts=hosts, groups=groups), tuple(problems), tuple(warnings)
     )
