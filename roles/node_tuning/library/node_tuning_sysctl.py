@@ -31,7 +31,7 @@ settings:
     (set, ok, skipped), reason and line (plain, optional, commented) for the sysctl.d file.
   type: list
   returned: always
-skipped_keys: {description: '"key (reason)" for every skipped key.', type: list, returned: always}
+skipped_keys: {description: '"key: reason" for every skipped key.', type: list, returned: always}
 """
 
 PROC_SYS = "/proc/sys"
@@ -69,6 +69,9 @@ GLOBAL_IN_CONTAINER = "kernel-global: from a container it would change the conta
 
 def plan_key(key: str, wanted: object, floor: bool, container: bool, root: str = PROC_SYS) -> dict:
     """Decide what to do with one key without writing anything."""
+    # line: how the sysctl.d file carries the key. "plain" for keys set or already right here,
+    # "optional" ("-" prefix: systemd-sysctl ignores a failure) for keys skipped here, "commented"
+    # for kernel-global keys on a container.
     entry = {"key": key, "wanted": normalize(wanted), "before": None, "reason": "", "line": "plain"}
     entry["value"] = entry["wanted"]
     host_owned = container and is_kernel_global(key)
@@ -87,7 +90,7 @@ def plan_key(key: str, wanted: object, floor: bool, container: bool, root: str =
             reason = "absent from this kernel (its module is not loaded, or the kernel lacks it)"
         return {**entry, "status": "skipped", "reason": reason, "line": "optional"}
     except OSError as exc:
-        return {**entry, "status": "skipped", "reason": f"unreadable: {exc.strerror}"}
+        return {**entry, "status": "skipped", "reason": f"unreadable: {exc.strerror}", "line": "optional"}
     if floor:
         entry["value"] = floor_value(entry["wanted"], entry["before"])
     if entry["before"] == entry["value"]:
@@ -96,11 +99,11 @@ def plan_key(key: str, wanted: object, floor: bool, container: bool, root: str =
         return {**entry, "status": "skipped", "reason": GLOBAL_IN_CONTAINER}
     if not os.access(path, os.W_OK):
         reason = (
-            "read-only in this container (/proc/sys mounted read-only, or a key only the host may change)"
+            "read-only in this container: /proc/sys is mounted read-only, or only the host may change it"
             if container
             else "not writable (needs root: become)"
         )
-        return {**entry, "status": "skipped", "reason": reason}
+        return {**entry, "status": "skipped", "reason": reason, "line": "optional"}
     return {**entry, "status": "set"}
 
 
@@ -113,7 +116,8 @@ def write_key(entry: dict, root: str = PROC_SYS) -> dict:
             handle.write(entry["value"] + "\n")
     except OSError as exc:
         if exc.errno in (errno.EPERM, errno.EACCES, errno.EROFS):
-            return {**entry, "status": "skipped", "reason": f"kernel refused the write: {exc.strerror}"}
+            reason = f"kernel refused the write: {exc.strerror}"
+            return {**entry, "status": "skipped", "reason": reason, "line": "optional"}
         raise ValueError(f"the kernel rejected {entry['key']} = {entry['value']}: {exc.strerror}") from exc
     with open(path) as handle:
         stored = normalize(handle.read())
@@ -142,7 +146,7 @@ def main() -> None:
                 fix = "correct it in node_tuning_sysctl or node_tuning_sysctl_extra"
                 module.fail_json(msg=f"{exc} -> fix: {fix}", settings=results)
         results.append(entry)
-    skipped = [f"{e['key']} ({e['reason']})" for e in results if e["status"] == "skipped"]
+    skipped = [f"{e['key']}: {e['reason']}" for e in results if e["status"] == "skipped"]
     changed_entries = [e for e in results if e["status"] == "set"]
     diff = {
         "before": "".join(f"{e['key']} = {e['before']}\n" for e in changed_entries),
