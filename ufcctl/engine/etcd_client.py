@@ -165,6 +165,13 @@ class Gateway:
             for m in data.get("members", ())
         ]
 
+    def member_add(self, peer_url: str) -> list[dict[str, Any]]:
+        """Add a member by its peer URL; returns the new member list (the new one has no name yet)."""
+        return list(self.call("cluster/member/add", {"peerURLs": [peer_url]}).get("members", ()))
+
+    def member_list_raw(self) -> list[dict[str, Any]]:
+        return list(self.call("cluster/member/list").get("members", ()))
+
     def alarms(self) -> list[Alarm]:
         data = self.call("maintenance/alarm", {"action": "GET"})
         return [

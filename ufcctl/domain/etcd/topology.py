@@ -24,6 +24,9 @@ class ClusterKind:
     metrics_port: int
     # kube-apiserver `group/resource` keys routed to this cluster; the core API group is "".
     resources: tuple[str, ...]
+    # Where kube-apiserver keeps those resources (under its default --etcd-prefix /registry):
+    # what stays orphaned in core when the resources move here (`ufcctl etcd prune`).
+    registry_prefixes: tuple[str, ...] = ()
 
 
 # Ports: core 2379/2380 and events 2383/2382 as Kubespray uses (reference/kubespray.md section 3);
@@ -32,8 +35,16 @@ class ClusterKind:
 # clash between two clusters on one host).
 CLUSTER_KINDS: tuple[ClusterKind, ...] = (
     ClusterKind("core", ETCD_GROUPS[0], 2379, 2380, 2381, ()),
-    ClusterKind("events", ETCD_GROUPS[1], 2383, 2382, 2386, ("/events", "coordination.k8s.io/leases")),
-    ClusterKind("pods", ETCD_GROUPS[2], 2385, 2384, 2387, ("/pods",)),
+    ClusterKind(
+        "events",
+        ETCD_GROUPS[1],
+        2383,
+        2382,
+        2386,
+        ("/events", "coordination.k8s.io/leases"),
+        ("/registry/events/", "/registry/leases/"),
+    ),
+    ClusterKind("pods", ETCD_GROUPS[2], 2385, 2384, 2387, ("/pods",), ("/registry/pods/",)),
 )
 KINDS_BY_NAME = {k.name: k for k in CLUSTER_KINDS}
 
@@ -44,6 +55,7 @@ class EtcdMember:
     address: str
     client_port: int
     peer_port: int
+    metrics_port: int = 0
 
     @property
     def client_url(self) -> str:
@@ -102,7 +114,8 @@ def clusters_from_groups(
             hv = hostvars.get(host, {})
             client = _literal(hv.get(port_var(kind.name, "client"))) or kind.client_port
             peer = _literal(hv.get(port_var(kind.name, "peer"))) or kind.peer_port
-            members.append(EtcdMember(host, member_address(hv, host), int(client), int(peer)))
+            metrics = _literal(hv.get(port_var(kind.name, "metrics"))) or kind.metrics_port
+            members.append(EtcdMember(host, member_address(hv, host), int(client), int(peer), int(metrics)))
         if members:
             clusters.append(EtcdCluster(kind, tuple(members)))
     return tuple(clusters)
@@ -163,18 +176,63 @@ def parse_overrides(value: str) -> dict[str, tuple[str, ...]]:
     return result
 
 
-def port_conflicts(
-    clusters: Sequence[EtcdCluster], metrics_ports: Mapping[str, int] | None = None
-) -> list[str]:
+def port_conflicts(clusters: Sequence[EtcdCluster]) -> list[str]:
     """Ports claimed twice on one host by clusters sharing it (each problem names host, port, users)."""
     claims: dict[tuple[str, int], list[str]] = {}
     for cluster in clusters:
-        metrics = (metrics_ports or {}).get(cluster.name, cluster.kind.metrics_port)
         for m in cluster.members:
-            for what, port in (("client", m.client_port), ("peer", m.peer_port), ("metrics", metrics)):
+            for what, port in (("client", m.client_port), ("peer", m.peer_port), ("metrics", m.metrics_port)):
                 claims.setdefault((m.host, port), []).append(f"{cluster.name} {what}")
     return [
         f"host {host}: port {port} used by {' and '.join(users)}"
         for (host, port), users in claims.items()
         if len(users) > 1
     ]
+
+
+def cluster_facts(clusters: Sequence[EtcdCluster]) -> list[dict[str, Any]]:
+    """The clusters as plain data for Ansible templates (roles/etcd/filter_plugins)."""
+    return [
+        {
+            "name": c.name,
+            "group": c.kind.group,
+            "client_urls": list(c.client_urls),
+            "initial_cluster": ",".join(f"{m.host}={m.peer_url}" for m in c.members),
+            "members": [
+                {
+                    "host": m.host,
+                    "address": m.address,
+                    "client_port": m.client_port,
+                    "peer_port": m.peer_port,
+                    "metrics_port": m.metrics_port,
+                    "client_url": m.client_url,
+                    "peer_url": m.peer_url,
+                }
+                for m in c.members
+            ],
+        }
+        for c in clusters
+    ]
+
+
+def size_problems(clusters: Sequence[EtcdCluster], allow_single: bool = False) -> list[str]:
+    """Member counts etcd cannot run well: even counts (no more fault tolerance than one fewer) and,
+    unless allowed (labs), single members (no quorum after any failure)."""
+    problems = []
+    for cluster in clusters:
+        count = len(cluster.members)
+        if count == 1 and not allow_single:
+            problems.append(
+                f"group {cluster.kind.group} has a single member: use 3 or 5, or set "
+                "ufc_allow_single_etcd: true (labs only)"
+            )
+        elif count > 1 and count % 2 == 0:
+            problems.append(
+                f"group {cluster.kind.group} has {count} members: use an odd number (3 or 5); "
+                f"{count} tolerate no more failures than {count - 1}"
+            )
+    return problems
+
+
+def inventory_problems(clusters: Sequence[EtcdCluster], allow_single: bool = False) -> list[str]:
+    return size_problems(clusters, allow_single) + port_conflicts(clusters)

@@ -1,0 +1,153 @@
+"""`ufcctl etcd status|defrag|prune`: exit codes and messages when certificates or members are missing.
+
+Members here are loopback addresses nobody listens on (ports taken from a socket the test closed);
+the success paths run against real members in tests/integration/test_etcd_lab.py.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from ufcctl.cli.main import cli
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _write_pki(pki: Path) -> None:
+    """A CA and a client certificate, as roles/etcd leaves them on the controller."""
+    pki.mkdir(parents=True)
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(1)
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ufcctl")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(2)
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(ca_key, hashes.SHA256())
+    )
+    (pki / "ca.crt").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    (pki / "ufcctl.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (pki / "ufcctl.key").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+
+
+def _inventory(tmp_path: Path, with_pki: bool = True) -> Path:
+    inv = tmp_path / "inv"
+    (inv / "group_vars" / "all").mkdir(parents=True)
+    # ports nobody listens on, so connections are refused at once; one per cluster (the
+    # inventory check refuses two clusters on one port of a host)
+    ports = {c: _free_port() for c in ("core", "events", "pods")}
+    hosts = {f"m{i}": {"ansible_host": f"127.0.0.{i}"} for i in (1, 2, 3)}
+    groups = {g: {"children": {"kube_control_plane": {}}} for g in ("etcd_core", "etcd_events", "etcd_pods")}
+    (inv / "hosts.yml").write_text(
+        yaml.safe_dump({"all": {"children": {"kube_control_plane": {"hosts": hosts}, **groups}}})
+    )
+    (inv / "group_vars" / "all" / "vars.yml").write_text(
+        yaml.safe_dump(
+            {
+                "ufc_vip": "10.0.0.10",
+                "ufc_vip_interface": "eth0",
+                "etcd_pki_controller_dir": str(tmp_path / "pki"),
+                **{f"etcd_{c}_client_port": port for c, port in ports.items()},
+            }
+        )
+    )
+    if with_pki:
+        _write_pki(tmp_path / "pki")
+    return inv
+
+
+def _run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.output
+
+
+def _run_json(*args: str) -> tuple[int, object, str]:
+    """Exit code, parsed stdout, stderr (click >= 8.2 keeps them apart)."""
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, json.loads(result.stdout), result.stderr
+
+
+def test_status_without_certificates_says_to_deploy(tmp_path: Path) -> None:
+    code, out = _run("etcd", "status", "-i", str(_inventory(tmp_path, with_pki=False)))
+    assert code == 2
+    assert "Error: no etcd client certificate for ufcctl: missing" in out
+    assert "Hint: deploy etcd first" in out
+
+
+def test_status_of_unreachable_clusters_exits_1_and_names_them(tmp_path: Path) -> None:
+    code, data, err = _run_json("etcd", "status", "-i", str(_inventory(tmp_path)), "-o", "json")
+    assert code == 1
+    assert isinstance(data, list)
+    assert [c["cluster"] for c in data] == ["core", "events", "pods"]
+    assert all(not c["healthy"] and "no member answered" in c["problems"][0] for c in data)
+    assert [m["member"] for m in data[0]["members"]] == ["m1", "m2", "m3"]
+    assert data[0]["members"][0]["health"].startswith("unreachable: ")
+    assert "Error: unhealthy etcd cluster(s): core, events, pods" in err
+
+
+def test_status_one_cluster_in_text(tmp_path: Path) -> None:
+    code, out = _run("etcd", "status", "-i", str(_inventory(tmp_path)), "--cluster", "pods")
+    assert code == 1
+    assert "etcd pods: UNHEALTHY" in out and "etcd core" not in out
+
+
+def test_defrag_on_unreachable_cluster_fails_with_hint(tmp_path: Path) -> None:
+    code, out = _run("etcd", "defrag", "-i", str(_inventory(tmp_path)), "--cluster", "core", "--dry-run")
+    assert code == 1
+    assert "Error: etcd cluster core: core: no endpoint answered" in out
+    assert "Hint: check `ufcctl etcd status`" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            ["--cluster", "events"], "Error: --cluster events: prune applies to core only", id="not-core"
+        ),
+        pytest.param(["--cluster", "nope"], "Invalid value for '--cluster'", id="unknown-cluster"),
+    ],
+)
+def test_prune_refuses_other_clusters(tmp_path: Path, args: list[str], message: str) -> None:
+    code, out = _run("etcd", "prune", "-i", str(_inventory(tmp_path)), *args)
+    assert code == 2
+    assert message in out
+
+
+def test_missing_inventory_exits_2(tmp_path: Path) -> None:
+    code, out = _run("etcd", "status", "-i", str(tmp_path / "none"))
+    assert code == 2 and "no such directory" in out

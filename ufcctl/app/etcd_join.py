@@ -1,0 +1,84 @@
+"""Node CLI used by roles/etcd: is a cluster running (probe), and add this member to it (join).
+
+`--probe` prints {"running": bool, ...}; `--join` adds this member (or reuses an unfinished add)
+and writes the bootstrap environment file with `ETCD_INITIAL_CLUSTER_STATE=existing`; the role
+starts the unit right after, one joining host at a time.
+
+Standard library only: shipped to etcd nodes with the agent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from ufcctl.app.etcd_agent import load_config
+from ufcctl.domain.etcd.membership import initial_cluster, plan_join
+from ufcctl.engine.etcd_client import ClusterClient, EtcdError
+
+EXIT_REFUSED = 2
+
+
+def bootstrap_env(cluster: str, initial: str) -> str:
+    return (
+        "# Written by ufcctl-etcd-member --join; read by etcd only while the data dir is empty.\n"
+        f"ETCD_INITIAL_CLUSTER={initial}\n"
+        "ETCD_INITIAL_CLUSTER_STATE=existing\n"
+        f"ETCD_INITIAL_CLUSTER_TOKEN=ufcctl-{cluster}\n"
+    )
+
+
+def _write(path: str, text: str) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ufcctl-etcd-member", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True, help="agent config (JSON) written by roles/etcd")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--probe", action="store_true", help="print whether the cluster answers")
+    mode.add_argument("--join", action="store_true", help="add this member to the running cluster")
+    parser.add_argument("--name", help="this member's name (--join)")
+    parser.add_argument("--peer-url", help="this member's peer URL (--join)")
+    parser.add_argument("--bootstrap-env", help="file to write the initial-cluster settings to (--join)")
+    args = parser.parse_args(argv)
+    cfg = load_config(args.config)
+    # this member's own endpoint is among them and is refused quickly while it is not running
+    client = ClusterClient(cfg.cluster, cfg.endpoints, cfg.tls, timeout=5)
+    try:
+        members = client.first("member_list_raw")
+    except EtcdError as err:
+        if args.probe:
+            print(json.dumps({"running": False, "error": str(err)}))
+            return 0
+        print(f"error: cluster {cfg.cluster} does not answer, nothing to join: {err}", file=sys.stderr)
+        return 1
+    if args.probe:
+        names = [m.get("name", "") for m in members]
+        print(json.dumps({"running": True, "members": names}))
+        return 0
+    if not (args.name and args.peer_url and args.bootstrap_env):
+        parser.error("--join needs --name, --peer-url and --bootstrap-env")
+    plan = plan_join(members, args.name, args.peer_url)
+    if plan.action == "refuse":
+        print(f"error: cluster {cfg.cluster}: {plan.reason}", file=sys.stderr)
+        return EXIT_REFUSED
+    if plan.action == "add":
+        try:
+            members = client.first("member_add", args.peer_url)
+        except EtcdError as err:
+            print(f"error: cluster {cfg.cluster}: member add {args.peer_url} failed: {err}", file=sys.stderr)
+            return 1
+    _write(args.bootstrap_env, bootstrap_env(cfg.cluster, initial_cluster(members, args.name, args.peer_url)))
+    print(json.dumps({"changed": True, "action": plan.action, "reason": plan.reason}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

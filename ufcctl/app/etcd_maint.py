@@ -1,0 +1,243 @@
+"""Use cases `ufcctl etcd status|defrag|prune`: the controller talks to the members with ufcctl's client cert.
+
+The controller reaches the members' client URLs directly (as kube-apiserver does); the
+certificate is the one roles/etcd issued into the controller PKI directory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ufcctl.app.etcd_agent import AgentConfig, DefragRun, RunReport
+from ufcctl.app.inventory import load_inventory
+from ufcctl.domain.etcd.defrag import ClusterView, LastDefrag, health_problems, status_errors
+from ufcctl.domain.etcd.settings import SettingsError, controller_pki_dir, defrag_config
+from ufcctl.domain.etcd.topology import KINDS_BY_NAME, EtcdCluster, etcd_clusters
+from ufcctl.domain.inventory.model import Inventory
+from ufcctl.engine.etcd_client import ClusterClient, EtcdError, TlsFiles
+from ufcctl.errors import InputError, RunFailed
+from ufcctl.paths import state_dir
+
+
+@dataclass(frozen=True)
+class MemberRow:
+    member: str
+    endpoint: str
+    health: str  # healthy, or why not
+    leader: bool
+    db_size: int | None
+    db_size_in_use: int | None
+    fragmentation_percent: float | None
+    alarms: tuple[str, ...]
+    last_defrag: LastDefrag | None
+    version: str = ""
+    revision: int | None = None
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    cluster: str
+    healthy: bool
+    problems: tuple[str, ...]
+    leader: str | None
+    alarms: tuple[str, ...]
+    members: tuple[MemberRow, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster,
+            "healthy": self.healthy,
+            "problems": list(self.problems),
+            "leader": self.leader,
+            "alarms": list(self.alarms),
+            "members": [
+                {
+                    **{k: v for k, v in m.__dict__.items() if k != "last_defrag"},
+                    "alarms": list(m.alarms),
+                    "last_defrag": None if m.last_defrag is None else m.last_defrag.__dict__,
+                }
+                for m in self.members
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    cluster: str
+    counts: dict[str, int]  # prefix -> keys found
+    deleted: dict[str, int] = field(default_factory=dict)  # prefix -> keys deleted (--yes)
+
+
+@dataclass(frozen=True)
+class _Target:
+    cluster: EtcdCluster
+    client: ClusterClient
+    hostvars: dict[str, Any]
+
+
+def _targets(inventory_dir: Path, only: str | None) -> list[_Target]:
+    inventory = load_inventory(inventory_dir)
+    clusters = etcd_clusters(inventory)
+    if not clusters:
+        raise InputError(f"inventory {inventory_dir}: no hosts in etcd_core, etcd_events or etcd_pods")
+    if only is not None:
+        if only not in KINDS_BY_NAME:
+            raise InputError(
+                f"--cluster {only!r}: unknown cluster", f"use one of: {', '.join(KINDS_BY_NAME)}"
+            )
+        clusters = tuple(c for c in clusters if c.name == only)
+        if not clusters:
+            raise InputError(
+                f"--cluster {only}: group {KINDS_BY_NAME[only].group} has no hosts in {inventory_dir}"
+            )
+    tls = _tls(inventory, clusters[0])
+    return [
+        _Target(c, ClusterClient(c.name, c.client_urls, tls), dict(inventory.hosts[c.members[0].host].vars))
+        for c in clusters
+    ]
+
+
+def _tls(inventory: Inventory, cluster: EtcdCluster) -> TlsFiles:
+    pki = controller_pki_dir(inventory.hosts[cluster.members[0].host].vars, state_dir())
+    files = TlsFiles(str(pki / "ca.crt"), str(pki / "ufcctl.crt"), str(pki / "ufcctl.key"))
+    missing = [f for f in (files.ca, files.cert, files.key) if not Path(f).is_file()]
+    if missing:
+        raise InputError(
+            f"no etcd client certificate for ufcctl: missing {', '.join(missing)}",
+            f"deploy etcd first (`ufcctl deploy --inventory {inventory.path}`): roles/etcd creates them",
+        )
+    return files
+
+
+def _status_of(name: str, view: ClusterView) -> MemberRow:
+    member = view.member(name)
+    endpoint = member.endpoint if member else ""
+    alarms = tuple(sorted(a.alarm for a in view.alarms if member and a.member_id == member.member_id))
+    status = view.statuses.get(name)
+    if status is None:
+        health = f"unreachable: {view.unreachable.get(name, 'no status')}"
+        return MemberRow(name, endpoint, health, False, None, None, None, alarms, view.last.get(name))
+    errors = status_errors(status)
+    return MemberRow(
+        name,
+        endpoint,
+        "healthy" if not errors else "; ".join(errors),
+        status.is_leader,
+        status.db_size,
+        status.db_size_in_use,
+        round(status.fragmentation_percent, 1),
+        alarms,
+        view.last.get(name),
+        status.version,
+        status.revision,
+    )
+
+
+def etcd_status(inventory_dir: Path, cluster: str | None = None) -> list[ClusterStatus]:
+    """Health, leader, sizes, fragmentation, alarms and last defrag of every member of every cluster."""
+    result = []
+    for target in _targets(inventory_dir, cluster):
+        try:
+            view = target.client.view()
+        except EtcdError as err:
+            rows = tuple(
+                MemberRow(
+                    m.host, m.client_url, f"unreachable: {err.message}", False, None, None, None, (), None
+                )
+                for m in target.cluster.members
+            )
+            result.append(
+                ClusterStatus(target.cluster.name, False, (f"no member answered: {err}",), None, (), rows)
+            )
+            continue
+        problems = tuple(health_problems(view))
+        names = [m.name or m.member_id for m in view.members]
+        rows = tuple(_status_of(n, view) for n in names)
+        result.append(
+            ClusterStatus(target.cluster.name, not problems, problems, view.leader, view.alarm_names, rows)
+        )
+    return result
+
+
+def etcd_defrag(
+    inventory_dir: Path,
+    cluster: str | None = None,
+    dry_run: bool = False,
+    log: Callable[[str], None] = print,
+) -> list[RunReport]:
+    """The agents' procedure run from the controller on whole clusters: followers, then the leader."""
+    reports = []
+    for target in _targets(inventory_dir, cluster):
+        try:
+            config = defrag_config(target.hostvars, target.cluster.name)
+        except SettingsError as err:
+            raise InputError(str(err), "fix the variable in the inventory") from err
+        agent = AgentConfig(
+            cluster=target.cluster.name,
+            endpoints=target.cluster.client_urls,
+            tls=target.client.tls,
+            settings=config.settings,
+            member=None,
+            by="ufcctl",
+            dry_run=dry_run,
+            lock_ttl_seconds=config.lock_ttl_seconds,
+            leader_wait_seconds=config.leader_wait_seconds,
+        )
+        try:
+            reports.append(DefragRun(agent, target.client, log).run())
+        except EtcdError as err:
+            raise RunFailed(
+                f"etcd cluster {target.cluster.name}: {err}", "check `ufcctl etcd status`"
+            ) from err
+    return reports
+
+
+def etcd_prune(inventory_dir: Path, cluster: str, yes: bool = False) -> PruneResult:
+    """Count (and with `yes` delete) keys left in core for resources the overrides route elsewhere."""
+    if cluster != "core":
+        raise InputError(
+            f"--cluster {cluster}: prune applies to core only",
+            "orphaned keys stay in core after events, leases or pods move to their own cluster",
+        )
+    inventory = load_inventory(inventory_dir)
+    clusters = {c.name: c for c in etcd_clusters(inventory)}
+    if "core" not in clusters:
+        raise InputError(f"inventory {inventory_dir}: group etcd_core has no hosts")
+    prefixes = [
+        p for name in ("events", "pods") if name in clusters for p in clusters[name].kind.registry_prefixes
+    ]
+    if not prefixes:
+        raise InputError(
+            "nothing to prune: no events or pods cluster, so core still serves every resource",
+            "prune only after etcd_events / etcd_pods have hosts and kube-apiserver uses the overrides",
+        )
+    client = ClusterClient("core", clusters["core"].client_urls, _tls(inventory, clusters["core"]))
+    try:
+        counts = {p: client.first("count_prefix", p) for p in prefixes}
+        deleted = {p: client.first("delete_prefix", p) for p in prefixes if counts[p]} if yes else {}
+    except EtcdError as err:
+        raise RunFailed(f"etcd cluster core: {err}", "check `ufcctl etcd status --cluster core`") from err
+    return PruneResult("core", counts, deleted)
+
+
+def summarize_reports(reports: Sequence[RunReport]) -> list[tuple[str, str, str, str, str, str]]:
+    """Rows for printing: cluster, member, action, before, after, reason."""
+    rows = []
+    for report in reports:
+        for o in report.outcomes:
+            before = f"{o.before.db_size}/{o.before.db_size_in_use}" if o.before else "-"
+            after = f"{o.after.db_size}/{o.after.db_size_in_use}" if o.after else "-"
+            rows.append(
+                (
+                    report.cluster,
+                    o.member + (" (leader)" if o.leader else ""),
+                    o.action,
+                    before,
+                    after,
+                    o.reason,
+                )
+            )
+    return rows

@@ -1,0 +1,120 @@
+"""`ufcctl etcd status|defrag|prune`: flags and printing for the etcd maintenance use cases."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ufcctl.app.etcd_maint import etcd_defrag, etcd_prune, etcd_status, summarize_reports
+from ufcctl.cli.options import inventory_option, output_option
+from ufcctl.errors import RunFailed
+from ufcctl.report.output import print_json, print_table
+
+CLUSTERS = click.Choice(["core", "events", "pods"])
+
+
+def _size(value: int | None) -> str:
+    if value is None:
+        return "-"
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= factor:
+            return f"{value / factor:.1f} {unit}"
+    return f"{value} B"
+
+
+@click.group()
+def etcd() -> None:
+    """Status and maintenance of the three etcd clusters (core, events, pods)."""
+
+
+@etcd.command()
+@inventory_option()
+@click.option("--cluster", type=CLUSTERS, default=None, help="Only this cluster.")
+@output_option()
+def status(inventory: Path, cluster: str | None, output: str) -> None:
+    """Health, leader, db size, in use, fragmentation, alarms and last defrag per member."""
+    clusters = etcd_status(inventory, cluster)
+    if output == "json":
+        print_json([c.to_json() for c in clusters])
+    else:
+        for c in clusters:
+            state = "healthy" if c.healthy else "UNHEALTHY: " + "; ".join(c.problems)
+            rows = [
+                (
+                    m.member,
+                    m.health,
+                    "yes" if m.leader else "",
+                    _size(m.db_size),
+                    _size(m.db_size_in_use),
+                    "-" if m.fragmentation_percent is None else f"{m.fragmentation_percent:.1f}%",
+                    ",".join(m.alarms) or "-",
+                    "-"
+                    if m.last_defrag is None
+                    else f"{_size(m.last_defrag.before)} -> {_size(m.last_defrag.after)}"
+                    f" by {m.last_defrag.by}",
+                )
+                for m in c.members
+            ]
+            print_table(
+                f"etcd {c.cluster}: {state}; alarms: {', '.join(c.alarms) or 'none'}",
+                ["member", "health", "leader", "db size", "in use", "fragmented", "alarms", "last defrag"],
+                rows,
+            )
+    unhealthy = [c.cluster for c in clusters if not c.healthy]
+    if unhealthy:
+        raise RunFailed(f"unhealthy etcd cluster(s): {', '.join(unhealthy)}", "see the problems listed above")
+
+
+@etcd.command()
+@inventory_option()
+@click.option("--cluster", type=CLUSTERS, default=None, help="Only this cluster (default: all three).")
+@click.option(
+    "--dry-run", is_flag=True, help="Decide and report; take no lock, compact and defragment nothing."
+)
+@output_option()
+def defrag(inventory: Path, cluster: str | None, dry_run: bool, output: str) -> None:
+    """Defragment members that the rule selects, one at a time, the leader last (the agents' procedure)."""
+
+    def log(line: str) -> None:
+        click.echo(line, err=output == "json")
+
+    reports = etcd_defrag(inventory, cluster, dry_run, log=log)
+    if output == "json":
+        print_json([r.to_json() for r in reports])
+    else:
+        print_table(
+            "etcd defrag" + (" (dry run)" if dry_run else ""),
+            ["cluster", "member", "action", "before (size/in use)", "after", "reason"],
+            summarize_reports(reports),
+        )
+        for r in reports:
+            for note in r.notes:
+                click.echo(f"{r.cluster}: {note}")
+    failed = [f"{r.cluster}/{o.member}" for r in reports for o in r.outcomes if o.action == "failed"]
+    if failed:
+        raise RunFailed(f"defrag failed on {', '.join(failed)}", "see the reasons above; rerun when healthy")
+
+
+@etcd.command()
+@inventory_option()
+@click.option("--cluster", type=CLUSTERS, required=True, help="The cluster to clean (core).")
+@click.option("--yes", is_flag=True, help="Delete the keys found (default: only count them).")
+@output_option()
+def prune(inventory: Path, cluster: str, yes: bool, output: str) -> None:
+    """Find keys left in core for resources routed to the events/pods clusters; delete them with --yes."""
+    result = etcd_prune(inventory, cluster, yes)
+    if output == "json":
+        print_json({"cluster": result.cluster, "counts": result.counts, "deleted": result.deleted})
+        return
+    print_table(
+        f"orphaned keys in etcd {result.cluster}",
+        ["prefix", "keys", "deleted"],
+        [(p, n, result.deleted.get(p, "-" if not yes else 0)) for p, n in result.counts.items()],
+    )
+    if not yes and any(result.counts.values()):
+        click.echo("Nothing deleted; rerun with --yes to delete these keys.", file=sys.stdout)
+
+
+COMMANDS = [etcd]
