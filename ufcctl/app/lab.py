@@ -306,6 +306,7 @@ def lab_down(settings: LabSettings, notify: Notify, remove_images: bool = False,
             removed_inventory = inventory_dir
             notify(f"removed {inventory_dir}")
         shutil.rmtree(settings.nfs_dir, ignore_errors=True)
+        lab_image.prune_old_builds(podman)  # builds kept only because these containers ran them
         images: list[str] = []
         kept: dict[str, str] = {}
         if remove_images:

@@ -86,14 +86,16 @@ def ensure_image(podman: Podman, cache_dir: Path, notify: Notify, force: bool = 
         debootstrap_s, import_s = _ensure_base(podman, cache_dir, notify)
         notify(f"building {NODE_IMAGE} from {IMAGE_DIR.relative_to(PROJECT_ROOT)}/Containerfile "
                f"(log: {cache_dir / 'image-build.log'})")
-        old_node = podman.image_id(NODE_IMAGE)
         started = time.monotonic()
         podman.build(IMAGE_DIR, NODE_IMAGE, {HASH_LABEL: want}, cache_dir / "image-build.log")
         build_s = time.monotonic() - started
-        if old_node and old_node != podman.image_id(NODE_IMAGE):
-            # The previous build is now untagged; drop it unless a container still runs it.
-            podman.remove_image(old_node)
+        prune_old_builds(podman)
         return ImageResult(NODE_IMAGE, want, True, debootstrap_s, import_s, build_s)
+
+
+def prune_old_builds(podman: Podman) -> list[str]:
+    """Remove earlier node builds (untagged, our label) that no container uses any more."""
+    return [image for image in podman.dangling_images(HASH_LABEL) if podman.remove_image(image) is None]
 
 
 def _ensure_base(podman: Podman, cache_dir: Path, notify: Notify) -> tuple[float | None, float | None]:

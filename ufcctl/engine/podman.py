@@ -149,6 +149,11 @@ class Podman:
                 details=_tail(log_file.read_text()),
             )
 
+    def dangling_images(self, label_key: str) -> list[str]:
+        """IDs of untagged images carrying `label_key` (earlier builds whose name moved on)."""
+        filters = ["--filter", "dangling=true", "--filter", f"label={label_key}"]
+        return sorted(set(self.run(["images", *filters, "--format", "{{.ID}}"]).stdout.split()))
+
     def remove_image(self, ref: str) -> str | None:
         """Remove an image; returns podman's reason when it refuses (e.g. a container uses it)."""
         proc = self.run(["rmi", ref], check=False)
