@@ -147,8 +147,9 @@ def _options(request: UpgradeRequest) -> RunOptions:
 
 
 def _run(run_id: str, request: UpgradeRequest, inventory: Inventory, plan: RolloutPlan, todo: list[str],
-         store: StateStore, run_fn: RunFn, observer: RolloutObserver | None,
+         store: StateStore, run_fn: RunFn | None, observer: RolloutObserver | None,
          guard: NodeGuard | None) -> RolloutSummary:
+    run_fn = run_fn or run_playbook  # looked up per call, so tests can replace the engine
     before = store.run(run_id)
     counts = before.counts if before else {}
     job = RolloutJob(
@@ -170,7 +171,7 @@ def _run(run_id: str, request: UpgradeRequest, inventory: Inventory, plan: Rollo
     return summarize(store, run_id, seconds=time.monotonic() - started)
 
 
-def upgrade(request: UpgradeRequest, store: StateStore, *, run_fn: RunFn = run_playbook,
+def upgrade(request: UpgradeRequest, store: StateStore, *, run_fn: RunFn | None = None,
             observer: RolloutObserver | None = None, loader: Loader | None = None,
             retry_failed: bool = False) -> RolloutSummary:
     """A new rollout over npu_node (or, with retry_failed, over the newest run's failed nodes)."""
@@ -199,7 +200,7 @@ def _previous_failures(store: StateStore, request: UpgradeRequest, hosts: list[H
     return chosen
 
 
-def resume(run_id: str, store: StateStore, *, retry_failed: bool = False, run_fn: RunFn = run_playbook,
+def resume(run_id: str, store: StateStore, *, retry_failed: bool = False, run_fn: RunFn | None = None,
            observer: RolloutObserver | None = None, loader: Loader | None = None) -> RolloutSummary:
     """Continue a run after a crash, a Ctrl-C or a budget stop; done nodes are never redone."""
     record = _resumable(store, run_id)

@@ -1,0 +1,160 @@
+"""`ufcctl upgrade-drivers`, `ufcctl plan upgrade-drivers`, `ufcctl runs`, `ufcctl resume RUN_ID`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ufcctl.app import upgrade_drivers as app
+from ufcctl.cli.options import inventory_option, output_option
+from ufcctl.domain.rollout.budget import BudgetError, parse_percent
+from ufcctl.domain.rollout.plan import ALIGN_VARS
+from ufcctl.domain.rollout.summary import RolloutSummary
+from ufcctl.engine.state import StateStore
+from ufcctl.errors import RunFailed
+from ufcctl.report.output import print_json
+from ufcctl.report.rollout import (
+    RolloutProgress,
+    plan_json,
+    print_plan,
+    print_runs,
+    print_summary,
+    runs_json,
+)
+
+
+def _percent(ctx: click.Context, param: click.Parameter, value: str) -> float:
+    try:
+        return parse_percent(value)
+    except BudgetError as err:
+        raise click.BadParameter(str(err)) from err
+
+
+def _plan_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Flags shared by upgrade-drivers and plan upgrade-drivers (declared once)."""
+    options = [
+        inventory_option(),
+        click.option("--batch", "-b", type=click.IntRange(1, 10000), required=True,
+                     help="Nodes per batch: the unit of planning, alignment and of one Ansible run."),
+        click.option("--window", "-w", type=click.IntRange(1, 100), default=1, show_default=True,
+                     help="Batches' worth of nodes in flight at once (window x batch node slots)."),
+        click.option("--max-fail", default="0%", show_default=True, callback=_percent,
+                     help="Stop starting nodes once failed nodes exceed this share of processed ones "
+                          "(measured against at least one batch)."),
+        click.option("--canary", type=click.IntRange(0, None), default=0, show_default=True,
+                     help="Nodes upgraded first, alone; any failure among them stops the rollout."),
+        click.option("--by", "align", type=click.Choice(list(ALIGN_VARS)), default="none", show_default=True,
+                     help="Cut batches along ToR switches or super pods (npu_tor_id / npu_super_pod_id)."),
+        click.option("--limit", "-l", default=None, help="Ansible host pattern inside group npu_node."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _summary_out(summary: RolloutSummary, output: str) -> None:
+    if output == "json":
+        print_json(summary.to_json())
+    else:
+        print_summary(summary)
+    if summary.status != "done":
+        failed = [n.host for n in summary.failed]
+        names = f": {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}" if failed else ""
+        why = f" ({summary.message})" if summary.message else ""
+        raise RunFailed(
+            f"{summary.kind} {summary.run_id} {summary.status}: {len(failed)} node(s) failed{names}{why}",
+            f"fix the nodes, then `ufcctl resume {summary.run_id} --retry-failed` "
+            f"(done nodes are never redone); `ufcctl runs` lists runs",
+        )
+
+
+@click.command("upgrade-drivers")
+@_plan_options
+@click.option("--version", "version", default=None, help="Driver version (default: the inventory's).")
+@click.option("--firmware-version", default=None, help="Firmware version (default: the inventory's).")
+@click.option("--dry-run", is_flag=True,
+              help="Ansible check mode: report what would change, install nothing.")
+@click.option("--force", is_flag=True,
+              help="Drain nodes even when NPU pods run on them (needs a kubeconfig).")
+@click.option("--retry-failed", is_flag=True,
+              help="A new run over only the nodes that failed or were skipped in the newest run.")
+@click.option("--node-timeout", type=click.IntRange(10, None), default=app.DEFAULT_NODE_TIMEOUT,
+              show_default=True, help="Seconds one installer may run before the node is failed as hung.")
+@click.option("--forks", type=click.IntRange(1, 1000), default=None,
+              help="Parallel hosts per Ansible run (default: the batch size).")
+@output_option()
+def upgrade_drivers(inventory: Path, batch: int, window: int, max_fail: float, canary: int, align: str,
+                    limit: str | None, version: str | None, firmware_version: str | None, dry_run: bool,
+                    force: bool, retry_failed: bool, node_timeout: int, forks: int | None,
+                    output: str) -> None:
+    """Upgrade the NPU driver and firmware on group npu_node of INVENTORY, batch by batch.
+
+    Up to WINDOW x BATCH nodes are in flight; a node's slot frees the moment it finishes, so a
+    slow node never holds back its batch. State is kept in .ufc/state.db: after a crash or a
+    stop, `ufcctl resume RUN_ID` continues without redoing finished nodes.
+    """
+    request = app.UpgradeRequest(
+        inventory_dir=inventory, batch=batch, window=window, max_fail=max_fail, canary=canary, align=align,
+        version=version, firmware_version=firmware_version, limit=limit, dry_run=dry_run, force=force,
+        node_timeout=node_timeout, forks=forks,
+    )
+    with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
+        summary = app.upgrade(request, store, observer=progress, retry_failed=retry_failed)
+    _summary_out(summary, output)
+
+
+@click.group("plan")
+def plan() -> None:
+    """Show what a command would do, touching nothing."""
+
+
+@plan.command("upgrade-drivers")
+@_plan_options
+@click.option("--node-seconds", type=click.FloatRange(0.001, None), default=None,
+              help="Time one node takes (default: the median of the newest measured run).")
+@click.option("--all", "all_rows", is_flag=True, help="List every batch, not only the first 50.")
+@output_option()
+def plan_upgrade_drivers(inventory: Path, batch: int, window: int, max_fail: float, canary: int, align: str,
+                         limit: str | None, node_seconds: float | None, all_rows: bool, output: str) -> None:
+    """Print the batches of an upgrade-drivers run and its projected duration."""
+    request = app.UpgradeRequest(inventory_dir=inventory, batch=batch, window=window, max_fail=max_fail,
+                                 canary=canary, align=align, limit=limit)
+    with StateStore() as store:
+        report = app.plan_upgrade(request, store, node_seconds=node_seconds)
+    if output == "json":
+        print_json(plan_json(report.plan, report.projection, report.targets))
+    else:
+        print_plan(report.plan, report.projection, report.targets, all_rows=all_rows)
+
+
+@click.command("runs")
+@click.option("--last", "limit", type=click.IntRange(1, 10000), default=50, show_default=True,
+              help="How many of the newest runs to list.")
+@output_option()
+def runs(limit: int, output: str) -> None:
+    """List rollout runs, newest first, with node counts per state."""
+    with StateStore() as store:
+        records = app.list_runs(store, limit)
+    if output == "json":
+        print_json(runs_json(records))
+    elif records:
+        print_runs(records)
+    else:
+        click.echo("no runs yet")
+
+
+@click.command("resume")
+@click.argument("run_id")
+@click.option("--retry-failed", is_flag=True, help="Also run the failed and skipped nodes again.")
+@output_option()
+def resume(run_id: str, retry_failed: bool, output: str) -> None:
+    """Continue RUN_ID after a crash, Ctrl-C or budget stop; done nodes are never redone."""
+    with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
+        summary = app.resume(run_id, store, retry_failed=retry_failed, observer=progress)
+    _summary_out(summary, output)
+
+
+COMMANDS = [upgrade_drivers, plan, runs, resume]

@@ -1,0 +1,194 @@
+"""Rollout output: live progress (overall and per batch), plan tables, final report, run lists."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ufcctl.domain.rollout.plan import Projection, RolloutPlan
+from ufcctl.domain.rollout.summary import RolloutSummary
+from ufcctl.engine.state import RunRecord
+
+STATE_STYLE = {"done": "green", "failed": "red", "skipped": "yellow", "pending": "dim", "running": "cyan"}
+MAX_ROWS = 50  # rows of a table before "... N more" (JSON output always has everything)
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = float(seconds)
+    if seconds < 120:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
+
+
+class RolloutProgress:
+    """A RolloutObserver: one overall bar plus one bar per batch in flight; plain lines off a terminal."""
+
+    def __init__(self, console: Console | None = None, quiet: bool = False):
+        self.console = console or Console(stderr=True)
+        self.quiet = quiet
+        self.live = self.console.is_terminal and not quiet
+        self._lock = threading.Lock()
+        self._overall: TaskID | None = None
+        self._batches: dict[int, TaskID] = {}
+        self._batch_total: dict[int, int] = {}
+        self._batch_done: dict[int, dict[str, int]] = {}
+        self._canary: set[int] = set()
+        self._counts = {"done": 0, "failed": 0, "skipped": 0}
+        self._progress = Progress(
+            TextColumn("[bold]{task.fields[label]}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("[green]done {task.fields[done]}[/] [red]failed {task.fields[failed]}[/] "
+                       "[yellow]skipped {task.fields[skipped]}[/]"),
+            TimeElapsedColumn(), console=self.console, disable=not self.live,
+        )
+
+    def __enter__(self) -> RolloutProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def _say(self, text: str) -> None:
+        if not self.live and not self.quiet:
+            self.console.print(text, highlight=False)
+
+    def rollout_started(self, run_id: str, plan: RolloutPlan, todo: Sequence[str]) -> None:
+        wanted = set(todo)
+        with self._lock:
+            for batch in plan.batches:
+                self._batch_total[batch.index] = sum(1 for h in batch.hosts if h in wanted)
+                self._batch_done[batch.index] = {"done": 0, "failed": 0, "skipped": 0}
+                if batch.canary:
+                    self._canary.add(batch.index)
+            self._overall = self._progress.add_task("all", total=len(todo), label=f"{run_id}", done=0,
+                                                    failed=0, skipped=0)
+        self._say(f"[{run_id}] {len(todo)} node(s) in {len(plan.batches)} batch(es), "
+                  f"up to {plan.capacity} in flight")
+
+    def node_started(self, host: str, batch: int) -> None:
+        with self._lock:
+            if batch not in self._batches:
+                label = f"batch {batch}" + (" (canary)" if batch in self._canary else "")
+                self._batches[batch] = self._progress.add_task(
+                    label, total=self._batch_total.get(batch, 0), label=label, done=0, failed=0, skipped=0)
+                self._say(f"{label} started")
+
+    def node_finished(self, host: str, batch: int, state: str, reason: str | None,
+                      seconds: float | None) -> None:
+        with self._lock:
+            self._counts[state] = self._counts.get(state, 0) + 1
+            counts = self._batch_done.setdefault(batch, {"done": 0, "failed": 0, "skipped": 0})
+            counts[state] = counts.get(state, 0) + 1
+            finished = sum(counts.values())
+            if self._overall is not None:
+                self._progress.update(self._overall, completed=sum(self._counts.values()),
+                                      done=self._counts["done"], failed=self._counts["failed"],
+                                      skipped=self._counts["skipped"])
+            task = self._batches.get(batch)
+            if task is not None:
+                complete = finished >= self._batch_total.get(batch, 0)
+                self._progress.update(task, completed=finished, visible=not complete, done=counts["done"],
+                                      failed=counts["failed"], skipped=counts["skipped"])
+        why = f": {reason}" if reason else ""
+        self._say(f"batch {batch} {host} {state} in {duration(seconds)}{why}")
+
+    def stopped(self, reason: str) -> None:
+        self.console.print(f"[bold red]stopping:[/] {reason}; in-flight nodes finish", highlight=False)
+
+
+def print_plan(plan: RolloutPlan, projection: Projection | None, targets: int, *,
+               all_rows: bool = False) -> None:
+    console = Console()
+    canary = len(plan.canary_hosts())
+    console.print(
+        f"{targets} node(s) in {len(plan.batches)} batch(es) of up to {plan.batch_size}"
+        f"{f', canary {canary} first' if canary else ''}, window {plan.window} "
+        f"({plan.capacity} node(s) in flight), aligned by {plan.align}", highlight=False)
+    table = Table(show_header=True, header_style="bold")
+    for column in ("batch", "nodes", "first", "last", "domains"):
+        table.add_column(column)
+    rows = plan.batches if all_rows else plan.batches[:MAX_ROWS]
+    for batch in rows:
+        domains = ", ".join(batch.domains[:4]) + (" ..." if len(batch.domains) > 4 else "")
+        table.add_row(f"{batch.index}{' canary' if batch.canary else ''}", str(len(batch.hosts)),
+                      batch.hosts[0], batch.hosts[-1], domains)
+    console.print(table)
+    if len(plan.batches) > len(rows):
+        console.print(f"... and {len(plan.batches) - len(rows)} more batch(es) (--all or --output json)")
+    if projection is None:
+        console.print("projected duration: unknown (no earlier run measured a node; pass --node-seconds)")
+    else:
+        console.print(
+            f"projected duration: {duration(projection.total_seconds)} "
+            f"at {duration(projection.node_seconds)} "
+            f"per node ({projection.source}); canary {duration(projection.canary_seconds)}, "
+            f"rest {duration(projection.rollout_seconds)}", highlight=False)
+
+
+def plan_json(plan: RolloutPlan, projection: Projection | None, targets: int) -> dict[str, Any]:
+    return {"targets": targets, "batch_size": plan.batch_size, "window": plan.window,
+            "capacity": plan.capacity, "canary": plan.canary, "align": plan.align,
+            "batches": [b.to_json() for b in plan.batches],
+            "projection": projection.to_json() if projection else None}
+
+
+def print_summary(summary: RolloutSummary) -> None:
+    """Final report: status line, steps, then failed/skipped nodes (every node when the fleet is small)."""
+    console = Console()
+    counts = summary.counts
+    took = f" in {duration(summary.seconds)}" if summary.seconds is not None else ""
+    mode = " (dry run: Ansible check mode)" if summary.dry_run else ""
+    console.print(
+        f"[bold]{summary.kind}[/] {summary.run_id}{mode}: [bold]{summary.status}[/]{took} - "
+        f"done {counts['done']} (changed {summary.changed}), failed {counts['failed']}, "
+        f"skipped {counts['skipped']}, pending {counts['pending']}", highlight=False)
+    for step, outcome in summary.steps.items():
+        console.print(f"{step}: {outcome}", highlight=False)
+    if summary.message:
+        console.print(f"[red]stopped:[/] {summary.message}", highlight=False)
+    shown = list(summary.nodes) if len(summary.nodes) <= MAX_ROWS else summary.failed + summary.skipped
+    if shown:
+        table = Table(show_header=True, header_style="bold")
+        for column in ("host", "batch", "state", "changed", "time", "attempts", "reason"):
+            table.add_column(column)
+        for node in shown[:MAX_ROWS]:
+            style = STATE_STYLE.get(node.state, "")
+            changed = "-" if node.changed is None else ("yes" if node.changed else "no")
+            table.add_row(node.host, str(node.batch), f"[{style}]{node.state}[/]", changed,
+                          duration(node.seconds), str(node.attempts), (node.reason or "")[:160])
+        console.print(table)
+        if len(shown) > MAX_ROWS:
+            console.print(f"... and {len(shown) - MAX_ROWS} more; `--output json` lists every node")
+    times = sorted(n.seconds for n in summary.nodes if n.seconds is not None and n.state == "done")
+    if times:
+        console.print(f"node time: median {duration(times[len(times) // 2])}, max {duration(times[-1])}",
+                      highlight=False)
+
+
+def print_runs(runs: Sequence[RunRecord]) -> None:
+    table = Table(show_header=True, header_style="bold")
+    for column in ("run", "kind", "status", "started", "done", "failed", "skipped", "pending", "inventory"):
+        table.add_column(column)
+    for run in runs:
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created))
+        pending = run.counts.get("pending", 0) + run.counts.get("running", 0)
+        table.add_row(run.run_id, run.kind, run.status, started, str(run.counts.get("done", 0)),
+                      str(run.counts.get("failed", 0)), str(run.counts.get("skipped", 0)), str(pending),
+                      run.inventory)
+    Console().print(table)
+
+
+def runs_json(runs: Sequence[RunRecord]) -> list[dict[str, Any]]:
+    return [{"run_id": r.run_id, "kind": r.kind, "status": r.status, "created": r.created,
+             "finished": r.finished, "message": r.message, "steps": r.steps, "counts": r.counts,
+             "inventory": r.inventory, "params": r.params} for r in runs]
