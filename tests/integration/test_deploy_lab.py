@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ufcctl.app.inventory import load_inventory
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,9 +85,9 @@ def test_deploy_is_green_then_idempotent(lab: tuple[Path, dict[str, str]]) -> No
 
 
 def _a_worker(env: dict[str, str], inventory: Path) -> str:
-    proc = _run(["inventory", "show", "--inventory", str(inventory), "--output", "json"], env)
-    assert proc.returncode == 0, proc.stderr
-    return sorted(json.loads(proc.stdout)["groups"]["npu_node"])[0]
+    workers = load_inventory(inventory).group_hosts("npu_node")
+    assert workers, f"{inventory}: no npu_node host"
+    return workers[0]
 
 
 def test_limit_runs_only_the_chosen_hosts(lab: tuple[Path, dict[str, str]]) -> None:
