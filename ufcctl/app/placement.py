@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +27,30 @@ SNAPSHOT_HINT = (
 
 def validate_files(paths: Sequence[str], *, super_pod_size: int = DEFAULT_SUPER_POD_SIZE) -> Report:
     """Validate the objects of every file together (nodes from one file, jobs from another is fine)."""
-    documents: list[tuple[str | None, Any]] = []
-    for path in paths:
-        documents.extend((path, document) for document in read_documents(path))
+    with _cyclic_gc_paused():
+        documents: list[tuple[str | None, Any]] = []
+        for path in paths:
+            documents.extend((path, document) for document in read_documents(path))
+        try:
+            return validate_documents(documents, super_pod_size=super_pod_size)
+        except ParseError as err:
+            hint = "fix or remove that object; the placement rules need it readable"
+            raise InputError(str(err), hint) from None
+
+
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """A 1 GB snapshot decodes into ~10^7 dicts and lists; the cyclic collector's full passes over them
+    cost more than all placement rules together (tests/benchmarks/bench_placement.py). Nothing here
+    builds reference cycles, so reference counting alone frees everything; the collector comes back after.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        return validate_documents(documents, super_pod_size=super_pod_size)
-    except ParseError as err:
-        hint = "fix or remove that object; the placement rules need it readable"
-        raise InputError(str(err), hint) from None
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def read_documents(path: str) -> list[Any]:

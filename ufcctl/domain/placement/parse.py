@@ -154,7 +154,9 @@ def parse_objects(documents: Iterable[tuple[str | None, Any]]) -> ParsedObjects:
         for position, obj in iter_objects(document, source, f"document {number + 1}"):
             kind = obj["kind"]
             if kind == "Pod":
-                pods.append(parse_pod(obj, source, position))
+                pod = parse_pod(obj, source, position)
+                if pod is not None:
+                    pods.append(pod)
             elif kind == "Node":
                 nodes.append(parse_node(obj, source, position))
             elif kind == "ConfigMap":
@@ -243,25 +245,26 @@ def parse_node(obj: Mapping[str, Any], source: str | None, position: str) -> Nod
     return Node(metadata["name"], accelerator_type, super_pod_id, ip, capacity, profile, source)
 
 
-def parse_pod(obj: Mapping[str, Any], source: str | None, position: str) -> Pod:
+def parse_pod(obj: Mapping[str, Any], source: str | None, position: str) -> Pod | None:
+    """The pod, or None for a pod no rule reads: no NPU request and in no job (DaemonSets, system pods)."""
     reader, metadata = _metadata(obj, "Pod", source, position)
-    namespace = metadata.get("namespace") or "default"
-    name = metadata["name"]
     labels = reader.mapping(metadata, "labels", "metadata.labels")
     annotations = reader.mapping(metadata, "annotations", "metadata.annotations")
     spec = reader.mapping(obj, "spec", "spec")
+    request = reader.npu_request(spec, "spec")
+    group_name = (
+        reader.string(annotations, keys.GROUP_NAME_ANNOTATION, f"annotation {keys.GROUP_NAME_ANNOTATION}")
+        or None
+    )
+    owner = _owner(reader, metadata, keys.ASCEND_JOB_KIND)
+    job_label = reader.string(labels, keys.JOB_NAME_LABEL, f"label {keys.JOB_NAME_LABEL}") or None
+    if not (request or group_name or owner or job_label):
+        return None  # half the pods of a large cluster; skipping them is most of the parse time saved
+    namespace = metadata.get("namespace") or "default"
+    name = metadata["name"]
     status = reader.mapping(obj, "status", "status")
     node_name = reader.string(spec, "nodeName", "spec.nodeName") or None
-    phase = reader.string(status, "phase", "status.phase")
-    active = phase not in keys.TERMINAL_PHASES
-    selector = reader.string(
-        reader.mapping(spec, "nodeSelector", "spec.nodeSelector"),
-        keys.ACCELERATOR_TYPE_LABEL,
-        "spec.nodeSelector[accelerator-type]",
-    )
-    rank_index = reader.optional_integer(
-        annotations, keys.RANK_INDEX_ANNOTATION, f"annotation {keys.RANK_INDEX_ANNOTATION}"
-    )
+    active = reader.string(status, "phase", "status.phase") not in keys.TERMINAL_PHASES
     return Pod(
         namespace=namespace,
         name=name,
@@ -270,18 +273,21 @@ def parse_pod(obj: Mapping[str, Any], source: str | None, position: str) -> Pod:
         node_name=node_name,
         placed=node_name is not None and active,
         active=active,
-        request=reader.npu_request(spec, "spec"),
-        selector=selector,
+        request=request,
+        selector=reader.string(
+            reader.mapping(spec, "nodeSelector", "spec.nodeSelector"),
+            keys.ACCELERATOR_TYPE_LABEL,
+            "spec.nodeSelector[accelerator-type]",
+        ),
         allocation=reader.string(
             annotations, keys.ALLOCATION_ANNOTATION, f"annotation {keys.ALLOCATION_ANNOTATION}"
         ),
-        rank_index=rank_index,
-        group_name=reader.string(
-            annotations, keys.GROUP_NAME_ANNOTATION, f"annotation {keys.GROUP_NAME_ANNOTATION}"
-        )
-        or None,
-        owner_ascend_job=_owner(reader, metadata, keys.ASCEND_JOB_KIND),
-        job_name_label=reader.string(labels, keys.JOB_NAME_LABEL, f"label {keys.JOB_NAME_LABEL}") or None,
+        rank_index=reader.optional_integer(
+            annotations, keys.RANK_INDEX_ANNOTATION, f"annotation {keys.RANK_INDEX_ANNOTATION}"
+        ),
+        group_name=group_name,
+        owner_ascend_job=owner,
+        job_name_label=job_label,
         labels=labels,
         annotations=annotations,
         source=source,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping
 
 from ufcctl.domain.placement import keys
@@ -201,6 +202,8 @@ def _holding(pod: Pod, job_ref: str | None, node: Node | None, multi_pod: bool) 
     return Holding(pod, job_ref, node, chips, bad, duplicates, pod.allocation is not None)
 
 
+# A cluster repeats a few thousand distinct allocation strings over 100,000 pods ("Ascend910-0,...,-7").
+@functools.lru_cache(maxsize=65536)
 def parse_allocation(raw: str, limit: int | None) -> tuple[tuple[int, ...], tuple[str, ...], tuple[int, ...]]:
     """Split "Ascend910-0,Ascend910-1" into valid distinct ids, bad entries and repeated ids.
 
