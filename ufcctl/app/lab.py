@@ -33,6 +33,7 @@ from ufcctl.app.lab_nodes import (
     LABEL_ROLE,
     PARALLEL_STARTS,
     NodeReady,
+    check_inotify_room,
     container_spec,
     make_ready,
     parallel,
@@ -207,10 +208,11 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
             notify(f"removed {len(removed)} container(s): {', '.join(removed)}")
         present = {c.name: c for c in existing if c.name in wanted}
         restarted = tuple(sorted(name for name, c in present.items() if c.state != "running"))
+        to_create = [n for n in layout.nodes if n.name not in present]
+        check_inotify_room(len(to_create) + len(restarted))
         if restarted:
             podman.start(restarted)
             notify(f"started {len(restarted)} stopped container(s): {', '.join(restarted)}")
-        to_create = [n for n in layout.nodes if n.name not in present]
         t0 = time.monotonic()
         if to_create:
             notify(f"starting {len(to_create)} container(s) on {layout.network}")

@@ -11,9 +11,10 @@ from typing import TypeVar
 
 from ufcctl.app.lab_inventory import NFS_EXPORT_DIR
 from ufcctl.app.lab_layout import LabLayout, LabNode, mac_for_ip
+from ufcctl.engine.hostlimits import inotify_usage
 from ufcctl.engine.podman import ContainerSpec, Podman
 from ufcctl.engine.sshkey import wait_for_sshd
-from ufcctl.errors import RunFailed
+from ufcctl.errors import EnvironmentMissing, RunFailed
 
 # keepalived's VRRP needs these (ARCHITECTURE.md: VIP failover verified with exactly this set).
 # No CAP_SYS_ADMIN: units that insist on bind mounts get a drop-in in the image instead.
@@ -25,6 +26,10 @@ LABEL_IMAGE_HASH = "ufcctl.image-hash"
 LABEL_INVENTORY = "ufcctl.lab.inventory"
 BOOT_TIMEOUT = 180.0  # seconds for systemd to finish booting one container on a busy 2-core machine
 PARALLEL_STARTS = 4  # concurrent `podman run`; see tests/benchmarks/bench_lab_start.py
+# inotify instances one booted node holds, all charged to host root (measured: systemd 4,
+# systemd-logind 1; one spare). Past fs.inotify.max_user_instances (128 on Debian) systemd
+# logs "Failed to create inotify object: Too many open files" and never finishes booting.
+INOTIFY_PER_NODE = 6
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -52,6 +57,21 @@ def container_spec(node: LabNode, layout: LabLayout, image: str, labels: Mapping
         name=node.name, image=image, network=layout.network, ip=node.ip, mac=mac_for_ip(node.ip),
         labels={**labels, LABEL_ROLE: node.role}, capabilities=CAPABILITIES, volumes=volumes,
     )
+
+
+def check_inotify_room(starting: int) -> None:
+    """Refuse to start containers whose systemd could not finish booting (clear error instead of a hang)."""
+    if starting <= 0:
+        return
+    usage = inotify_usage()
+    need = usage.in_use + INOTIFY_PER_NODE * starting
+    if need > usage.limit:
+        raise EnvironmentMissing(
+            f"starting {starting} lab container(s) needs about {need} inotify instances for root, but "
+            f"fs.inotify.max_user_instances is {usage.limit} ({usage.in_use} in use)",
+            f"raise the limit: sysctl -w fs.inotify.max_user_instances={max(1024, 2 * need)} "
+            "(persist it in /etc/sysctl.d/); each systemd container holds about 5",
+        )
 
 
 def wait_booted(podman: Podman, name: str, timeout: float = BOOT_TIMEOUT) -> tuple[str, ...]:

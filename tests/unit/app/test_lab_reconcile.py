@@ -8,8 +8,10 @@ import pytest
 
 from ufcctl.app.lab import _check_inventory_dir, _choose_shape, _write_files, lab_containers
 from ufcctl.app.lab_inventory import MARKER
+from ufcctl.app.lab_nodes import check_inotify_room
+from ufcctl.engine.hostlimits import InotifyUsage
 from ufcctl.engine.podman import ContainerInfo, NetworkInfo
-from ufcctl.errors import InputError
+from ufcctl.errors import EnvironmentMissing, InputError
 
 
 def _c(name: str, **labels: str) -> ContainerInfo:
@@ -99,3 +101,19 @@ def test_write_files_is_idempotent_and_prunes_stale_files(tmp_path: Path) -> Non
     assert not (tmp_path / "group_vars" / "all.yml").exists()
     left = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
     assert left == sorted(files)
+
+
+@pytest.mark.parametrize(
+    ("limit", "in_use", "starting", "ok"),
+    [(128, 0, 21, True), (128, 0, 22, False), (128, 112, 2, True), (128, 112, 3, False), (128, 128, 0, True)],
+    ids=["fits", "one-too-many", "nearly-full-fits", "nearly-full-refused", "nothing-to-start"],
+)
+def test_inotify_room(monkeypatch: pytest.MonkeyPatch, limit, in_use, starting, ok) -> None:
+    monkeypatch.setattr("ufcctl.app.lab_nodes.inotify_usage", lambda: InotifyUsage(limit, in_use))
+    if ok:
+        check_inotify_room(starting)
+    else:
+        with pytest.raises(EnvironmentMissing) as err:
+            check_inotify_room(starting)
+        assert f"fs.inotify.max_user_instances is {limit} ({in_use} in use)" in err.value.message
+        assert "sysctl -w fs.inotify.max_user_instances=" in (err.value.hint or "")
