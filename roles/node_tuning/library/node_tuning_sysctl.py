@@ -85,7 +85,7 @@ def plan_key(key: str, wanted: object, floor: bool, container: bool, root: str =
         if host_owned:
             return {**entry, "status": "skipped", "reason": GLOBAL_IN_CONTAINER}
         if container:
-            reason = "absent from this container's network namespace (host-only key, or module not loaded)"
+            reason = "absent from the network namespace of this container (host-only key, module not loaded)"
         else:
             reason = "absent from this kernel (its module is not loaded, or the kernel lacks it)"
         return {**entry, "status": "skipped", "reason": reason, "line": "optional"}

@@ -79,7 +79,7 @@ def test_floor_value(wanted, current, result):
         pytest.param("net.netfilter.nf_conntrack_max", 1, True, False, "skipped", "optional",
                      "absent from this kernel", id="module-not-loaded"),
         pytest.param("net.ipv4.neigh.default.gc_thresh1", 1, False, True, "skipped", "optional",
-                     "absent from this container's network namespace", id="host-only-net-key-in-container"),
+                     "absent from the network namespace of this container", id="host-only-net-key-in-ctr"),
         pytest.param("vm.max_map_count", 262144, True, True, "skipped", "commented",
                      "kernel-global", id="global-key-in-container"),
         pytest.param("fs.file-max", 2097152, True, True, "ok", "commented", "", id="global-ok-in-ctr"),
