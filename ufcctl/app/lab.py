@@ -201,25 +201,8 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
             podman.create_network(layout.network, layout.subnet, labels)
             notify(f"created network {layout.network} ({layout.subnet})")
 
-        wanted = {n.name for n in layout.nodes}
-        removed = tuple(sorted(c.name for c in existing if c.name not in wanted))
-        if removed:
-            podman.remove_containers(removed)
-            notify(f"removed {len(removed)} container(s): {', '.join(removed)}")
-        present = {c.name: c for c in existing if c.name in wanted}
-        restarted = tuple(sorted(name for name, c in present.items() if c.state != "running"))
-        to_create = [n for n in layout.nodes if n.name not in present]
-        check_inotify_room(len(to_create) + len(restarted))
-        if restarted:
-            podman.start(restarted)
-            notify(f"started {len(restarted)} stopped container(s): {', '.join(restarted)}")
         t0 = time.monotonic()
-        if to_create:
-            notify(f"starting {len(to_create)} container(s) on {layout.network}")
-            settings.nfs_dir.mkdir(parents=True, exist_ok=True)
-            labels = {LABEL_LAB: "1", LABEL_NAME: settings.lab, LABEL_IMAGE_HASH: image.image_hash}
-            specs = [container_spec(n, layout, image.image, labels, settings.nfs_dir) for n in to_create]
-            parallel(podman.run_container, specs, parallel_starts)
+        changes = _reconcile_containers(podman, settings, layout, existing, image, notify, parallel_starts)
         seconds["start"] = time.monotonic() - t0
 
         t0 = time.monotonic()
@@ -232,14 +215,46 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
             layout, InventoryPaths(inventory_dir, settings.private_key), {r.name: r.host_key for r in ready}
         )
         changed = _write_files(inventory_dir, files)
-        stale = tuple(sorted(
-            n for n, c in present.items() if c.labels.get(LABEL_IMAGE_HASH) != image.image_hash
-        ))
         return UpResult(
-            layout=layout, inventory_dir=inventory_dir, created=tuple(n.name for n in to_create),
-            removed=removed, restarted=restarted, inventory_changed=changed, image=image, seconds=seconds,
-            stale_image=stale, degraded={r.name: r.failed_units for r in ready if r.failed_units},
+            layout=layout, inventory_dir=inventory_dir, created=changes.created, removed=changes.removed,
+            restarted=changes.restarted, inventory_changed=changed, image=image, seconds=seconds,
+            stale_image=changes.stale_image,
+            degraded={r.name: r.failed_units for r in ready if r.failed_units},
         )
+
+
+@dataclass(frozen=True)
+class _Changes:
+    created: tuple[str, ...]
+    removed: tuple[str, ...]
+    restarted: tuple[str, ...]
+    stale_image: tuple[str, ...]  # kept containers that run an older build of the image
+
+
+def _reconcile_containers(podman: Podman, settings: LabSettings, layout: LabLayout,
+                          existing: list[ContainerInfo], image: lab_image.ImageResult, notify: Notify,
+                          parallel_starts: int) -> _Changes:
+    """Remove containers the layout no longer has, start stopped ones, create missing ones."""
+    wanted = {n.name for n in layout.nodes}
+    removed = tuple(sorted(c.name for c in existing if c.name not in wanted))
+    if removed:
+        podman.remove_containers(removed)
+        notify(f"removed {len(removed)} container(s): {', '.join(removed)}")
+    kept = {c.name: c for c in existing if c.name in wanted}
+    restarted = tuple(sorted(name for name, c in kept.items() if c.state != "running"))
+    to_create = [n for n in layout.nodes if n.name not in kept]
+    check_inotify_room(len(to_create) + len(restarted))
+    if restarted:
+        podman.start(restarted)
+        notify(f"started {len(restarted)} stopped container(s): {', '.join(restarted)}")
+    if to_create:
+        notify(f"starting {len(to_create)} container(s) on {layout.network}")
+        settings.nfs_dir.mkdir(parents=True, exist_ok=True)
+        labels = {LABEL_LAB: "1", LABEL_NAME: settings.lab, LABEL_IMAGE_HASH: image.image_hash}
+        specs = [container_spec(n, layout, image.image, labels, settings.nfs_dir) for n in to_create]
+        parallel(podman.run_container, specs, parallel_starts)
+    stale = tuple(sorted(n for n, c in kept.items() if c.labels.get(LABEL_IMAGE_HASH) != image.image_hash))
+    return _Changes(tuple(n.name for n in to_create), removed, restarted, stale)
 
 
 def _inventory_dir(settings: LabSettings, net: NetworkInfo | None) -> Path:
