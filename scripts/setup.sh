@@ -17,6 +17,12 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Each lab node (systemd as PID 1) holds ~6 inotify instances charged to root; Debian's default of
+# 128 stops systemd booting at about 20 containers (ufcctl/app/lab_nodes.py). Raise it, never lower it.
+if [ "$(id -u)" -eq 0 ] && [ "$(sysctl -n fs.inotify.max_user_instances)" -lt 1024 ]; then
+  sysctl -q -w fs.inotify.max_user_instances=1024
+fi
+
 PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
