@@ -180,7 +180,7 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
     check_lab_name(settings.lab)
     if subnet is not None:
         parse_subnet(subnet)  # bad flags fail before anything is touched
-    require_tools(["podman", "runc", "ssh-keygen"])
+    require_tools(["podman", "runc", "netavark", "ssh-keygen"])
     podman = podman or Podman()
     seconds: dict[str, float] = {}
     with _lab_lock(settings):

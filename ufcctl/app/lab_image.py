@@ -76,7 +76,7 @@ def _image_lock() -> Iterator[None]:
 
 def ensure_image(podman: Podman, cache_dir: Path, notify: Notify, force: bool = False) -> ImageResult:
     """Make sure NODE_IMAGE exists with the current hash; build what is missing, reuse the rest."""
-    require_tools(["podman", "runc"])
+    require_tools(["podman", "runc", "netavark"])
     want = image_hash()
     with _image_lock():
         labels = podman.image_labels(NODE_IMAGE)

@@ -25,6 +25,8 @@ CONTAINERS_CONF = PROJECT_ROOT / "templates" / "lab" / "containers.conf"
 APT_PACKAGE = {
     "podman": "podman",
     "runc": "runc",
+    # containers.conf selects netavark; Debian only recommends it (CNI also satisfies podman).
+    "netavark": "netavark aardvark-dns",
     "debootstrap": "debootstrap",
     "ssh-keygen": "openssh-client",
     "ssh": "openssh-client",
@@ -32,8 +34,9 @@ APT_PACKAGE = {
 }
 
 
-# runc and debootstrap live in /usr/sbin, which a non-login shell's PATH may lack.
-EXTRA_BIN_DIRS: tuple[str, ...] = ("/usr/sbin", "/sbin")
+# runc and debootstrap live in /usr/sbin, which a non-login shell's PATH may lack; podman's
+# helpers (netavark) in its libexec directory.
+EXTRA_BIN_DIRS: tuple[str, ...] = ("/usr/sbin", "/sbin", "/usr/lib/podman", "/usr/libexec/podman")
 
 
 def require_tools(tools: Iterable[str]) -> None:
@@ -41,7 +44,7 @@ def require_tools(tools: Iterable[str]) -> None:
     search = os.pathsep.join([os.environ.get("PATH", ""), *EXTRA_BIN_DIRS])
     missing = [t for t in tools if shutil.which(t, path=search) is None]
     if missing:
-        packages = sorted({APT_PACKAGE.get(t, t) for t in missing})
+        packages = sorted({pkg for t in missing for pkg in APT_PACKAGE.get(t, t).split()})
         raise EnvironmentMissing(
             f"{', '.join(missing)} not found: the container lab needs {', '.join(missing)}",
             f"install them: apt-get install {' '.join(packages)} (scripts/setup.sh does this)",
