@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -74,47 +73,75 @@ def check_inotify_room(starting: int) -> None:
         )
 
 
-def wait_booted(podman: Podman, name: str, timeout: float = BOOT_TIMEOUT) -> tuple[str, ...]:
-    """Block until systemd in `name` finished booting; returns the failed units if it is degraded."""
-    deadline = time.monotonic() + timeout
-    last = ""
-    while time.monotonic() < deadline:
-        # --wait returns once boot is over; before systemd's bus is up it fails at once, so retry.
-        proc = podman.exec(name, ["systemctl", "is-system-running", "--wait"], check=False,
-                           timeout=max(5.0, deadline - time.monotonic()))
-        last = proc.stdout.strip() or proc.stderr.strip()
-        if last == "running":
-            return ()
-        if last == "degraded":
-            failed = podman.exec(name, ["systemctl", "list-units", "--failed", "--plain", "--no-legend"],
-                                 check=False)
-            return tuple(line.split()[0] for line in failed.stdout.splitlines() if line.strip())
-        time.sleep(0.3)
-    raise RunFailed(f"container {name}: systemd did not finish booting within {timeout:.0f}s (last: {last})",
-                    f"look inside: podman exec {name} systemctl list-jobs")
+# Run inside a node with `sh -c PREPARE_SCRIPT sh GATEWAY TIMEOUT`, the controller's public key on
+# stdin. One exec per node: podman calls cost about a second each on a loaded 2-core machine.
+PREPARE_SCRIPT = r"""
+set -e
+k=$(cat)
+end=$(( $(date +%s) + $2 ))
+# --wait returns once boot is over; before systemd's bus is up it fails at once, so retry.
+while :; do
+    s=$(systemctl is-system-running --wait 2>/dev/null || true)
+    case "$s" in running|degraded) break ;; esac
+    if [ "$(date +%s)" -ge "$end" ]; then echo "state=$s"; exit 3; fi
+    sleep 0.3
+done
+echo "state=$s"
+if [ "$s" = degraded ]; then
+    systemctl list-units --failed --plain --no-legend | awk '{print "failed=" $1}'
+fi
+# Append only when missing: roles may add their own keys and must keep them across `lab up`.
+umask 077
+mkdir -p /root/.ssh
+touch /root/.ssh/authorized_keys
+grep -qxF "$k" /root/.ssh/authorized_keys || printf '%s\n' "$k" >> /root/.ssh/authorized_keys
+# A container recreated on an IP an earlier one used has a new MAC, and the host keeps the old
+# neighbour entry for ~35 s (measured). An ARP request from the container (its own cache
+# flushed first) makes the host relearn it at once.
+{ ip neigh flush dev eth0; ping -c 1 -W 2 "$1"; } >/dev/null 2>&1 || true
+echo "hostkey=$(cat /etc/ssh/ssh_host_ed25519_key.pub 2>/dev/null || true)"
+"""
 
 
-def install_key_and_read_host_key(podman: Podman, name: str, public_key: str, gateway: str) -> str:
-    """One exec per node: authorize the controller key, announce the MAC, print the host key."""
-    script = (
-        # Append only when missing: roles may add their own keys and must keep them across `lab up`.
-        'set -e; k=$(cat); umask 077; mkdir -p /root/.ssh; f=/root/.ssh/authorized_keys; touch "$f"; '
-        'grep -qxF "$k" "$f" || printf "%s\\n" "$k" >> "$f"; '
-        # A container recreated on an IP an earlier one used has a new MAC, and the host keeps the
-        # old neighbour entry for ~35 s (measured). An ARP request from the container (its own
-        # cache flushed first) makes the host relearn it at once.
-        f"{{ ip neigh flush dev eth0; ping -c 1 -W 2 {gateway}; }} >/dev/null 2>&1 || true; "
-        "cat /etc/ssh/ssh_host_ed25519_key.pub"
-    )
-    proc = podman.exec(name, ["sh", "-c", script], input_text=public_key + "\n", check=False)
-    if proc.returncode != 0 or not proc.stdout.startswith("ssh-ed25519 "):
+@dataclass(frozen=True)
+class Prepared:
+    state: str  # systemd's state: running, degraded, or whatever it was when the wait gave up
+    failed_units: tuple[str, ...]
+    host_key: str | None  # "ssh-ed25519 AAAA...", without the comment
+
+
+def parse_prepare_output(text: str) -> Prepared:
+    state, failed, host_key = "", [], None
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key == "state":
+            state = value.strip()
+        elif key == "failed" and value.strip():
+            failed.append(value.strip())
+        elif key == "hostkey" and value.startswith("ssh-ed25519 "):
+            host_key = " ".join(value.split()[:2])
+    return Prepared(state, tuple(failed), host_key)
+
+
+def prepare_node(podman: Podman, name: str, public_key: str, gateway: str,
+                 timeout: float = BOOT_TIMEOUT) -> NodeReady:
+    """Wait for systemd, authorize the controller key, announce the MAC, read the host key."""
+    proc = podman.exec(name, ["sh", "-c", PREPARE_SCRIPT, "sh", gateway, str(int(timeout))],
+                       input_text=public_key + "\n", check=False, timeout=timeout + 30)
+    prepared = parse_prepare_output(proc.stdout)
+    if prepared.state not in ("running", "degraded"):
+        raise RunFailed(
+            f"container {name}: systemd did not finish booting within {timeout:.0f}s "
+            f"(state {prepared.state or 'unknown'}; {proc.stderr.strip()[-200:] or 'no error output'})",
+            f"look inside: podman exec {name} systemctl list-jobs",
+        )
+    if proc.returncode != 0 or prepared.host_key is None:
         raise RunFailed(f"container {name}: no SSH host key at /etc/ssh/ssh_host_ed25519_key.pub",
                         f"check the first-boot unit: podman exec {name} systemctl status ufcctl-ssh-hostkeys")
-    return " ".join(proc.stdout.split()[:2])
+    return NodeReady(name, prepared.host_key, prepared.failed_units)
 
 
 def make_ready(podman: Podman, node: LabNode, public_key: str, gateway: str) -> NodeReady:
-    failed = wait_booted(podman, node.name)
-    host_key = install_key_and_read_host_key(podman, node.name, public_key, gateway)
+    ready = prepare_node(podman, node.name, public_key, gateway)
     wait_for_sshd(node.ip, timeout=60)
-    return NodeReady(node.name, host_key, failed)
+    return ready
