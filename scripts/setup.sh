@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(podman runc debootstrap uidmap slirp4netns fuse-overlayfs containernetworking-plugins
+APT_PACKAGES=(podman runc netavark aardvark-dns debootstrap uidmap slirp4netns fuse-overlayfs containernetworking-plugins
               openssh-client iproute2 ca-certificates git)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
