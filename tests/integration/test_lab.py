@@ -184,6 +184,18 @@ def test_other_subnet_on_a_running_lab_is_refused(lab: Lab, up: Result) -> None:
     assert f"is up on {lab.subnet}" in result.output
 
 
+def test_a_stopped_node_is_started_and_reachable_again(lab: Lab, up: Result) -> None:
+    node = f"{lab.name}-w01"
+    _podman("stop", "-t", "2", node)
+    result = lab.run("up")
+    assert result.exit_code == 0, result.output
+    assert f"started 1 stopped container(s): {node}" in result.output
+    ip = str(ipaddress.ip_network(lab.subnet).network_address + 21)
+    proc = lab.ssh(ip, "hostname")  # same MAC after restart: no stale neighbour entry on the host
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == node
+
+
 def test_scaling_down_removes_only_the_extra_worker(lab: Lab, up: Result) -> None:
     before = _ids(lab)
     result = lab.run("up", "--nodes", "1")
