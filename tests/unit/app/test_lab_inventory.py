@@ -18,17 +18,17 @@ from ufcctl.app.lab_inventory import (
     known_hosts_text,
     render_inventory,
 )
-from ufcctl.app.lab_layout import plan_layout
+from ufcctl.app.lab_layout import LabLayout, plan_layout
 
 KEY_A = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJWGdKHEdfnQVDHELz28y7c0cT8EmKmiiUzZw8uAy8zd"
 
 
-def _keys(layout) -> dict[str, str]:
+def _keys(layout: LabLayout) -> dict[str, str]:
     # A distinct fake key per host so a mix-up between hosts would show.
     return {n.name: f"ssh-ed25519 KEY{i}" for i, n in enumerate(layout.nodes)}
 
 
-def _write(tmp_path: Path, workers: int = 4, lab: str = "t1", subdir: str = "inv") -> tuple[Path, object]:
+def _write(tmp_path: Path, workers: int = 4, lab: str = "t1", subdir: str = "inv") -> tuple[Path, LabLayout]:
     layout = plan_layout(lab, workers, "10.89.71.0/24")
     inv = tmp_path / subdir
     paths = InventoryPaths(inv, tmp_path / "state" / "id_ed25519")
