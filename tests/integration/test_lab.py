@@ -61,7 +61,7 @@ class Lab:
     def ssh(self, ip: str, command: str, known_hosts: Path | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "ConnectTimeout=10",
-             "-o", f"UserKnownHostsFile={known_hosts or self.inventory / 'known_hosts'}",
+             "-o", f"UserKnownHostsFile={known_hosts or self.inventory / 'known_hosts.txt'}",
              "-i", str(self.state / "lab" / "id_ed25519"), f"root@{ip}", command],
             capture_output=True, text=True, timeout=60, check=False,
         )
@@ -140,7 +140,7 @@ def test_host_key_checking_is_really_on(lab: Lab, up: Result, tmp_path: Path) ->
 
 
 def test_every_container_has_its_own_host_key(lab: Lab, up: Result) -> None:
-    keys = [line.split()[2] for line in (lab.inventory / "known_hosts").read_text().splitlines()]
+    keys = [line.split()[2] for line in (lab.inventory / "known_hosts.txt").read_text().splitlines()]
     assert len(keys) == 5 and len(set(keys)) == 5
 
 

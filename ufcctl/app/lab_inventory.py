@@ -24,6 +24,14 @@ MARKER = ".ufcctl-lab"  # marks a directory as generated, so `lab down` never de
 NFS_EXPORT_DIR = "/srv/nfs"  # bind mount on the nfs_server node: ganesha's VFS backend fails on overlayfs
 
 
+KNOWN_HOSTS = "known_hosts.txt"
+
+# Lab containers share this machine's disk; preflight's production minimums (70 GiB on a host
+# carrying the three etcd clusters, roles/preflight/defaults) would fail a laptop or CI runner for
+# no reason. The lab asks for what its components really use.
+LAB_DISK_REQUIREMENTS = [{"path": "/", "min_free_gib": 4}]
+
+
 @dataclass(frozen=True)
 class InventoryPaths:
     directory: Path
@@ -31,7 +39,9 @@ class InventoryPaths:
 
     @property
     def known_hosts(self) -> Path:
-        return self.directory / "known_hosts"
+        # .txt: Ansible skips it when it reads the directory as an inventory (INVENTORY_IGNORE_EXTS),
+        # so neither ufcctl nor ansible-playbook warns that it "cannot parse" it.
+        return self.directory / KNOWN_HOSTS
 
 
 def _header(layout: LabLayout) -> str:
@@ -95,6 +105,7 @@ def cluster_vars(layout: LabLayout) -> dict[str, Any]:
         "ufc_vip_interface": "eth0",  # podman's interface name in every lab container
         "ufc_lab": True,  # roles use it to skip what containers cannot do (and say so)
         "ufc_lab_name": layout.lab,
+        "preflight_disk_requirements": LAB_DISK_REQUIREMENTS,
     }
 
 
@@ -118,6 +129,6 @@ def render_inventory(
         "hosts.yml": _header(layout) + _dump(hosts_document(layout)),
         "group_vars/all/connection.yml": _header(layout) + _dump(connection_vars(paths)),
         "group_vars/all/cluster.yml": _header(layout) + _dump(cluster_vars(layout)),
-        "known_hosts": known_hosts_text(layout, host_keys),
+        KNOWN_HOSTS: known_hosts_text(layout, host_keys),
         MARKER: f"{layout.lab}\n",
     }

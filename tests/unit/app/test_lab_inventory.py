@@ -85,13 +85,13 @@ def test_ssh_args_pin_known_hosts_even_with_spaces_in_the_path(tmp_path: Path) -
     inv, _ = _write(tmp_path, subdir="my inventory")
     conn = yaml.safe_load((inv / "group_vars" / "all" / "connection.yml").read_text())
     args = shlex.split(conn["ansible_ssh_common_args"])
-    assert args == ["-o", f"UserKnownHostsFile={(inv / 'known_hosts').resolve()}",
+    assert args == ["-o", f"UserKnownHostsFile={(inv / 'known_hosts.txt').resolve()}",
                     "-o", "StrictHostKeyChecking=yes"]
 
 
 def test_known_hosts_has_each_hosts_own_key_under_name_and_ip(tmp_path: Path) -> None:
     inv, layout = _write(tmp_path, workers=2)
-    lines = (inv / "known_hosts").read_text().splitlines()
+    lines = (inv / "known_hosts.txt").read_text().splitlines()
     assert len(lines) == len(layout.nodes)
     for i, (line, node) in enumerate(zip(lines, layout.nodes, strict=True)):
         assert line == f"{node.name},{node.ip} ssh-ed25519 KEY{i}"
