@@ -34,7 +34,7 @@ def validate_files(paths: Sequence[str], *, super_pod_size: int = DEFAULT_SUPER_
         try:
             return validate_documents(documents, super_pod_size=super_pod_size)
         except ParseError as err:
-            hint = "fix or remove that object; the placement rules need it readable"
+            hint = err.hint or "fix or remove that object; the placement rules need it readable"
             raise InputError(str(err), hint) from None
 
 

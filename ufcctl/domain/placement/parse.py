@@ -28,10 +28,11 @@ _EMPTY: Mapping[str, Any] = {}
 class ParseError(ValueError):
     """An object the validator cannot read; names the file (when known), the object and the field."""
 
-    def __init__(self, subject: str, message: str, source: str | None = None):
+    def __init__(self, subject: str, message: str, source: str | None = None, hint: str | None = None):
         self.subject = subject
         self.problem = message
         self.source = source
+        self.hint = hint
         super().__init__(f"{source}: {subject}: {message}" if source else f"{subject}: {message}")
 
 
@@ -106,12 +107,17 @@ class _Reader:
             if not isinstance(container, dict):
                 raise self.fail(f"{where} must be a mapping, got {_kind(container)}")
             resources = self.mapping(container, "resources", f"{where}.resources")
-            requests = self.mapping(resources, "requests", f"{where}.resources.requests")
-            value = requests.get(keys.NPU_RESOURCE)
+            field = "requests"
+            value = self.mapping(resources, "requests", f"{where}.resources.requests").get(keys.NPU_RESOURCE)
+            if value is None:
+                # The API server defaults an extended resource's request to its limit; a job file
+                # written for `kubectl apply` may carry the limit only.
+                field = "limits"
+                value = self.mapping(resources, "limits", f"{where}.resources.limits").get(keys.NPU_RESOURCE)
             if value is not None:
-                count = self.integer(value, f"{where}.resources.requests[{keys.NPU_RESOURCE}]")
+                count = self.integer(value, f"{where}.resources.{field}[{keys.NPU_RESOURCE}]")
                 if count < 0:
-                    raise self.fail(f"{where}.resources.requests[{keys.NPU_RESOURCE}] is negative")
+                    raise self.fail(f"{where}.resources.{field}[{keys.NPU_RESOURCE}] is negative")
                 total += count
         return total
 
@@ -142,13 +148,16 @@ def iter_objects(document: Any, source: str | None, position: str) -> Iterator[t
 
 
 def parse_objects(documents: Iterable[tuple[str | None, Any]]) -> ParsedObjects:
-    """Read every Node, Pod, ConfigMap, PodGroup and AscendJob of (source, decoded document) pairs."""
-    nodes: list[Node] = []
-    pods: list[Pod] = []
-    ascend_jobs: list[AscendJob] = []
-    pod_groups: list[PodGroup] = []
-    health: list[DeviceHealth] = []
-    rank_tables: list[RankTable] = []
+    """Read every Node, Pod, ConfigMap, PodGroup and AscendJob of (source, decoded document) pairs.
+
+    An object given twice (overlapping files) counts once, the later copy winning, as `kubectl apply` would.
+    """
+    nodes: dict[str, Node] = {}
+    pods: dict[str, Pod] = {}
+    ascend_jobs: dict[str, AscendJob] = {}
+    pod_groups: dict[str, PodGroup] = {}
+    health: dict[str, DeviceHealth] = {}
+    rank_tables: dict[str, RankTable] = {}
     tor: TorMap | None = None
     for number, (source, document) in enumerate(documents):
         for position, obj in iter_objects(document, source, f"document {number + 1}"):
@@ -156,29 +165,32 @@ def parse_objects(documents: Iterable[tuple[str | None, Any]]) -> ParsedObjects:
             if kind == "Pod":
                 pod = parse_pod(obj, source, position)
                 if pod is not None:
-                    pods.append(pod)
+                    pods[pod.ref] = pod
             elif kind == "Node":
-                nodes.append(parse_node(obj, source, position))
+                node = parse_node(obj, source, position)
+                nodes[node.name] = node
             elif kind == "ConfigMap":
                 parsed = parse_configmap(obj, source, position)
                 if isinstance(parsed, DeviceHealth):
-                    health.append(parsed)
+                    health[parsed.node] = parsed
                 elif isinstance(parsed, RankTable):
-                    rank_tables.append(parsed)
+                    rank_tables[parsed.ref] = parsed
                 elif isinstance(parsed, TorMap):
                     tor = parsed
             elif kind == keys.POD_GROUP_KIND and _group(obj) == keys.POD_GROUP_GROUP:
-                pod_groups.append(parse_pod_group(obj, source, position))
+                group = parse_pod_group(obj, source, position)
+                pod_groups[group.ref] = group
             elif kind == keys.ASCEND_JOB_KIND and _group(obj) == keys.ASCEND_JOB_GROUP:
-                ascend_jobs.append(parse_ascend_job(obj, source, position))
+                job = parse_ascend_job(obj, source, position)
+                ascend_jobs[job.ref] = job
     return ParsedObjects(
-        tuple(nodes),
-        tuple(pods),
-        tuple(ascend_jobs),
-        tuple(pod_groups),
-        tuple(health),
+        tuple(nodes.values()),
+        tuple(pods.values()),
+        tuple(ascend_jobs.values()),
+        tuple(pod_groups.values()),
+        tuple(health.values()),
         tor,
-        tuple(rank_tables),
+        tuple(rank_tables.values()),
     )
 
 

@@ -21,6 +21,10 @@ from ufcctl.domain.placement.parse import ParsedObjects, ParseError, chip_id
 from ufcctl.domain.placement.profiles import HardwareProfile, UnknownProfileError, profile_for
 
 JobKey = tuple[str, str]
+_HARDWARE_HINT = (
+    "the rules know only the accelerator-types of the placement contract; a new type is one "
+    "HardwareProfile in ufcctl/domain/placement/profiles.py"
+)
 
 
 def build_state(parsed: ParsedObjects) -> ClusterState:
@@ -177,7 +181,9 @@ def _job_profile(
             if isinstance(origin, AscendJob)
             else f"Pod {origin.ref if origin else ref}"
         )
-        raise ParseError(subject, f"nodeSelector {err}", origin.source if origin else None) from None
+        raise ParseError(
+            subject, f"nodeSelector {err}", origin.source if origin else None, _HARDWARE_HINT
+        ) from None
 
 
 def _min_member(ascend_job: AscendJob | None, pod_group: PodGroup | None) -> int | None:
@@ -196,6 +202,7 @@ def _holding(pod: Pod, job_ref: str | None, node: Node | None, multi_pod: bool) 
             f"label accelerator-type {node.accelerator_type!r} names no known hardware profile, "
             f"and NPU pod {pod.ref} runs on it",
             node.source,
+            _HARDWARE_HINT,
         )
     limit = node.profile.chips_per_node if node is not None and node.profile is not None else None
     chips, bad, duplicates = parse_allocation(pod.allocation or "", limit)

@@ -102,6 +102,7 @@ def test_chip_range_per_profile(accel: str, last: int, beyond: int) -> None:
 
 
 CHIP_MISSING_CASES = [
+    pytest.param(one(B8, [7]), [], id="last-chip-in-range"),
     pytest.param(one(B8, "Ascend910-8", request=1), ["CHIP_MISSING"], id="id-out-of-range-alone"),
     pytest.param(one(B8, "Ascend910-x", request=1), ["CHIP_MISSING"], id="id-not-a-number"),
     pytest.param(one(B8, "npu0", request=1), ["CHIP_MISSING"], id="no-prefix"),

@@ -336,3 +336,25 @@ def test_device_info_and_unrelated_configmaps_parse() -> None:
         pod("p", chips=[0], on="n1", job="j", selector=B8),
     ]
     assert validate(objects).violations == ()
+
+
+def test_limits_stand_in_for_missing_requests() -> None:
+    """Kubernetes defaults an extended resource's request to its limit; a job file may carry limits only."""
+    obj = acjob("j", {"Worker": (1, 3, "module")})
+    container = obj["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    del container["resources"]["requests"]
+    assert codes([obj]) == ["CHIP_COUNT"]
+
+
+def test_objects_given_twice_count_once() -> None:
+    """Overlapping files (nodes.json and all.json) must not make a pod conflict with itself."""
+    objects = [node("n1", B8), pod("p", chips=[0, 1], on="n1", job="j", selector=B8)]
+    report = validate_documents([("a.json", obj) for obj in objects] + [("b.json", obj) for obj in objects])
+    assert report.violations == ()
+    assert report.to_dict()["checked"] == {"nodes": 1, "pods": 1, "jobs": 1}
+
+
+def test_unknown_hardware_error_carries_a_hint() -> None:
+    with pytest.raises(ParseError) as info:
+        validate([acjob("j", {"Worker": (1, 8, "card-910b-infer")})])
+    assert info.value.hint is not None and "profiles.py" in info.value.hint
