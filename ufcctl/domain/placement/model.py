@@ -151,7 +151,9 @@ class Holding:
 
     pod: Pod
     job_ref: str | None
+    node_name: str
     node: Node | None  # None: the pod's node is absent from the input
+    profile: HardwareProfile | None  # the node's; None exactly when the node is absent
     chips: tuple[int, ...]  # distinct, parseable, in range for the node's profile
     bad_entries: tuple[str, ...]  # unparseable entries or ids out of range
     duplicates: tuple[int, ...]  # ids listed more than once

@@ -15,6 +15,7 @@ from ufcctl.domain.placement.model import (
     Node,
     Pod,
     PodGroup,
+    ReplicaSpec,
     Request,
 )
 from ufcctl.domain.placement.parse import ParsedObjects, ParseError, chip_id
@@ -142,10 +143,7 @@ def _job(
     )
     if not nodes:
         return job  # no cluster in the input: placement rules do not run
-    multi_pod = job.multi_pod
-    holdings = tuple(
-        _holding(pod, ref, nodes.get(pod.node_name), multi_pod) for pod in npu_pods if pod.placed
-    )
+    holdings = tuple(_holding(pod, ref, nodes) for pod in npu_pods if pod.placed)
     return dataclasses.replace(job, holdings=holdings)
 
 
@@ -153,7 +151,9 @@ def _first(values: Iterable[str | None]) -> str | None:
     return next((value for value in values if value), None)
 
 
-def _setting_sources(ascend_job, pod_group, specs, pods) -> list[tuple[Mapping, Mapping]]:  # type: ignore[no-untyped-def]
+def _setting_sources(
+    ascend_job: AscendJob | None, pod_group: PodGroup | None, specs: list[ReplicaSpec], pods: list[Pod]
+) -> list[tuple[Mapping, Mapping]]:
     """(labels, annotations) in precedence order: the job objects first, then templates, then pods."""
     sources = [(obj.labels, obj.annotations) for obj in (ascend_job, pod_group) if obj is not None]
     sources += [(spec.labels, spec.annotations) for spec in specs]
@@ -195,7 +195,9 @@ def _min_member(ascend_job: AscendJob | None, pod_group: PodGroup | None) -> int
     return None
 
 
-def _holding(pod: Pod, job_ref: str | None, node: Node | None, multi_pod: bool) -> Holding:
+def _holding(pod: Pod, job_ref: str | None, nodes: Mapping[str, Node]) -> Holding:
+    node_name = pod.node_name or ""  # placed pods always have one
+    node = nodes.get(node_name)
     if node is not None and node.profile is None:
         raise ParseError(
             f"Node {node.name}",
@@ -204,9 +206,10 @@ def _holding(pod: Pod, job_ref: str | None, node: Node | None, multi_pod: bool) 
             node.source,
             _HARDWARE_HINT,
         )
-    limit = node.profile.chips_per_node if node is not None and node.profile is not None else None
+    profile = node.profile if node is not None else None
+    limit = profile.chips_per_node if profile is not None else None
     chips, bad, duplicates = parse_allocation(pod.allocation or "", limit)
-    return Holding(pod, job_ref, node, chips, bad, duplicates, pod.allocation is not None)
+    return Holding(pod, job_ref, node_name, node, profile, chips, bad, duplicates, pod.allocation is not None)
 
 
 # A cluster repeats a few thousand distinct allocation strings over 100,000 pods ("Ascend910-0,...,-7").

@@ -11,7 +11,7 @@ from ufcctl.domain.placement.violations import Code, Violation
 
 
 def _violation(code: Code, holding: Holding, message: str) -> Violation:
-    return Violation(code, holding.job_ref, holding.pod.ref, holding.pod.node_name, message)
+    return Violation(code, holding.job_ref, holding.pod.ref, holding.node_name, message)
 
 
 def check_node_unknown(state: ClusterState, options: Options) -> Iterator[Violation]:
@@ -34,7 +34,7 @@ def check_selector_mismatch(state: ClusterState, options: Options) -> Iterator[V
         for pod in job.pods:
             if not pod.placed or pod.selector is None:
                 continue
-            node = nodes.get(pod.node_name)  # type: ignore[arg-type]
+            node = nodes.get(pod.node_name or "")
             if node is not None and node.accelerator_type != pod.selector:
                 label = repr(node.accelerator_type) if node.accelerator_type else "no accelerator-type label"
                 yield Violation(
@@ -87,7 +87,7 @@ def check_chip_conflict(state: ClusterState, options: Options) -> Iterator[Viola
     holders: dict[str, dict[int, Holding]] = {}
     for job in state.jobs:
         for holding in job.holdings:
-            taken = holders.setdefault(holding.pod.node_name, {})  # type: ignore[arg-type]
+            taken = holders.setdefault(holding.node_name, {})
             clashes: dict[str, list[int]] = {}
             for chip in holding.chips:
                 first = taken.setdefault(chip, holding)
@@ -97,8 +97,7 @@ def check_chip_conflict(state: ClusterState, options: Options) -> Iterator[Viola
                 yield _violation(
                     Code.CHIP_CONFLICT,
                     holding,
-                    f"chip(s) {chip_list(chips)} on node {holding.pod.node_name} are also held by "
-                    f"pod {other}",
+                    f"chip(s) {chip_list(chips)} on node {holding.node_name} are also held by pod {other}",
                 )
 
 

@@ -41,7 +41,7 @@ def check_tor_span(state: ClusterState, options: Options) -> Iterator[Violation]
         pods_by_tor: dict[str, list[str]] = {}
         for holding in job.holdings:
             node = holding.node
-            if node is not None and node.ip in tor_by_ip:
+            if node is not None and node.ip is not None and node.ip in tor_by_ip:
                 pods_by_tor.setdefault(str(tor_by_ip[node.ip]), []).append(holding.pod.ref)
         if len(pods_by_tor) > 1:
             layout = "; ".join(f"ToR {tor}: {', '.join(pods)}" for tor, pods in sorted(pods_by_tor.items()))
@@ -112,13 +112,13 @@ def _ranktable(state: ClusterState, job: Job, table: RankTable) -> Iterator[Viol
     for ip in sorted(listed.keys() | held.keys()):
         table_chips, node_chips = sorted(listed.get(ip, [])), sorted(held.get(ip, []))
         if table_chips != node_chips:
-            node = names.get(ip)
-            on = f"node {node} ({ip})" if node else f"host {ip} (no placed pod of the job)"
+            node_name = names.get(ip)
+            on = f"node {node_name} ({ip})" if node_name else f"host {ip} (no placed pod of the job)"
             yield Violation(
                 Code.RANKTABLE,
                 job.ref,
                 None,
-                node,
+                node_name,
                 f"{where}: {on} lists devices [{chip_list(table_chips)}], the job's pods hold "
                 f"[{chip_list(node_chips)}]",
             )

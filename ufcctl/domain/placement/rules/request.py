@@ -45,11 +45,11 @@ def check_selector_missing(state: ClusterState, options: Options) -> Iterator[Vi
             continue
         placed = [pod for pod in job.pods if pod.placed and pod.request > 0]
         if placed:
+            on_nodes = [(pod, state.nodes.get(pod.node_name or "")) for pod in placed]
             offenders = [
-                (pod, state.nodes[pod.node_name])
-                for pod in placed
-                if pod.node_name in state.nodes
-                and state.nodes[pod.node_name].hardware_type != DEFAULT_ACCELERATOR_TYPE
+                (pod, node)
+                for pod, node in on_nodes
+                if node is not None and node.hardware_type != DEFAULT_ACCELERATOR_TYPE
             ]
             if offenders:
                 pod, node = offenders[0]

@@ -11,7 +11,7 @@ from ufcctl.domain.placement.violations import Code, Violation
 
 
 def _violation(code: Code, holding: Holding, message: str) -> Violation:
-    return Violation(code, holding.job_ref, holding.pod.ref, holding.pod.node_name, message)
+    return Violation(code, holding.job_ref, holding.pod.ref, holding.node_name, message)
 
 
 def check_hccs_ring(state: ClusterState, options: Options) -> Iterator[Violation]:
@@ -20,10 +20,10 @@ def check_hccs_ring(state: ClusterState, options: Options) -> Iterator[Violation
         for holding in job.holdings:
             if not holding.clean:
                 continue
-            profile = holding.node.profile  # type: ignore[union-attr]
-            ring = profile.ring_size if profile is not None else None
-            if ring is None:
+            profile = holding.profile
+            if profile is None or profile.ring_size is None:
                 continue
+            ring = profile.ring_size
             held = len(holding.chips)
             if held <= ring:
                 rings = {chip // ring for chip in holding.chips}
@@ -39,8 +39,7 @@ def check_hccs_ring(state: ClusterState, options: Options) -> Iterator[Violation
                     Code.HCCS_RING,
                     holding,
                     f"{held} chips {chip_list(holding.chips)} exceed one HCCS ring of {ring} but are "
-                    f"not the whole "
-                    f"{profile.chips_per_node}-chip node",
+                    f"not the whole {profile.chips_per_node}-chip node",
                 )
 
 
@@ -54,7 +53,7 @@ def check_ring_balance(state: ClusterState, options: Options) -> Iterator[Violat
         for holding in job.holdings:
             if not holding.clean:
                 continue
-            profile = holding.node.profile  # type: ignore[union-attr]
+            profile = holding.profile
             if profile is None or not profile.balanced_cross_ring or profile.ring_size is None:
                 continue
             ring = profile.ring_size
@@ -85,8 +84,7 @@ def check_chip_pair(state: ClusterState, options: Options) -> Iterator[Violation
         for holding in job.holdings:
             if not holding.clean or len(holding.chips) < 2:
                 continue
-            profile = holding.node.profile  # type: ignore[union-attr]
-            size = profile.pair_size if profile is not None else None
+            size = holding.profile.pair_size if holding.profile is not None else None
             if size is None:
                 continue
             per_pair = Counter(chip // size for chip in holding.chips)
@@ -107,8 +105,8 @@ def check_node_shared(state: ClusterState, options: Options) -> Iterator[Violati
             continue
         first_on: dict[str, str] = {}
         for holding in job.holdings:
-            node = holding.pod.node_name
-            other = first_on.setdefault(node, holding.pod.ref)  # type: ignore[arg-type]
+            node = holding.node_name
+            other = first_on.setdefault(node, holding.pod.ref)
             if other != holding.pod.ref:
                 yield _violation(
                     Code.NODE_SHARED,
