@@ -124,10 +124,11 @@ def plan_upgrade(request: UpgradeRequest, store: StateStore, *, node_seconds: fl
     if node_seconds is not None:
         projection = project(plan, node_seconds, "--node-seconds")
     else:
-        measured = store.median_node_seconds(KIND)
-        if measured is not None:
-            seconds, run_id = measured
-            projection = project(plan, seconds, f"median node time of run {run_id}")
+        for record in store.runs(KIND):  # newest first; dry runs install nothing, so they measure nothing
+            seconds = None if record.params.get("dry_run") else store.median_node_seconds(record.run_id)
+            if seconds is not None:
+                projection = project(plan, seconds, f"median node time of run {record.run_id}")
+                break
     return PlanReport(plan, projection, len(hosts))
 
 

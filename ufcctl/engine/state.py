@@ -278,27 +278,19 @@ class StateStore:
                     raise StateError(f"run {run_id}: node {host} {where}; cannot become {new}")
             db.execute("UPDATE runs SET updated = ? WHERE run_id = ?", (time.time(), run_id))
 
-    def median_node_seconds(self, kind: str) -> tuple[float, str] | None:
-        """Median duration of done nodes in the newest run of `kind` that has any, and that run's id."""
+    def median_node_seconds(self, run_id: str) -> float | None:
+        """Median duration of the run's nodes that were done with a change (a real install), or None."""
         with self._lock:
-            row = self._db.execute(
-                "SELECT r.run_id FROM runs r WHERE r.kind = ? AND EXISTS (SELECT 1 FROM nodes n"
-                " WHERE n.run_id = r.run_id AND n.state = 'done' AND n.changed = 1)"
-                " ORDER BY r.created DESC LIMIT 1",
-                (kind,),
-            ).fetchone()
-            if row is None:
-                return None
             times = sorted(
                 r["d"] for r in self._db.execute(
                     "SELECT finished - started AS d FROM nodes WHERE run_id = ? AND state = 'done'"
-                    " AND changed = 1 AND started IS NOT NULL AND finished IS NOT NULL", (row["run_id"],)
+                    " AND changed = 1 AND started IS NOT NULL AND finished IS NOT NULL", (run_id,)
                 )
             )
+        if not times:
+            return None
         mid = len(times) // 2
-        median = times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
-        return median, row["run_id"]
-
+        return times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
 
 def _run_record(row: sqlite3.Row, counts: dict[str, int]) -> RunRecord:
     return RunRecord(

@@ -107,17 +107,17 @@ def test_runs_newest_first_and_steps(store: StateStore) -> None:
         store.finish_run("nope", "done", None)
 
 
-def test_median_node_seconds_uses_newest_run_with_changed_nodes(store: StateStore) -> None:
-    assert store.median_node_seconds("upgrade-drivers") is None
+def test_median_node_seconds_counts_only_changed_done_nodes(store: StateStore) -> None:
     _make(store, "r1")
-    store.mark_running("r1", ["h0", "h1", "h2"], "x")
+    assert store.median_node_seconds("r1") is None
+    store.mark_running("r1", ["h0", "h1", "h2", "h3"], "x")
     for host in ("h0", "h1", "h2"):
         store.mark_finished("r1", host, "done", changed=True)
-    with store._tx() as db:  # fix timings so the median is known: 10, 20, 90 s
-        for host, secs in (("h0", 10), ("h1", 20), ("h2", 90)):
+    store.mark_finished("r1", "h3", "done", changed=False)  # already at target: not a measurement
+    with store._tx() as db:  # fix timings so the median is known: 10, 20, 90 s (and 1 s unchanged)
+        for host, secs in (("h0", 10), ("h1", 20), ("h2", 90), ("h3", 1)):
             db.execute("UPDATE nodes SET started = 0, finished = ? WHERE host = ?", (secs, host))
-    _make(store, "r2")  # newer but nothing changed: not a measurement
-    assert store.median_node_seconds("upgrade-drivers") == (20, "r1")
+    assert store.median_node_seconds("r1") == 20
 
 
 def test_concurrent_writers_lose_nothing(store: StateStore) -> None:
