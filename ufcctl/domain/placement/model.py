@@ -210,6 +210,3 @@ class ClusterState:
     @property
     def has_nodes(self) -> bool:
         return bool(self.nodes)
-
-    def holdings(self) -> list[Holding]:
-        return [holding for job in self.jobs for holding in job.holdings]

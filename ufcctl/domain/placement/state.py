@@ -7,6 +7,7 @@ import functools
 from collections.abc import Iterable, Mapping
 
 from ufcctl.domain.placement import keys
+from ufcctl.domain.placement.configmaps import chip_id
 from ufcctl.domain.placement.model import (
     AscendJob,
     ClusterState,
@@ -18,8 +19,9 @@ from ufcctl.domain.placement.model import (
     ReplicaSpec,
     Request,
 )
-from ufcctl.domain.placement.parse import ParsedObjects, ParseError, chip_id
+from ufcctl.domain.placement.parse import ParsedObjects
 from ufcctl.domain.placement.profiles import HardwareProfile, UnknownProfileError, profile_for
+from ufcctl.domain.placement.reader import ParseError
 
 JobKey = tuple[str, str]
 _HARDWARE_HINT = (

@@ -26,7 +26,7 @@ def check_hccs_ring(state: ClusterState, options: Options) -> Iterator[Violation
             ring = profile.ring_size
             held = len(holding.chips)
             if held <= ring:
-                rings = {chip // ring for chip in holding.chips}
+                rings = {profile.ring_of(chip) for chip in holding.chips}
                 if len(rings) > 1:
                     yield _violation(
                         Code.HCCS_RING,
@@ -60,8 +60,8 @@ def check_ring_balance(state: ClusterState, options: Options) -> Iterator[Violat
             held = len(holding.chips)
             if not ring < held < profile.chips_per_node:
                 continue
-            low = sorted(chip for chip in holding.chips if chip < ring)
-            high = sorted(chip for chip in holding.chips if chip >= ring)
+            low = sorted(chip for chip in holding.chips if profile.ring_of(chip) == 0)
+            high = sorted(chip for chip in holding.chips if profile.ring_of(chip) == 1)
             if len(low) != len(high):
                 yield _violation(
                     Code.RING_BALANCE,
