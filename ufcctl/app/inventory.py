@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import gc
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ufcctl.app.gcpause import cyclic_gc_paused
 from ufcctl.domain.inventory.model import Inventory
 from ufcctl.domain.inventory.ranges import compact_host_names
 from ufcctl.domain.inventory.resolve import resolve
@@ -52,22 +50,9 @@ def _locate(problems: list[Problem], root: str, shown: str) -> tuple[Problem, ..
     return tuple(replace(p, file=shown if p.file == root else f"{shown}/{p.file}") for p in problems)
 
 
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    # Loading 16k hosts allocates a few hundred thousand dicts and lists, none of them cyclic;
-    # the collector's passes over them cost a third of the load time (tests/benchmarks).
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def check_inventory(path: Path) -> CheckResult:
     """Read, resolve and validate; every problem is collected, nothing is raised for a bad inventory."""
-    with _no_gc():
+    with cyclic_gc_paused():
         return _check(Path(path))
 
 

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ufcctl.app.gcpause import cyclic_gc_paused
 from ufcctl.domain.placement import DEFAULT_SUPER_POD_SIZE, ParseError, Report, validate_documents
 from ufcctl.errors import InputError
 
@@ -27,7 +26,7 @@ SNAPSHOT_HINT = (
 
 def validate_files(paths: Sequence[str], *, super_pod_size: int = DEFAULT_SUPER_POD_SIZE) -> Report:
     """Validate the objects of every file together (nodes from one file, jobs from another is fine)."""
-    with _cyclic_gc_paused():
+    with cyclic_gc_paused():
         documents: list[tuple[str | None, Any]] = []
         for path in paths:
             documents.extend((path, document) for document in read_documents(path))
@@ -36,21 +35,6 @@ def validate_files(paths: Sequence[str], *, super_pod_size: int = DEFAULT_SUPER_
         except ParseError as err:
             hint = err.hint or "fix or remove that object; the placement rules need it readable"
             raise InputError(str(err), hint) from None
-
-
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """A 1 GB snapshot decodes into ~10^7 dicts and lists; the cyclic collector's full passes over them
-    cost more than all placement rules together (tests/benchmarks/bench_placement.py). Nothing here
-    builds reference cycles, so reference counting alone frees everything; the collector comes back after.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def read_documents(path: str) -> list[Any]:
