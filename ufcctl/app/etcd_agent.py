@@ -296,6 +296,7 @@ class DefragRun:
                 view = self.client.view()
             if problems := health_problems(view):
                 return self.skip_all(order[index:], "cluster unhealthy: " + "; ".join(problems), view)
+            view = self.settle_compaction(view, name)
             decision = decide(view, name, self.cfg.settings, self.clock())
             status = view.statuses[name]
             if not decision.due:
@@ -324,6 +325,35 @@ class DefragRun:
                 self.log(f"cluster={self.cfg.cluster} action=compaction-failed revision={target} error={err}")
                 self.report.notes.append(f"compaction to {target} failed: {err.message}")
         self.report.compacted_to = target
+
+    def settle_compaction(self, view: ClusterView, name: str) -> ClusterView:
+        """Let member `name` finish the compaction before its rule is evaluated.
+
+        A physical compaction waits only on the member that served it; a follower may still be
+        freeing pages, and its dbSizeInUse would hide the space the defrag can reclaim. Sending
+        the same compaction through this member returns once it applied it (or says it already
+        did); then its in-use size is read until it stops shrinking (at most ~5 s).
+        """
+        member = view.member(name)
+        if not self.report.compacted_to or member is None or self.cfg.dry_run:
+            return view
+        gateway = self.client.gateway(member.endpoint)
+        try:
+            gateway.compact(self.report.compacted_to)
+        except EtcdError as err:
+            if not err.compacted:
+                return view
+        previous = view.statuses[name].db_size_in_use if name in view.statuses else -1
+        for _ in range(10):
+            try:
+                current = gateway.status().db_size_in_use
+            except EtcdError:
+                break
+            if current == previous:
+                break
+            previous = current
+            self.sleep(0.5)
+        return self.client.view()
 
     def defrag_one(self, view: ClusterView, name: str, reason: str, lock: _Lock | None) -> None:
         member = view.member(name)

@@ -13,12 +13,15 @@ import argparse
 import json
 import os
 import sys
+import time
+from typing import Any
 
 from ufcctl.app.etcd_agent import load_config
 from ufcctl.domain.etcd.membership import initial_cluster, plan_join
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError
 
 EXIT_REFUSED = 2
+ADD_RETRY_SECONDS = 60.0
 
 
 def bootstrap_env(cluster: str, initial: str) -> str:
@@ -36,6 +39,23 @@ def _write(path: str, text: str) -> None:
         fh.write(text)
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
+
+
+def _add(client: ClusterClient, peer_url: str) -> list[dict[str, Any]]:
+    """member add, retried while etcd's strict reconfiguration check says "unhealthy cluster".
+
+    The leader counts only members it has heard from for 5 s (etcd's HealthInterval) when it
+    checks that the cluster keeps quorum after the add, so the member that joined just before
+    this one makes the next add fail for a few seconds.
+    """
+    deadline = time.monotonic() + ADD_RETRY_SECONDS
+    while True:
+        try:
+            return list(client.first("member_add", peer_url))
+        except EtcdError as err:
+            if "unhealthy cluster" not in err.message or time.monotonic() > deadline:
+                raise
+            time.sleep(2)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_REFUSED
     if plan.action == "add":
         try:
-            members = client.first("member_add", args.peer_url)
+            members = _add(client, args.peer_url)
         except EtcdError as err:
             print(f"error: cluster {cfg.cluster}: member add {args.peer_url} failed: {err}", file=sys.stderr)
             return 1

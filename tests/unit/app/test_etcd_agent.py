@@ -89,9 +89,11 @@ class FakeEtcd:
         self.kv[key] = (value, None)
 
     def compact(self, revision: int) -> None:
+        # like etcd: the serving member (here m1) has freed its pages when the call returns;
+        # the others apply the compaction later (when asked through their own endpoint, here)
         self.events.append(("compact", str(revision)))
-        for sizes in self.sizes.values():
-            sizes[1] = 50 * MiB
+        self.sizes["m1"][1] = 50 * MiB
+        self.compacted = True
 
     def disarm(self, alarm: Alarm) -> None:
         self.alarms.remove(alarm)
@@ -117,6 +119,12 @@ class FakeGateway:
     def status(self) -> MemberStatus:
         return self.etcd._status(self.name)
 
+    def compact(self, revision: int) -> None:
+        self.etcd.events.append(("compact-via", self.name))
+        if getattr(self.etcd, "compacted", False):
+            self.etcd.sizes[self.name][1] = 50 * MiB
+        raise EtcdError(self.name, "etcdserver: mvcc: required revision has been compacted", 11)
+
     def move_leader(self, target_id: str) -> None:
         assert self.etcd.ids[self.name] == self.etcd.ids[self.etcd.leader], (
             "only the leader can move leadership"
@@ -129,14 +137,21 @@ class Clock:
     def __init__(self) -> None:
         self.now = 1_000_000.0
         self.hooks: list[Any] = []
+        self._in_hook = False
 
     def __call__(self) -> float:
         return self.now
 
     def sleep(self, seconds: float) -> None:
         self.now += seconds
-        for hook in list(self.hooks):
-            hook()
+        if self._in_hook:  # an agent started by a hook sleeps too: no nested hooks
+            return
+        self._in_hook = True
+        try:
+            for hook in list(self.hooks):
+                hook()
+        finally:
+            self._in_hook = False
 
 
 SETTINGS = DefragSettings(
@@ -190,6 +205,23 @@ def test_controller_run_one_at_a_time_leader_last_under_the_lock() -> None:
     assert any("member=m2 leader=true action=defragmented before_db_size=" in line for line in lines)
 
 
+def test_rule_sees_the_space_a_lagging_member_frees_after_compaction() -> None:
+    """160 MiB files with 100 MiB in use: only the compaction makes them due (rule: > 100 MiB free).
+    The serving member frees its pages first; the others are asked through their own endpoint."""
+    etcd = FakeEtcd(leader="m2", size=160 * MiB, in_use=100 * MiB)
+    report, _ = run(etcd)
+    assert actions(report) == [("m1", "defragmented"), ("m3", "defragmented"), ("m2", "defragmented")]
+    order = [e for e in etcd.events if e[0] in ("compact-via", "defrag")]
+    assert [e[:2] for e in order] == [
+        ("compact-via", "m1"),
+        ("defrag", "m1"),
+        ("compact-via", "m3"),
+        ("defrag", "m3"),
+        ("compact-via", "m2"),
+        ("defrag", "m2"),
+    ]
+
+
 def test_follower_agent_defrags_only_its_own_member() -> None:
     etcd = FakeEtcd(leader="m2")
     report, _ = run(etcd, member="m3")
@@ -219,7 +251,8 @@ def test_leader_goes_on_after_waiting_too_long() -> None:
 def test_move_leader_instead_of_waiting() -> None:
     etcd = FakeEtcd(leader="m2")
     report, _ = run(etcd, member="m2", settings=replace(SETTINGS, move_leader=True))
-    assert etcd.events[2][0] == "move-leader" and etcd.events[2][1] == "m2"
+    kinds = [e[0] for e in etcd.events if e[0] != "compact-via"]
+    assert kinds[:4] == ["compact", "lock", "move-leader", "defrag"]
     assert defrags(etcd) == ["m2"] and etcd.leader != "m2"
 
 
