@@ -1,0 +1,59 @@
+"""The lab NPU emulator's packages and npu-smi output, and the role's parsing of that output."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+if str(ROOT) not in sys.path:  # tests.lab is imported from the repository root
+    sys.path.insert(0, str(ROOT))
+
+from tests.lab.npu_emulator import npu_smi  # noqa: E402
+from tests.lab.npu_emulator.packages import CHECKSUM_FILE, RELEASES, Release, build  # noqa: E402
+
+# The same pattern as __ascend_driver_chips in roles/ascend_driver/vars/main.yml (checked below).
+CHIP_ROW = r"(?m)^\|\s+(\d+)\s+\S+\s+\|\s+(\w+)\s+\|"
+
+
+def test_packages_have_the_real_names_and_a_matching_checksum_file(tmp_path: Path) -> None:
+    sums = build(tmp_path, [Release("24.1.rc3", "7.5.0.2.220", chip="910b", arch="aarch64")])
+    assert sorted(sums) == ["Ascend-hdk-910b-npu-driver_24.1.rc3_linux-aarch64.run",
+                            "Ascend-hdk-910b-npu-firmware_7.5.0.2.220.run"]
+    listed = dict(reversed(line.split("  ")) for line in (tmp_path / CHECKSUM_FILE).read_text().splitlines())
+    for name, digest in sums.items():
+        assert hashlib.sha256((tmp_path / name).read_bytes()).hexdigest() == digest == listed[name]
+        text = (tmp_path / name).read_text()
+        assert "NOT a Huawei package" in text and "@VERSION@" not in text
+
+
+def test_releases_differ() -> None:
+    assert RELEASES[0].driver != RELEASES[1].driver and RELEASES[0].firmware != RELEASES[1].firmware
+
+
+def _info(chips: int, bad: set[int]) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        npu_smi.info(chips, "910B3", bad, "24.1.rc3")
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("chips", "bad"), [(8, set()), (16, {3, 15}), (1, {0})], ids=["8-ok", "16-two-bad", "1-bad"]
+)
+def test_role_pattern_reads_every_chip_and_its_health(chips: int, bad: set[int]) -> None:
+    rows = re.findall(CHIP_ROW, _info(chips, bad))
+    assert [int(i) for i, _ in rows] == list(range(chips))
+    assert {int(i) for i, health in rows if health != "OK"} == bad
+    assert "Version: 24.1.rc3" in _info(chips, bad)
+
+
+def test_role_uses_the_same_pattern() -> None:
+    role_vars = (ROOT / "roles" / "ascend_driver" / "vars" / "main.yml").read_text()
+    assert r"regex_findall('(?m)^\|\s+(\d+)\s+\S+\s+\|\s+(\w+)\s+\|')" in role_vars
