@@ -107,6 +107,17 @@ def npu_node_vars(mirror: Mirror, release: Release, install_timeout: int = 300) 
     }
 
 
+def write_inventory_vars(inventory: Path, mirror: Mirror, release: Release = RELEASES[0]) -> Path:
+    """<inventory>/group_vars/npu_node.yml for the emulator. `ufcctl lab up` prunes files it did not
+    write from the lab inventory, so call this again after every `lab up`."""
+    target = inventory / "group_vars" / "npu_node.yml"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    header = "# Written by tests/lab/npu_emulator (lab NPU emulator): rewrite after `ufcctl lab up`.\n"
+    lines = "".join(f"{k}: {json.dumps(v)}\n" for k, v in npu_node_vars(mirror, release).items())
+    target.write_text(header + lines)
+    return target
+
+
 def setup_lab(lab_network: str, workdir: Path, name: str, inventory: Path | None = None,
               releases: Sequence[Release] = RELEASES) -> tuple[Mirror, Path]:
     """Build packages, start the mirror and write <inventory>/group_vars/npu_node.yml."""
@@ -117,9 +128,4 @@ def setup_lab(lab_network: str, workdir: Path, name: str, inventory: Path | None
         if LABEL_INVENTORY not in labels:
             raise RuntimeError(f"network {lab_network} has no {LABEL_INVENTORY} label: pass the inventory")
         inventory = Path(labels[LABEL_INVENTORY])
-    target = inventory / "group_vars" / "npu_node.yml"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    header = "# Written by `python -m tests.lab.npu_emulator setup`: the lab NPU emulator's mirror.\n"
-    target.write_text(header + "".join(f"{k}: {json.dumps(v)}\n" for k, v in
-                                       npu_node_vars(mirror, releases[0]).items()))
-    return mirror, target
+    return mirror, write_inventory_vars(inventory, mirror, releases[0])

@@ -1,0 +1,264 @@
+"""`ufcctl upgrade-drivers` on a test-owned lab of 12 workers with the lab NPU emulator.
+
+One lab for the module; the tests run in file order and each leaves every node healthy:
+a full install then a run that changes nothing; injected faults (failing installer, node stopped
+mid-run with `podman stop`, unhealthy chip) landing in the right states; the failure budget
+stopping a run, then resume --retry-failed finishing it; kill -9 of ufcctl mid-run, then resume,
+with the emulator's counters proving every node installed each package exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # tests.lab is imported from the repository root
+    sys.path.insert(0, str(ROOT))
+
+from tests.lab.npu_emulator.lab import (  # noqa: E402
+    Mirror,
+    installs,
+    podman,
+    setup_lab,
+    stop_mirror,
+    write_faults,
+    write_inventory_vars,
+)
+from tests.lab.npu_emulator.packages import RELEASES  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+UFCCTL = str(Path(sys.executable).parent / "ufcctl")
+LAB = "itdrv"
+SUBNET = "10.89.76.0/24"  # a test-owned podman network; nothing else is ever targeted
+NETWORK = f"ufcctl-lab-{LAB}"
+WORKERS = [f"{LAB}-w{i:02d}" for i in range(1, 13)]
+V1, V2 = RELEASES
+TO_V1 = ["--version", V1.driver_version, "--firmware-version", V1.firmware_version]
+TO_V2 = ["--version", V2.driver_version, "--firmware-version", V2.firmware_version]
+
+
+class Lab:
+    def __init__(self, work: Path):
+        self.work = work
+        self.inventory = work / "inventory"
+        self.state = work / "state"
+        self.mirror: Mirror | None = None
+        self.env = {
+            **os.environ,
+            "UFC_STATE_DIR": str(self.state),
+            "UFC_LAB_NAME": LAB,
+            "UFC_LAB_INVENTORY": str(self.inventory),
+            "CONTAINERS_CONF": str(ROOT / "templates" / "lab" / "containers.conf"),
+            "KUBECONFIG": str(work / "no-kubeconfig"),  # the lab has no Kubernetes: drain is skipped
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
+
+    def ufcctl(self, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([UFCCTL, *args], env=self.env, cwd=ROOT, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+
+    def upgrade(self, *args: str) -> tuple[int, dict]:
+        proc = self.ufcctl("upgrade-drivers", "--inventory", str(self.inventory), "--output", "json", *args)
+        return proc.returncode, _json(proc)
+
+    def popen_upgrade(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([UFCCTL, "upgrade-drivers", "--inventory", str(self.inventory), "--output",
+                                 "json", *args], env=self.env, cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def node_states(self, run_id: str) -> dict[str, str]:
+        with sqlite3.connect(self.state / "state.db") as db:
+            return dict(db.execute("SELECT host, state FROM nodes WHERE run_id = ?", (run_id,)).fetchall())
+
+    def newest_run(self) -> str | None:
+        with sqlite3.connect(self.state / "state.db") as db:
+            row = db.execute("SELECT run_id FROM runs ORDER BY created DESC LIMIT 1").fetchone()
+        return row[0] if row else None
+
+
+def _json(proc: subprocess.CompletedProcess[str]) -> dict:
+    try:
+        return json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        pytest.fail(f"ufcctl printed no JSON (rc={proc.returncode}):\n{proc.stdout[-3000:]}\n"
+                    f"{proc.stderr[-3000:]}")
+
+
+def _states(data: dict) -> dict[str, tuple[str, str | None]]:
+    return {n["host"]: (n["state"], n["reason"]) for n in data["nodes"]}
+
+
+def versions(worker: str) -> tuple[str, str]:
+    """(driver, firmware) versions installed on the node, from the emulator's version.info files."""
+    read = "sed -n 's/^Version=//p' /usr/local/Ascend/{}/version.info 2>/dev/null"
+    script = f'echo "$({read.format("driver")})|$({read.format("firmware")})"'
+    out = podman("exec", worker, "sh", "-c", script)
+    driver, _, firmware = out.stdout.strip().partition("|")
+    return driver, firmware
+
+
+def _clear_faults() -> None:
+    for worker in WORKERS:
+        write_faults(worker, None)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    if subprocess.run(["which", "podman"], capture_output=True, check=False).returncode != 0:
+        pytest.skip("podman is not installed (scripts/setup.sh installs it)")
+    lab = Lab(tmp_path_factory.mktemp("drvlab"))
+    stop_mirror(f"{LAB}-hdk-mirror")
+    lab.ufcctl("lab", "down")  # a lab left by an interrupted run would not start from fresh nodes
+    up = lab.ufcctl("lab", "up", "--nodes", str(len(WORKERS)), "--subnet", SUBNET)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        lab.mirror, _ = setup_lab(NETWORK, lab.work / "emulator", f"{LAB}-hdk-mirror", lab.inventory)
+        yield lab
+    finally:
+        stop_mirror(f"{LAB}-hdk-mirror")
+        down = lab.ufcctl("lab", "down")
+        assert down.returncode == 0, down.stdout + down.stderr
+
+
+def test_full_install_then_a_second_run_changes_nothing(lab: Lab) -> None:
+    rc, first = lab.upgrade("--batch", "4", "--window", "2")
+    assert rc == 0, _states(first)
+    assert first["counts"]["done"] == 12 and first["changed"] == 12
+    assert first["steps"]["drain"].startswith("skipped: no kubeconfig")
+    for worker in WORKERS:  # fresh install order: driver, then firmware
+        assert installs(worker) == [("driver", V1.driver_version, "full"),
+                                    ("firmware", V1.firmware_version, "full")], worker
+    rc, second = lab.upgrade("--batch", "4", "--window", "2")
+    assert rc == 0 and second["counts"]["done"] == 12
+    assert second["changed"] == 0, [n["host"] for n in second["nodes"] if n["changed"]]
+    assert all(len(installs(w)) == 2 for w in WORKERS)
+    runs = json.loads(lab.ufcctl("runs", "--output", "json").stdout)
+    assert [r["run_id"] for r in runs[:2]] == [second["run_id"], first["run_id"]]
+
+
+def _stop_when_installing(worker: str, version: str, stopped: threading.Event) -> None:
+    """Stop the container once its driver installer started (the emulator logs the start)."""
+    for _ in range(900):
+        log = podman("exec", worker, "cat", "/var/log/ascend_seclog/ascend_install.log", check=False).stdout
+        if f"start driver {version}" in log:
+            podman("stop", "-t", "2", worker, check=False)
+            stopped.set()
+            return
+        time.sleep(1)
+
+
+def test_faults_land_in_the_right_states(lab: Lab) -> None:
+    failing, unhealthy, stopped_node = WORKERS[2], WORKERS[4], WORKERS[7]
+    write_faults(failing, {"fail": "firmware"})
+    write_faults(unhealthy, {"unhealthy_chips": [3]})
+    write_faults(stopped_node, {"driver_seconds": 120})  # long enough to be stopped mid-install
+    stopped = threading.Event()
+    watcher = threading.Thread(target=_stop_when_installing, args=(stopped_node, V2.driver_version, stopped))
+    watcher.start()
+    try:
+        # 3 failures can come first (3 of max(3, batch 4) = 75%): a budget that never stops this run
+        rc, data = lab.upgrade("--batch", "4", "--window", "2", "--max-fail", "75%", *TO_V2)
+    finally:
+        watcher.join()
+        lab.ufcctl("lab", "up")  # starts the stopped container again and refreshes its host key
+        assert lab.mirror is not None
+        write_inventory_vars(lab.inventory, lab.mirror)  # lab up pruned the emulator's group_vars
+        _clear_faults()
+    assert stopped.is_set()
+    states = _states(data)
+    assert rc == 1 and data["status"] == "failed", (data["status"], data["message"], states)
+    assert states[failing][0] == "failed" and "fault injected" in states[failing][1]
+    assert states[unhealthy][0] == "failed"
+    assert "health gate: chips not OK: 3 Critical" in states[unhealthy][1]
+    assert states[stopped_node][0] == "failed"
+    assert sorted(h for h, (s, _) in states.items() if s == "done") == sorted(
+        set(WORKERS) - {failing, unhealthy, stopped_node})
+    assert versions(failing) == (V1.driver_version, V1.firmware_version)  # firmware goes first; it failed
+    for worker in set(WORKERS) - {failing, unhealthy, stopped_node}:  # upgrade order: firmware, driver
+        assert installs(worker)[-2:] == [("firmware", V2.firmware_version, "upgrade"),
+                                         ("driver", V2.driver_version, "upgrade")], worker
+
+
+def test_budget_stops_the_run_and_resume_finishes_it(lab: Lab) -> None:
+    before = {w: len(installs(w)) for w in WORKERS}
+    for worker in WORKERS[:2]:
+        write_faults(worker, {"fail": "firmware"})
+    rc, data = lab.upgrade("--batch", "4", "--max-fail", "10%", *TO_V1)
+    states = _states(data)
+    assert rc == 1 and data["status"] == "stopped", (data["status"], data["message"], states)
+    assert "exceeds --max-fail 10%" in data["message"]
+    failed = {h: r for h, (s, r) in states.items() if s == "failed"}
+    assert failed and all("fault injected" in r for r in failed.values()), failed
+    pending = [h for h, (s, _) in states.items() if s == "pending"]
+    assert pending and set(pending) <= set(WORKERS[4:])
+    for worker in pending:  # never started: nothing installed
+        assert len(installs(worker)) == before[worker]
+    assert not [h for h, (s, _) in states.items() if s == "running"]  # in-flight work finished
+    _clear_faults()
+    proc = lab.ufcctl("resume", data["run_id"], "--retry-failed", "--output", "json")
+    resumed = _json(proc)
+    assert proc.returncode == 0, _states(resumed)
+    assert resumed["counts"]["done"] == 12
+    for worker in WORKERS:
+        assert versions(worker) == (V1.driver_version, V1.firmware_version), worker
+
+
+def _installing(states: dict[str, str]) -> bool:
+    """A running node whose emulated installer has started and not finished."""
+    for host, state in states.items():
+        if state != "running":
+            continue
+        log = podman("exec", host, "cat", "/var/log/ascend_seclog/ascend_install.log", check=False).stdout
+        starts = [line for line in log.splitlines() if f" start driver {V2.driver_version}" in line]
+        if starts and f" done driver {V2.driver_version}" not in log:
+            return True
+    return False
+
+
+def test_kill_9_mid_run_then_resume_installs_every_node_exactly_once(lab: Lab) -> None:
+    # Whatever ran before (V1 installed, or a fresh lab when run alone), every node takes V2 once.
+    before = {w: len(installs(w)) for w in WORKERS}
+    for worker in WORKERS:
+        write_faults(worker, {"driver_seconds": 8})
+    earlier = lab.newest_run() if (lab.state / "state.db").exists() else None
+    proc = lab.popen_upgrade("--batch", "4", *TO_V2)
+    try:
+        run_id = None
+        for _ in range(1200):  # until some nodes are done and others in the middle of an install
+            assert proc.poll() is None, f"the run ended (rc {proc.returncode}) before it could be killed"
+            newest = lab.newest_run() if (lab.state / "state.db").exists() else None
+            run_id = run_id or (newest if newest != earlier else None)
+            states = lab.node_states(run_id) if run_id else {}
+            if list(states.values()).count("done") >= 4 and _installing(states):
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail("the run never got nodes both done and running")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    states = lab.node_states(run_id)
+    assert "running" in states.values() and "done" in states.values()
+    resumed = lab.ufcctl("resume", run_id, "--output", "json")
+    data = _json(resumed)
+    _clear_faults()
+    assert resumed.returncode == 0, _states(data)
+    assert data["counts"]["done"] == 12
+    for worker in WORKERS:
+        new = sorted(entry[:2] for entry in installs(worker)[before[worker]:])
+        assert new == [("driver", V2.driver_version), ("firmware", V2.firmware_version)], (worker, new)
+        assert versions(worker) == (V2.driver_version, V2.firmware_version), worker
