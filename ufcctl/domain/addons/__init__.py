@@ -1,0 +1,1 @@
+"""Cluster add-ons computed from the inventory: ToR map, node labels, MindCluster version compatibility."""
