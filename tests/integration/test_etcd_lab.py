@@ -1,0 +1,305 @@
+"""etcd on a real container lab: three TLS clusters after `ufcctl deploy`, the timer path defragmenting
+every member one at a time (leader last) under a concurrent writer, a member killed mid-run, and
+`ufcctl etcd status|defrag|prune`. The lab is test-owned: its own name, subnet and state."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from etcd_writer import Writer
+
+from ufcctl.engine.etcd_client import ClusterClient, Gateway, TlsFiles
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+UFCCTL = str(Path(sys.executable).parent / "ufcctl")
+LAB = "itetcd"
+SUBNET = "10.89.72.0/24"  # a test-owned podman network; nothing else is ever targeted
+MEMBERS = [f"{LAB}-cp{i}" for i in (1, 2, 3)]
+PORTS = {"core": 2379, "events": 2383, "pods": 2385}
+MiB = 1024 * 1024
+# Lab-sized thresholds (the defaults are sized for 8 GiB databases); the timer itself never fires
+# during the test (a calendar date in the past): the test starts the units the timer starts.
+TEST_VARS = {
+    "etcd_defrag_rule": "dbSizeFree > 4*1024*1024",
+    "etcd_defrag_compaction_keep_revisions": 0,
+    "etcd_defrag_min_interval": 30,
+    "etcd_defrag_on_calendar": "2000-01-01 00:00:00",
+}
+
+
+@dataclass(frozen=True)
+class Lab:
+    inventory: Path
+    env: dict[str, str]
+    tls: TlsFiles
+    addresses: dict[str, str]  # member -> IP
+
+    def endpoints(self, cluster: str) -> list[str]:
+        return [f"https://{self.addresses[m]}:{PORTS[cluster]}" for m in MEMBERS]
+
+    def client(self, cluster: str) -> ClusterClient:
+        return ClusterClient(cluster, self.endpoints(cluster), self.tls)
+
+
+def _ufcctl(args: list[str], env: dict[str, str], timeout: int = 2400) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [UFCCTL, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def _exec(env: dict[str, str], member: str, command: str, check: bool = True) -> str:
+    proc = subprocess.run(
+        ["podman", "exec", member, "sh", "-c", command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if check:
+        assert proc.returncode == 0, f"{member}: {command}: {proc.stdout}{proc.stderr}"
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (scripts/setup.sh installs it)")
+    work = tmp_path_factory.mktemp("etcdlab")
+    env = dict(os.environ)
+    env.update(
+        {
+            "UFC_STATE_DIR": str(work / "state"),
+            "UFC_LAB_NAME": LAB,
+            "UFC_LAB_INVENTORY": str(work / "inventory"),
+            "CONTAINERS_CONF": str(ROOT / "templates" / "lab" / "containers.conf"),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
+    )
+    up = _ufcctl(["lab", "up", "--nodes", "1", "--subnet", SUBNET], env)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        inventory = work / "inventory"
+        (inventory / "group_vars" / "all").mkdir(parents=True, exist_ok=True)
+        (inventory / "group_vars" / "all" / "etcd-test.yml").write_text(yaml.safe_dump(TEST_VARS))
+        hosts = yaml.safe_load((inventory / "hosts.yml").read_text())
+        cps = hosts["all"]["children"]["kube_control_plane"]["hosts"]
+        deploy = _ufcctl(["deploy", "--inventory", str(inventory), "--output", "json"], env)
+        assert deploy.returncode == 0, deploy.stdout[-4000:] + deploy.stderr[-3000:]
+        pki = Path(env["UFC_STATE_DIR"]) / "pki" / "default" / "etcd"
+        yield Lab(
+            inventory,
+            env,
+            TlsFiles(str(pki / "ca.crt"), str(pki / "ufcctl.crt"), str(pki / "ufcctl.key")),
+            {m: cps[m]["ansible_host"] for m in MEMBERS},
+        )
+    finally:
+        down = _ufcctl(["lab", "down"], env)
+        assert down.returncode == 0, down.stdout + down.stderr
+
+
+def _status(lab: Lab, *extra: str) -> list[dict]:
+    proc = _ufcctl(["etcd", "status", "--inventory", str(lab.inventory), "--output", "json", *extra], lab.env)
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _fragment(lab: Lab, cluster: str, megabytes: int = 24) -> None:
+    """Write then delete `megabytes` of 100 KB values: free pages the next defrag can reclaim."""
+    gateway = Gateway(lab.endpoints(cluster)[0], lab.tls)
+    value = "x" * (100 * 1024)
+    for i in range(megabytes * 10):
+        gateway.put(f"/itest/fill/{i:05d}", value)
+    assert gateway.delete_prefix("/itest/fill/") == megabytes * 10
+
+
+def _results(lab: Lab, member: str, cluster: str, since: str) -> list[dict]:
+    """The agent's `result {...}` lines in the journal since `since` (a systemd timestamp)."""
+    journal = _exec(
+        lab.env,
+        member,
+        f"journalctl -u ufcctl-etcd-defrag@{cluster}.service --since '{since}' --no-pager -o cat",
+    )
+    return [json.loads(line[len("result ") :]) for line in journal.splitlines() if line.startswith("result ")]
+
+
+def _start_agents(lab: Lab, cluster: str) -> list[threading.Thread]:
+    """Start the unit the timer starts, on every member at once (`systemctl start` waits for it)."""
+    threads = [
+        threading.Thread(
+            target=_exec,
+            args=(lab.env, m, f"systemctl start ufcctl-etcd-defrag@{cluster}"),
+            kwargs={"check": False},
+        )
+        for m in MEMBERS
+    ]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def _now(lab: Lab) -> str:
+    return _exec(lab.env, MEMBERS[0], "date -u '+%Y-%m-%d %H:%M:%S'").strip()
+
+
+def test_three_tls_clusters_are_healthy_after_deploy(lab: Lab) -> None:
+    clusters = _status(lab)
+    assert [c["cluster"] for c in clusters] == ["core", "events", "pods"]
+    for cluster in clusters:
+        assert cluster["healthy"], cluster["problems"]
+        assert sorted(m["member"] for m in cluster["members"]) == MEMBERS
+        assert sum(m["leader"] for m in cluster["members"]) == 1
+    for member in MEMBERS:  # TLS only: a client without a certificate is refused
+        code = subprocess.run(
+            [
+                "podman",
+                "exec",
+                member,
+                "python3",
+                "-c",
+                "import ssl,urllib.request as u; c=ssl.create_default_context("
+                "cafile='/etc/etcd/pki/ca.crt'); u.urlopen('https://127.0.0.1:2383/health', context=c)",
+            ],
+            env=lab.env,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        ).returncode
+        assert code != 0, member
+
+
+def test_timer_path_defrags_each_member_once_leader_last_under_a_writer(lab: Lab) -> None:
+    _fragment(lab, "events")
+    leader = next(m["member"] for m in _status(lab, "--cluster", "events")[0]["members"] if m["leader"])
+    since = _now(lab)
+    with Writer(lab.endpoints("events"), lab.tls, "/itest/writes", rate=320, threads=16) as writer:
+        time.sleep(3)
+        for thread in _start_agents(lab, "events"):
+            thread.join(timeout=900)
+        time.sleep(3)
+    stats = writer.stats
+    outcomes = [o for m in MEMBERS for r in _results(lab, m, "events", since) for o in r["outcomes"]]
+    done = sorted((o for o in outcomes if o["action"] == "defragmented"), key=lambda o: o["finished_at"])
+    assert sorted(o["member"] for o in done) == MEMBERS, outcomes
+    assert done[-1]["member"] == leader and done[-1]["leader"], [(o["member"], o["leader"]) for o in done]
+    for earlier, later in zip(done, done[1:], strict=False):  # one at a time: no two defrags overlap
+        assert earlier["finished_at"] <= later["finished_at"] - later["seconds"] + 0.01
+    for o in done:  # reclaimed: the file shrank to about its live data
+        assert o["after"]["db_size"] < o["before"]["db_size"] - 8 * MiB
+        assert o["after"]["db_size"] - o["after"]["db_size_in_use"] < 4 * MiB
+    # the writer: at least 200 acknowledged writes/s, none lost, none failed for good
+    assert not stats.failed, stats.failed[:5]
+    assert stats.rate >= 200, f"writer reached only {stats.rate:.0f} writes/s"
+    stored = lab.client("events").first("get_prefix", "/itest/writes/")
+    missing = [k for k, v in stats.acked.items() if stored.get(k) != v]
+    assert missing == [], f"{len(missing)} acknowledged writes lost, e.g. {missing[:3]}"
+
+
+def test_killing_a_member_mid_run_keeps_the_cluster_healthy_and_skips_are_reported(lab: Lab) -> None:
+    _fragment(lab, "core", megabytes=64)  # big enough that the run lasts a few seconds
+    client = lab.client("core")
+    leader = next(m["member"] for m in _status(lab, "--cluster", "core")[0]["members"] if m["leader"])
+    started = time.time()
+    since = _now(lab)
+    threads = _start_agents(lab, "core")
+    victim = None
+    deadline = time.monotonic() + 600
+    while victim is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+        records = client.view().last
+        done = {m for m, r in records.items() if r.at >= started}
+        if done:  # one member is finished: kill one that is not, preferably the waiting leader
+            pending = [m for m in MEMBERS if m not in done]
+            assert pending, "every member finished before the test could kill one"
+            victim = leader if leader in pending else pending[0]
+            _exec(lab.env, victim, "systemctl kill -s KILL etcd-core && systemctl stop etcd-core")
+    assert victim is not None, "no member was defragmented within 10 minutes"
+    for thread in threads:
+        thread.join(timeout=900)
+    results = {m: _results(lab, m, "core", since) for m in MEMBERS}
+    assert all(results.values()), {m: len(r) for m, r in results.items()}  # every agent reported
+    outcomes = [o for r in results.values() for res in r for o in res["outcomes"]]
+    reported = [
+        o
+        for o in outcomes
+        if (o["action"] in ("skipped", "failed") and victim in o["reason"])
+        or (o["member"] == victim and o["action"] != "defragmented")
+    ]
+    assert reported, outcomes
+    _exec(lab.env, victim, "systemctl start etcd-core")
+    core = _status(lab, "--cluster", "core")[0]
+    assert core["healthy"], core["problems"]
+
+
+def test_status_shows_last_defrag_and_controller_defrag_goes_leader_last(lab: Lab) -> None:
+    events = _status(lab, "--cluster", "events")[0]
+    assert all(m["last_defrag"] and m["last_defrag"]["by"].startswith("agent@") for m in events["members"])
+    assert all(m["fragmentation_percent"] is not None for m in events["members"])
+    _fragment(lab, "pods")
+    dry = _ufcctl(
+        [
+            "etcd",
+            "defrag",
+            "--inventory",
+            str(lab.inventory),
+            "--cluster",
+            "pods",
+            "--dry-run",
+            "--output",
+            "json",
+        ],
+        lab.env,
+    )
+    assert dry.returncode == 0, dry.stderr
+    planned = json.loads(dry.stdout)[0]["outcomes"]
+    # no compaction in a dry run, so the rule may still see the deleted values as in use
+    assert {o["action"] for o in planned} <= {"would-defragment", "skipped"} and planned[-1]["leader"]
+    assert all(o["after"] is None for o in planned)
+    real = _ufcctl(
+        ["etcd", "defrag", "--inventory", str(lab.inventory), "--cluster", "pods", "--output", "json"],
+        lab.env,
+    )
+    assert real.returncode == 0, real.stderr
+    outcomes = json.loads(real.stdout)[0]["outcomes"]
+    summary = [(o["member"], o["action"], o["leader"], o["reason"]) for o in outcomes]
+    assert [o["action"] for o in outcomes] == ["defragmented"] * 3 and outcomes[-1]["leader"], summary
+
+
+def test_prune_counts_then_deletes_orphans_in_core(lab: Lab) -> None:
+    core = Gateway(lab.endpoints("core")[0], lab.tls)
+    for key in (
+        "/registry/events/default/e1",
+        "/registry/leases/kube-node-lease/n1",
+        "/registry/pods/default/p1",
+        "/registry/configmaps/default/keep",
+    ):
+        core.put(key, "{}")
+    args = ["etcd", "prune", "--inventory", str(lab.inventory), "--cluster", "core", "--output", "json"]
+    counted = _ufcctl(args, lab.env)
+    assert counted.returncode == 0, counted.stderr
+    assert json.loads(counted.stdout)["counts"] == {
+        "/registry/events/": 1,
+        "/registry/leases/": 1,
+        "/registry/pods/": 1,
+    }
+    assert core.count_prefix("/registry/") == 4  # nothing deleted without --yes
+    deleted = _ufcctl([*args, "--yes"], lab.env)
+    assert json.loads(deleted.stdout)["deleted"] == {
+        "/registry/events/": 1,
+        "/registry/leases/": 1,
+        "/registry/pods/": 1,
+    }
+    assert core.get_prefix("/registry/") == {"/registry/configmaps/default/keep": "{}"}
