@@ -7,6 +7,7 @@ interpreter the managed hosts use.
 
 from __future__ import annotations
 
+import glob
 import sys
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,8 @@ class ActionModule(ActionBase):
             schemas = KubernetesSchemas(str(args["kube_version"]))
         except UfcError as err:
             return {**result, "failed": True, "msg": f"{err.message} ({err.hint})"}
-        crd_texts = {Path(p).name: Path(p).read_text(encoding="utf-8") for p in args.get("crd_files") or []}
+        paths = sorted({p for pattern in args.get("crd_files") or [] for p in glob.glob(str(pattern))})
+        crd_texts = {Path(p).name: Path(p).read_text(encoding="utf-8") for p in paths}
         rendered = {str(k): str(v) for k, v in (args.get("rendered") or {}).items()}
         namespaces = [str(n) for n in args.get("namespaces") or []]
         prepared = prepare_component(rendered, namespaces, schemas, crd_texts)

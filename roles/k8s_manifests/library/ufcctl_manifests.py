@@ -22,7 +22,7 @@ options:
   kube_version:
     {description: Kubernetes version whose schemas apply (MAJOR.MINOR[.PATCH])., type: str, required: true}
   crd_files:
-    {description: Extra files of CustomResourceDefinitions used for validation., type: list, elements: path}
+    {description: Glob patterns of CRD files used for validation., type: list, elements: str}
   dest:
     {description: Controller directory the manifests are written to., type: path, required: true}
 """
