@@ -1,0 +1,1 @@
+"""Control-plane domain: apiserver VIP (VRRP plan, haproxy sizing), component flags, config schemas."""
