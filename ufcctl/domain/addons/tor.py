@@ -57,6 +57,11 @@ def _tor_number(tor: Any) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def _integer(value: Any) -> Any:
+    """Digit strings (INI inventories, add_host) as ints; anything else unchanged for the checks."""
+    return int(value) if isinstance(value, str) and value.strip().isdigit() else value
+
+
 def _ip(value: Any) -> str | None:
     try:
         return str(ipaddress.ip_address(str(value)))
@@ -81,8 +86,8 @@ def servers_from_hostvars(
         server_ip = _ip(address)
         if server_ip is None:
             problems.append(f"host {host}: server_ip {address!r} is not an IP address (set npu_node_ip)")
-        count = hv.get("npu_count", chips.get(str(hv.get("npu_accelerator_type", "")), 0))
-        slice_id = hv.get("npu_slice_id")
+        count = _integer(hv.get("npu_count", chips.get(str(hv.get("npu_accelerator_type", "")), 0)))
+        slice_id = _integer(hv.get("npu_slice_id"))
         if not isinstance(slice_id, int) or isinstance(slice_id, bool) or slice_id < 0:
             problems.append(f"host {host}: npu_slice_id {slice_id!r} must be an integer >= 0")
         if not isinstance(count, int) or count <= 0:
