@@ -35,3 +35,29 @@ def set_ready(container: str, ready: bool, env: dict[str, str] | None = None) ->
 
 def stop(container: str, env: dict[str, str] | None = None) -> None:
     _podman("exec", container, "sh", "-c", f"systemctl stop {UNIT} || true", env=env)
+
+
+CLIENT = Path(__file__).with_name("vip_client.py")
+CLIENT_UNIT = "ufcctl-vip-client"
+CLIENT_LOG = "/tmp/ufcctl-vip-client.log"
+
+
+def start_client(container: str, vip: str, port: int = 8443, env: dict[str, str] | None = None) -> None:
+    """Run the VIP test client in `container` (outside the LB hosts) as a transient unit."""
+    _podman("cp", str(CLIENT), f"{container}:/usr/local/bin/ufcctl-vip-client", env=env)
+    script = (
+        f"rm -f {CLIENT_LOG}; systemctl stop {CLIENT_UNIT} 2>/dev/null; "
+        f"systemd-run --unit {CLIENT_UNIT} --collect python3 /usr/local/bin/ufcctl-vip-client "
+        f"--vip {vip} --port {port} --log {CLIENT_LOG}"
+    )
+    _podman("exec", container, "sh", "-c", script, env=env)
+
+
+def client_log(container: str, env: dict[str, str] | None = None) -> list[tuple[float, bool, str]]:
+    """(time, ok, backend-or-error) for every request the client made so far."""
+    entries = []
+    for line in _podman("exec", container, "cat", CLIENT_LOG, env=env).splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            entries.append((float(parts[0]), parts[1] == "ok", parts[2]))
+    return entries

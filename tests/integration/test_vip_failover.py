@@ -1,0 +1,229 @@
+"""apiserver VIP failover on a test-owned lab: keepalived + haproxy on the three control-plane containers,
+a kube-apiserver TEST DOUBLE (tests/lab/apiserver_standin) behind them, a client on the worker.
+
+Measured and printed (run with -s): the gap in seconds and the failed requests when haproxy, then
+keepalived, is stopped on the VIP holder (the aim is under 5 s; wall-clock times are printed, not
+asserted). Asserted: the VIP moves away from the broken holder, requests succeed again after the
+move, a backend made unready receives no requests, and a second deploy of the roles changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # tests.lab is imported from the repository root
+    sys.path.insert(0, str(ROOT))
+from tests.lab import apiserver_standin  # noqa: E402  (the kube-apiserver TEST DOUBLE)
+
+pytestmark = pytest.mark.integration
+
+UFCCTL = str(Path(sys.executable).parent / "ufcctl")
+LAB = "itvip"
+SUBNET = "10.89.73.0/24"  # a test-owned podman network; nothing else is ever targeted
+CONTROL_PLANES = [f"{LAB}-cp{i}" for i in (1, 2, 3)]
+CLIENT = f"{LAB}-w01"
+STAT = (
+    "import socket; s = socket.socket(socket.AF_UNIX); s.connect('/run/haproxy/admin.sock'); "
+    "s.sendall(b'show stat\\n'); print(s.makefile().read())"
+)
+
+
+@dataclass
+class Lab:
+    inventory: Path
+    env: dict[str, str]
+    vip: str
+
+    def exec(self, container: str, *cmd: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["podman", "exec", container, *cmd],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+
+    def holders(self) -> list[str]:
+        return [
+            c
+            for c in CONTROL_PLANES
+            if f"{self.vip}/32"
+            in self.exec(c, "ip", "-o", "-4", "addr", "show", "dev", "eth0").stdout.split()
+        ]
+
+
+def _ufcctl(args: list[str], env: dict[str, str], timeout: int = 1200) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [UFCCTL, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def _deploy(lab: Lab) -> dict:
+    proc = _ufcctl(
+        [
+            "deploy",
+            "--inventory",
+            str(lab.inventory),
+            "--tags",
+            "apiserver_lb,kube_control_plane",
+            "--output",
+            "json",
+        ],
+        lab.env,
+    )
+    try:
+        data = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        pytest.fail(
+            f"deploy printed no JSON (rc={proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
+    assert proc.returncode == 0, json.dumps(data, indent=1)[-4000:]
+    return data
+
+
+def _wait(predicate: Callable[[], object], what: str, timeout: float = 60.0) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (scripts/setup.sh installs it)")
+    work = tmp_path_factory.mktemp("viplab")
+    env = dict(os.environ)
+    env.update(
+        {
+            "UFC_STATE_DIR": str(work / "state"),
+            "UFC_LAB_NAME": LAB,
+            "UFC_LAB_INVENTORY": str(work / "inventory"),
+            "CONTAINERS_CONF": str(ROOT / "templates" / "lab" / "containers.conf"),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
+    )
+    up = _ufcctl(["lab", "up", "--nodes", "1", "--subnet", SUBNET], env)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        cluster = yaml.safe_load((work / "inventory" / "group_vars" / "all" / "cluster.yml").read_text())
+        yield Lab(work / "inventory", env, cluster["ufc_vip"])
+    finally:
+        down = _ufcctl(["lab", "down"], env)
+        assert down.returncode == 0, down.stdout + down.stderr
+
+
+@pytest.fixture(scope="module")
+def deployed(lab: Lab) -> Lab:
+    for container in CONTROL_PLANES:
+        apiserver_standin.start(container, env=lab.env)
+    first = _deploy(lab)
+    assert first["totals"]["changed"] > 0
+    second = _deploy(lab)
+    assert second["totals"]["changed"] == 0, {h: r["changed"] for h, r in second["hosts"].items()}
+    _wait(lambda: len(lab.holders()) == 1, "exactly one VIP holder")
+    apiserver_standin.start_client(CLIENT, lab.vip, env=lab.env)
+    _wait(
+        lambda: sum(ok for _, ok, _ in apiserver_standin.client_log(CLIENT, env=lab.env)) >= 10,
+        "the client's first successful requests through the VIP",
+    )
+    return lab
+
+
+@dataclass(frozen=True)
+class Outage:
+    gap: float  # seconds between the last success before the first failure and the next success
+    failed: int
+
+
+def _outage(entries: list[tuple[float, bool, str]], start: float, end: float) -> Outage:
+    window = [e for e in entries if start <= e[0] <= end]
+    failures = [e for e in window if not e[1]]
+    if not failures:  # no request failed: the gap is the longest pause between successes
+        times = [t for t, ok, _ in window if ok]
+        return Outage(max((b - a for a, b in zip(times, times[1:], strict=False)), default=0.0), 0)
+    before = [t for t, ok, _ in entries if ok and t < failures[0][0]]
+    after = [t for t, ok, _ in entries if ok and t > failures[-1][0]]
+    gap = (after[0] if after else end) - (before[-1] if before else start)
+    return Outage(round(gap, 2), len(failures))
+
+
+def _break_holder(lab: Lab, unit: str) -> tuple[str, str, Outage]:
+    """Stop `unit` on the VIP holder, wait for the VIP to move and requests to succeed again."""
+    holder = _wait(lambda: (h := lab.holders()) and len(h) == 1 and h[0], "one VIP holder")
+    started = time.time()
+    assert lab.exec(holder, "systemctl", "stop", unit).returncode == 0
+    new = _wait(lambda: (h := lab.holders()) and holder not in h and h[0], f"the VIP to leave {holder}")
+
+    def recovered() -> bool:
+        after = [e for e in apiserver_standin.client_log(CLIENT, env=lab.env) if e[0] > started]
+        return len(after) >= 20 and all(ok for _, ok, _ in after[-10:])
+
+    _wait(recovered, "requests through the VIP to succeed again")
+    outage = _outage(apiserver_standin.client_log(CLIENT, env=lab.env), started, time.time())
+    assert lab.exec(holder, "systemctl", "start", unit).returncode == 0
+    _wait(lambda: len(lab.holders()) == 1, "one VIP holder after the restore")
+    return holder, str(new), outage
+
+
+@pytest.mark.parametrize(("case", "unit"), [("stop haproxy", "haproxy"), ("stop keepalived", "keepalived")])
+def test_vip_moves_when_the_holder_breaks(deployed: Lab, case: str, unit: str) -> None:
+    old, new, outage = _break_holder(deployed, unit)
+    report = (
+        f"{case} on {old}: VIP moved to {new}; gap {outage.gap:.2f} s (aim < 5 s, not asserted), "
+        f"{outage.failed} failed requests (client every 0.1 s, 1 s timeout)"
+    )
+    print("\n" + report)
+    assert new != old and new in CONTROL_PLANES, report
+
+
+def test_an_unready_backend_gets_no_requests(deployed: Lab) -> None:
+    holder = deployed.holders()[0]
+    drained = next(c for c in CONTROL_PLANES if c != holder)
+    apiserver_standin.set_ready(drained, False, env=deployed.env)
+    try:
+
+        def down_everywhere() -> bool:
+            rows = [
+                line.split(",") for line in deployed.exec(holder, "python3", "-c", STAT).stdout.splitlines()
+            ]
+            states = [r[17] for r in rows if len(r) > 17 and r[1] == drained]
+            return bool(states) and all(s == "DOWN" for s in states)
+
+        _wait(down_everywhere, f"haproxy on {holder} to mark {drained} DOWN", 30)
+        marked = time.time()
+        _wait(
+            lambda: (
+                sum(
+                    1
+                    for t, ok, _ in apiserver_standin.client_log(CLIENT, env=deployed.env)
+                    if ok and t > marked
+                )
+                >= 40
+            ),
+            "40 requests after the drain",
+        )
+        after = Counter(
+            b for t, ok, b in apiserver_standin.client_log(CLIENT, env=deployed.env) if ok and t > marked
+        )
+        print(f"\nrequests per backend after {drained} turned unready: {dict(after)}")
+        assert drained not in after and sum(after.values()) >= 40, after
+    finally:
+        apiserver_standin.set_ready(drained, True, env=deployed.env)
