@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from ufcctl.app.inventory import load_inventory
@@ -30,4 +31,8 @@ def deploy(
         raise InputError(f"--limit {limit!r}: {err}", "use host names, group names, globs, ! and &") from err
     if not names:
         raise InputError(f"--limit {limit!r} selects no host of {inventory_dir}")
+    # Ansible only sees the generated per-run inventory, so the roles learn the inventory's name here
+    # (k8s_manifests writes to .ufc/manifests/<name>/); an explicit -e value wins.
+    extravars = {"ufc_inventory_name": inventory_dir.name, **options.extravars}
+    options = dataclasses.replace(options, extravars=extravars)
     return run_playbook(playbook(playbook_name), inventory.subset(names), options, observer=observer)

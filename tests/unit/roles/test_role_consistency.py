@@ -17,6 +17,8 @@ ROLE_IDS = [role.name for role in ROLES]
 TASK_KEYWORDS = set(Task.fattributes) | set(Handler.fattributes) | {"local_action"}
 BLOCK_KEYS = ("block", "rescue", "always")
 COMMAND_MODULES = {"ansible.builtin.command", "ansible.builtin.shell", "command", "shell"}
+# Controller-side add-on roles share one scenario (tests/integration/test_molecule.py SHARED).
+SHARED_SCENARIOS = {r: "k8s_addons" for r in ("k8s_manifests", "nodelocaldns", "volcano", "ascend_components")}
 README_ROW = re.compile(r"^\|\s*`([A-Za-z0-9_]+)`\s*\|")
 
 
@@ -120,7 +122,7 @@ def test_registered_and_set_facts_do_not_clash_with_user_variables(role):
 
 @pytest.mark.parametrize("role", ROLES, ids=ROLE_IDS)
 def test_role_has_a_molecule_scenario(role):
-    scenario = ROOT / "molecule" / role.name / "molecule.yml"
+    scenario = ROOT / "molecule" / SHARED_SCENARIOS.get(role.name, role.name) / "molecule.yml"
     assert scenario.is_file(), f"{scenario.relative_to(ROOT)} missing"
 
 
