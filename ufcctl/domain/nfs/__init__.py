@@ -1,0 +1,1 @@
+"""NFS domain: export options (kernel exports(5) lines, nfs-ganesha equivalents), the dataset layout."""
