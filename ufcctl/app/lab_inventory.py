@@ -22,6 +22,7 @@ from ufcctl.domain.inventory.model import (
 
 MARKER = ".ufcctl-lab"  # marks a directory as generated, so `lab down` never deletes a user's inventory
 NFS_EXPORT_DIR = "/srv/nfs"  # bind mount on the nfs_server node: ganesha's VFS backend fails on overlayfs
+NFS_CLIENT_PATH = "/data"  # the NFSv4 path clients use, the seed's /data (roles/nfs_provisioner's default)
 
 
 KNOWN_HOSTS = "known_hosts.txt"
@@ -69,6 +70,18 @@ def _host_entry(node: LabNode) -> dict[str, Any]:
     return entry
 
 
+def nfs_server_vars(layout: LabLayout) -> dict[str, Any]:
+    """Userspace ganesha (containers have no nfsd) exporting the bind mount to the lab subnet as /data."""
+    return {
+        "ufc_lab_nfs_export_dir": NFS_EXPORT_DIR,
+        "nfs_server_implementation": "ganesha",
+        "nfs_server_export_path": NFS_EXPORT_DIR,
+        "nfs_server_export_network": layout.subnet,
+        "nfs_server_ganesha_pseudo_path": NFS_CLIENT_PATH,
+        "nfs_server_ganesha_graceless": True,  # nothing to reclaim in a lab; saves 90 s after each restart
+    }
+
+
 def hosts_document(layout: LabLayout) -> dict[str, Any]:
     """The hosts.yml tree: every host's vars are given once, under its first group."""
     cps = {n.name: _host_entry(n) for n in layout.control_planes}
@@ -82,7 +95,7 @@ def hosts_document(layout: LabLayout) -> dict[str, Any]:
         children[group] = {"hosts": {name: {} for name in cps}}
     children[KUBE_NODE] = {"children": {NPU_NODE: {}}}
     children[NPU_NODE] = {"hosts": {n.name: _host_entry(n) for n in layout.workers}}
-    children[NFS_SERVER] = {"hosts": {layout.nfs_server: {"ufc_lab_nfs_export_dir": NFS_EXPORT_DIR}}}
+    children[NFS_SERVER] = {"hosts": {layout.nfs_server: nfs_server_vars(layout)}}
     return {"all": {"children": children}}
 
 

@@ -19,8 +19,11 @@ from ufcctl.errors import EnvironmentMissing, RunFailed
 # SYS_PTRACE: root on a real node may read /proc/PID/fd and /proc/PID/exe of every user's process;
 # without it root in a container may not for other uids, and preflight could not tell that etcd
 # (user etcd) holds its own ports on a second deploy ("a process preflight cannot identify").
+# DAC_READ_SEARCH: root on a real node has it, and nfs-ganesha's VFS backend needs it to open files
+# by handle (open_by_handle_at(2)); without it every NFSv4 LOOKUP below the export root fails with
+# NFS4ERR_PERM (measured, roles/nfs_server).
 # No CAP_SYS_ADMIN: units that insist on bind mounts get a drop-in in the image instead.
-CAPABILITIES = ("NET_ADMIN", "NET_RAW", "NET_BROADCAST", "SYS_PTRACE")
+CAPABILITIES = ("NET_ADMIN", "NET_RAW", "NET_BROADCAST", "SYS_PTRACE", "DAC_READ_SEARCH")
 LABEL_LAB = "ufcctl.lab"
 LABEL_NAME = "ufcctl.lab.name"
 LABEL_ROLE = "ufcctl.lab.role"

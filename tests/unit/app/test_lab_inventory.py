@@ -55,7 +55,9 @@ def test_groups_follow_the_sample_scheme(tmp_path: Path) -> None:
         assert list(doc[group]["hosts"]) == cps
     assert doc["kube_node"] == {"children": {"npu_node": {}}}
     assert list(doc["npu_node"]["hosts"]) == [n.name for n in layout.workers]
-    assert doc["nfs_server"]["hosts"] == {"t1-cp1": {"ufc_lab_nfs_export_dir": NFS_EXPORT_DIR}}
+    nfs = doc["nfs_server"]["hosts"]["t1-cp1"]
+    assert (nfs["ufc_lab_nfs_export_dir"], nfs["nfs_server_export_path"]) == (NFS_EXPORT_DIR, NFS_EXPORT_DIR)
+    assert (nfs["nfs_server_implementation"], nfs["nfs_server_export_network"]) == ("ganesha", layout.subnet)
 
 
 def test_ansible_reads_the_same_hosts_groups_and_vars(tmp_path: Path) -> None:
