@@ -7,4 +7,7 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 export CONTAINERS_CONF="$PWD/templates/lab/containers.conf"
 ufcctl lab image
-exec pytest -p no:cacheprovider -ra "$@" tests/unit tests/integration
+# Parallel workers (pytest-xdist): each lab test module stays on one worker (tests/integration/
+# conftest.py); molecule scenarios and unit tests spread. UFC_TEST_WORKERS=0 runs serially.
+exec pytest -p no:cacheprovider -ra --durations=30 -n "${UFC_TEST_WORKERS:-3}" --dist loadgroup \
+  "$@" tests/unit tests/integration
