@@ -1,0 +1,131 @@
+"""roles/nfs_server on a real container lab: nfs-ganesha on the lab's NFS node (a bind-mounted host
+directory), a worker container writing and reading through NFSv4 with libnfs-utils, the dataset layout
+with its modes, and a second run with 0 changed. The lab is test-owned: its own name, subnet and state."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+LAB = "itnfs"
+SUBNET = "10.89.74.0/24"  # a test-owned podman network; nothing else is ever targeted
+SERVER, CLIENT = f"{LAB}-cp1", f"{LAB}-w01"
+PLAYBOOK = "- hosts: nfs_server\n  gather_facts: false\n  roles: [nfs_server]\n"
+LAYOUT = {  # path under the export -> mode (octal, as stat %a prints it); roles/nfs_server/defaults
+    "atlas_dls": "755",
+    "atlas_dls/public": "755",
+    "atlas_dls/public/code": "755",
+    "atlas_dls/public/dataset": "755",
+    "atlas_dls/output": "2775",
+}
+
+
+@dataclass(frozen=True)
+class Lab:
+    inventory: Path
+    env: dict[str, str]
+    playbook: Path
+    export_dir: Path  # the host directory bind-mounted at /srv/nfs on the server
+    server_ip: str
+    first_run: subprocess.CompletedProcess[str]
+
+    def url(self, path: str) -> str:
+        return f"nfs://{self.server_ip}/data/{path}?version=4"
+
+
+def _run(cmd: list[str], env: dict[str, str], timeout: int = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+def _exec(lab: Lab, container: str, command: str) -> subprocess.CompletedProcess[str]:
+    return _run(["podman", "exec", container, "sh", "-c", command], lab.env, timeout=120)
+
+
+def _play(inventory: Path, playbook: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return _run([str(BIN / "ansible-playbook"), "-i", str(inventory), str(playbook)], env)
+
+
+def _changed(proc: subprocess.CompletedProcess[str]) -> dict[str, int]:
+    return {host: int(n) for host, n in re.findall(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)", proc.stdout, re.M)}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (scripts/setup.sh installs it)")
+    work = tmp_path_factory.mktemp("nfslab")
+    env = dict(os.environ)
+    env.update({
+        "UFC_STATE_DIR": str(work / "state"),
+        "UFC_LAB_NAME": LAB,
+        "UFC_LAB_INVENTORY": str(work / "inventory"),
+        "CONTAINERS_CONF": str(ROOT / "templates" / "lab" / "containers.conf"),
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
+        "ANSIBLE_NOCOLOR": "1",
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+    })
+    up = _run([str(BIN / "ufcctl"), "lab", "up", "--nodes", "1", "--subnet", SUBNET], env)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        inventory = work / "inventory"
+        hosts = yaml.safe_load((inventory / "hosts.yml").read_text())["all"]["children"]
+        assert list(hosts["nfs_server"]["hosts"]) == [SERVER]
+        playbook = work / "nfs.yml"
+        playbook.write_text(PLAYBOOK)
+        first = _play(inventory, playbook, env)
+        yield Lab(inventory, env, playbook, work / "state" / f"{LAB}-nfs-export",
+                  hosts["kube_control_plane"]["hosts"][SERVER]["ansible_host"], first)
+    finally:
+        down = _run([str(BIN / "ufcctl"), "lab", "down"], env)
+        assert down.returncode == 0, down.stdout + down.stderr
+
+
+def test_first_run_deploys_ganesha(lab: Lab) -> None:
+    assert lab.first_run.returncode == 0, lab.first_run.stdout[-4000:] + lab.first_run.stderr[-2000:]
+    assert _changed(lab.first_run)[SERVER] > 0
+    units = _exec(lab, SERVER, "systemctl is-active nfs-ganesha rpcbind; systemctl is-enabled nfs-ganesha")
+    assert units.stdout.split() == ["active", "active", "enabled"], units.stdout + units.stderr
+
+
+def test_layout_is_on_the_bind_mount_with_the_documented_modes(lab: Lab) -> None:
+    # read on the host side of the bind mount: the directories are really on the exported disk
+    for rel, mode in LAYOUT.items():
+        info = (lab.export_dir / rel).stat()
+        assert (f"{info.st_mode & 0o7777:o}", info.st_uid, info.st_gid) == (mode, 1000, 1000), rel
+
+
+def test_worker_writes_and_reads_through_nfsv4(lab: Lab) -> None:
+    payload = "resnet50 epoch 3 checkpoint\n"
+    write = _exec(lab, CLIENT, f"printf '{payload}' > /tmp/ckpt.txt && nfs-cp /tmp/ckpt.txt "
+                               f"'{lab.url('atlas_dls/output/ckpt.txt')}'")
+    assert write.returncode == 0, write.stdout + write.stderr
+    read = _exec(lab, CLIENT, f"nfs-cat '{lab.url('atlas_dls/output/ckpt.txt')}'")
+    assert read.returncode == 0 and read.stdout == payload, read.stdout + read.stderr
+    assert (lab.export_dir / "atlas_dls/output/ckpt.txt").read_text() == payload
+    # a file put on the server's disk is read by the client (code uploaded by the data owner)
+    (lab.export_dir / "atlas_dls/public/code/train_start.sh").write_text("#!/bin/sh\necho train\n")
+    code = _exec(lab, CLIENT, f"nfs-cat '{lab.url('atlas_dls/public/code/train_start.sh')}'")
+    assert code.stdout == "#!/bin/sh\necho train\n", code.stderr
+    listing = _exec(lab, CLIENT, f"nfs-ls '{lab.url('atlas_dls/public')}'")
+    assert {"code", "dataset"} <= set(listing.stdout.split()), listing.stdout + listing.stderr
+
+
+def test_second_run_changes_nothing(lab: Lab) -> None:
+    second = _play(lab.inventory, lab.playbook, lab.env)
+    assert second.returncode == 0, second.stdout[-4000:]
+    assert _changed(second) == {SERVER: 0}, second.stdout[-3000:]
