@@ -88,7 +88,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         playbook = work / "nfs.yml"
         playbook.write_text(PLAYBOOK)
         first = _play(inventory, playbook, env)
-        yield Lab(inventory, env, playbook, work / "state" / f"{LAB}-nfs-export",
+        mounts = _run(["podman", "inspect", SERVER, "--format",
+                       "{{range .Mounts}}{{.Destination}} {{.Source}}\n{{end}}"], env)
+        export_dir = dict(line.split(" ", 1) for line in mounts.stdout.splitlines() if line)["/srv/nfs"]
+        yield Lab(inventory, env, playbook, Path(export_dir),
                   hosts["kube_control_plane"]["hosts"][SERVER]["ansible_host"], first)
     finally:
         down = _run([str(BIN / "ufcctl"), "lab", "down"], env)

@@ -108,7 +108,7 @@ def test_apply_is_reported_skipped_and_values_follow_the_chart(run_playbook, tmp
     [
         ({"nfs_provisioner_storage_class_on_delete": "archive"}, 'onDelete "archive"'),
         ({"nfs_provisioner_nfs_path": "data"}, "nfs.path data (absolute)"),
-        ({"nfs_provisioner_resources": {"requests": {"cpu": "lots"}}}, "Deployment"),
+        ({"nfs_provisioner_security_context": {"runAsUser": "root"}}, "Deployment/nfs-system/nfs-subdir"),
     ],
     ids=["bad-on-delete", "relative-path", "schema-violation"],
 )

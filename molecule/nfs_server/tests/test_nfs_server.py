@@ -4,6 +4,7 @@ container (libnfs-utils), exports reloaded without a restart, honest check mode,
 from __future__ import annotations
 
 import re
+import uuid
 
 import pytest
 import testinfra
@@ -65,11 +66,12 @@ def test_layout_has_the_documented_modes_and_owners(server):
 
 
 def test_client_writes_and_reads_through_nfsv4(server, client, url):
+    name = f"ckpt-{uuid.uuid4().hex[:8]}.txt"  # nfs-cp refuses to overwrite (NFS4ERR_EXIST on a rerun)
     client.check_output("printf 'checkpoint-7\\n' > /tmp/ckpt.txt")
-    client.check_output("nfs-cp /tmp/ckpt.txt %s", url("atlas_dls/output/ckpt.txt"))
-    assert client.check_output("nfs-cat %s", url("atlas_dls/output/ckpt.txt")) == "checkpoint-7"
+    client.check_output("nfs-cp /tmp/ckpt.txt %s", url(f"atlas_dls/output/{name}"))
+    assert client.check_output("nfs-cat %s", url(f"atlas_dls/output/{name}")) == "checkpoint-7"
     # the bytes landed in the exported directory on the server
-    assert server.file(f"{EXPORT}/atlas_dls/output/ckpt.txt").content_string == "checkpoint-7\n"
+    assert server.file(f"{EXPORT}/atlas_dls/output/{name}").content_string == "checkpoint-7\n"
     listing = client.check_output("nfs-ls %s", url("atlas_dls/public"))
     assert {"code", "dataset"} <= set(listing.split())
 
