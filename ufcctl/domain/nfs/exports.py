@@ -185,12 +185,12 @@ def ganesha_settings(options: Sequence[str]) -> GaneshaExportSettings:
         squash = "No_Root_Squash"
     else:  # root_squash is exports(5)'s default, and ganesha's
         squash = "Root_Squash"
-    sec = present.get("sec")
+    sec, uid, gid = present.get("sec"), present.get("anonuid"), present.get("anongid")
     return GaneshaExportSettings(
         access_type="RW" if "rw" in present else "RO",  # ro is exports(5)'s default
         squash=squash,
         sectype=tuple(sec.split(":")) if sec else ("sys",),
-        anonymous_uid=int(present["anonuid"]) if present.get("anonuid") else None,
-        anonymous_gid=int(present["anongid"]) if present.get("anongid") else None,
+        anonymous_uid=int(uid) if uid else None,
+        anonymous_gid=int(gid) if gid else None,
         kernel_only=tuple(sorted(name for name in present if name in KERNEL_ONLY)),
     )

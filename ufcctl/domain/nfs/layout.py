@@ -58,8 +58,8 @@ def plan_layout(root: str, entries: Sequence[Mapping[str, Any]], owner: str, gro
             owner=str(entry.get("owner", owner)),
             group=str(entry.get("group", group)),
         )
-    for rel in list(wanted):
-        for parent in PurePosixPath(rel).parents:
+    for key_of_child in list(wanted):
+        for parent in PurePosixPath(key_of_child).parents:
             key = parent.as_posix()
             if key != "." and key not in wanted:
                 wanted[key] = LayoutDir(str(PurePosixPath(root) / parent), _four(mode), owner, group)
