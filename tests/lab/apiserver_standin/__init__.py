@@ -56,7 +56,10 @@ def start_client(container: str, vip: str, port: int = 8443, env: dict[str, str]
 def client_log(container: str, env: dict[str, str] | None = None) -> list[tuple[float, bool, str]]:
     """(time, ok, backend-or-error) for every request the client made so far."""
     entries = []
-    for line in _podman("exec", container, "cat", CLIENT_LOG, env=env).splitlines():
+    # empty until the client's first request (systemd-run returns before python has started)
+    for line in _podman(
+        "exec", container, "sh", "-c", f"cat {CLIENT_LOG} 2>/dev/null || true", env=env
+    ).splitlines():
         parts = line.split()
         if len(parts) == 3:
             entries.append((float(parts[0]), parts[1] == "ok", parts[2]))
