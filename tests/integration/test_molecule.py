@@ -20,10 +20,7 @@ SHARED = {role: "k8s_addons" for role in ("k8s_manifests", "nodelocaldns", "volc
 pytestmark = pytest.mark.integration
 
 # Scenarios of roles whose issues are still open, skipped with the reason (never reported as passed).
-PENDING = {
-    "ascend_driver": "issue 6 open: the scenario exceeded the 20-minute limit in a clean-clone CI run on "
-    "this 2-core machine (run beside other molecule runs); re-enable once it is measured alone",
-}
+PENDING: dict[str, str] = {}
 
 
 def _env() -> dict[str, str]:
