@@ -15,7 +15,8 @@ and printed against two ideals with concurrency C:
     python tests/benchmarks/bench_upgrade_drivers.py [NODES=12] [T=10] [C=4] [ROUNDS=1]
 
 Needs podman and the lab image (`ufcctl lab image`). Creates lab "bdrv" on 10.89.78.0/24 and
-removes it at the end.
+removes it at the end; BENCH_LAB / BENCH_SUBNET choose another (e.g. beside a running test suite,
+whose CI smoke run uses the defaults).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 from tests.lab.npu_emulator.lab import installs, setup_lab, stop_mirror, write_faults  # noqa: E402
 from tests.lab.npu_emulator.packages import RELEASES  # noqa: E402
 
-LAB = "bdrv"
-SUBNET = "10.89.78.0/24"
+LAB = os.environ.get("BENCH_LAB", "bdrv")
+SUBNET = os.environ.get("BENCH_SUBNET", "10.89.78.0/24")
 UFCCTL = str(Path(sys.executable).parent / "ufcctl")
 PLAYBOOK = str(ROOT / "playbooks" / "upgrade-drivers.yml")
 
