@@ -4,51 +4,29 @@ touches nothing. The lab here is test-owned: its own name, subnet, inventory and
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.helpers.lab import running_lab
+from tests.helpers.lab import ufcctl as _run
 from ufcctl.app.inventory import load_inventory
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-UFCCTL = str(Path(sys.executable).parent / "ufcctl")
 LAB = "itdeploy"
 SUBNET = "10.89.71.0/24"  # a test-owned podman network; nothing else is ever targeted
 
 
-def _run(args: list[str], env: dict[str, str], timeout: int = 1500) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([UFCCTL, *args], env=env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, check=False)
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
-    if shutil.which("podman") is None:
-        pytest.skip("podman is not installed (scripts/setup.sh installs it)")
     work = tmp_path_factory.mktemp("deploylab")
-    env = dict(os.environ)
-    env.update({
-        "UFC_STATE_DIR": str(work / "state"),
-        "UFC_LAB_NAME": LAB,
-        "UFC_LAB_INVENTORY": str(work / "inventory"),
-        "CONTAINERS_CONF": str(ROOT / "templates" / "lab" / "containers.conf"),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-    })
-    up = _run(["lab", "up", "--nodes", "2", "--subnet", SUBNET], env)
-    try:
-        assert up.returncode == 0, up.stdout + up.stderr
+    with running_lab(work, LAB, SUBNET, nodes=2) as env:
         yield work / "inventory", env
-    finally:
-        down = _run(["lab", "down"], env)
-        assert down.returncode == 0, down.stdout + down.stderr
 
 
 def _deploy(inventory: Path, env: dict[str, str], *extra: str) -> tuple[int, dict]:

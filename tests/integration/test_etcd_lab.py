@@ -5,10 +5,7 @@ every member one at a time (leader last) under a concurrent writer, a member kil
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,12 +16,13 @@ import pytest
 import yaml
 from etcd_writer import Writer
 
+from tests.helpers.lab import running_lab
+from tests.helpers.lab import ufcctl as _ufcctl
 from ufcctl.engine.etcd_client import ClusterClient, Gateway, TlsFiles
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-UFCCTL = str(Path(sys.executable).parent / "ufcctl")
 LAB = "itetcd"
 SUBNET = "10.89.72.0/24"  # a test-owned podman network; nothing else is ever targeted
 MEMBERS = [f"{LAB}-cp{i}" for i in (1, 2, 3)]
@@ -54,12 +52,6 @@ class Lab:
         return ClusterClient(cluster, self.endpoints(cluster), self.tls)
 
 
-def _ufcctl(args: list[str], env: dict[str, str], timeout: int = 2400) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [UFCCTL, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
 def _exec(env: dict[str, str], member: str, command: str, check: bool = True) -> str:
     proc = subprocess.run(
         ["podman", "exec", member, "sh", "-c", command],
@@ -76,22 +68,8 @@ def _exec(env: dict[str, str], member: str, command: str, check: bool = True) ->
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    if shutil.which("podman") is None:
-        pytest.skip("podman is not installed (scripts/setup.sh installs it)")
     work = tmp_path_factory.mktemp("etcdlab")
-    env = dict(os.environ)
-    env.update(
-        {
-            "UFC_STATE_DIR": str(work / "state"),
-            "UFC_LAB_NAME": LAB,
-            "UFC_LAB_INVENTORY": str(work / "inventory"),
-            "CONTAINERS_CONF": str(ROOT / "templates" / "lab" / "containers.conf"),
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        }
-    )
-    up = _ufcctl(["lab", "up", "--nodes", "1", "--subnet", SUBNET], env)
-    try:
-        assert up.returncode == 0, up.stdout + up.stderr
+    with running_lab(work, LAB, SUBNET, nodes=1) as env:
         inventory = work / "inventory"
         (inventory / "group_vars" / "all").mkdir(parents=True, exist_ok=True)
         (inventory / "group_vars" / "all" / "etcd-test.yml").write_text(yaml.safe_dump(TEST_VARS))
@@ -106,9 +84,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             TlsFiles(str(pki / "ca.crt"), str(pki / "ufcctl.crt"), str(pki / "ufcctl.key")),
             {m: cps[m]["ansible_host"] for m in MEMBERS},
         )
-    finally:
-        down = _ufcctl(["lab", "down"], env)
-        assert down.returncode == 0, down.stdout + down.stderr
 
 
 def _status(lab: Lab, *extra: str) -> list[dict]:

@@ -49,9 +49,9 @@ def test_every_role_has_a_scenario() -> None:
 def test_molecule_scenario(scenario: str) -> None:
     if scenario in PENDING:
         pytest.skip(PENDING[scenario])
-    proc = subprocess.run(
+    proc = subprocess.run(  # the timeout is a hang guard, not a speed test
         [str(Path(sys.executable).parent / "molecule"), "test", "-s", scenario],
-        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=2400, check=False,  # a hang guard, not a speed test
+        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=2400, check=False,
     )
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-80:])

@@ -4,9 +4,7 @@ with its modes, and a second run with 0 changed. The lab is test-owned: its own 
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.helpers.lab import running_lab
 
 pytestmark = pytest.mark.integration
 
@@ -65,23 +65,10 @@ def _changed(proc: subprocess.CompletedProcess[str]) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    if shutil.which("podman") is None:
-        pytest.skip("podman is not installed (scripts/setup.sh installs it)")
     work = tmp_path_factory.mktemp("nfslab")
-    env = dict(os.environ)
-    env.update({
-        "UFC_STATE_DIR": str(work / "state"),
-        "UFC_LAB_NAME": LAB,
-        "UFC_LAB_INVENTORY": str(work / "inventory"),
-        "CONTAINERS_CONF": str(ROOT / "templates" / "lab" / "containers.conf"),
-        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-        "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
-        "ANSIBLE_NOCOLOR": "1",
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-    })
-    up = _run([str(BIN / "ufcctl"), "lab", "up", "--nodes", "1", "--subnet", SUBNET], env)
-    try:
-        assert up.returncode == 0, up.stdout + up.stderr
+    ansible = {"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
+               "ANSIBLE_NOCOLOR": "1"}
+    with running_lab(work, LAB, SUBNET, nodes=1, **ansible) as env:
         inventory = work / "inventory"
         hosts = yaml.safe_load((inventory / "hosts.yml").read_text())["all"]["children"]
         assert list(hosts["nfs_server"]["hosts"]) == [SERVER]
@@ -93,9 +80,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         export_dir = dict(line.split(" ", 1) for line in mounts.stdout.splitlines() if line)["/srv/nfs"]
         yield Lab(inventory, env, playbook, Path(export_dir),
                   hosts["kube_control_plane"]["hosts"][SERVER]["ansible_host"], first)
-    finally:
-        down = _run([str(BIN / "ufcctl"), "lab", "down"], env)
-        assert down.returncode == 0, down.stdout + down.stderr
 
 
 def test_first_run_deploys_ganesha(lab: Lab) -> None:

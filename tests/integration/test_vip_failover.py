@@ -10,8 +10,6 @@ move, a backend made unready receives no requests, and a second deploy of the ro
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import time
@@ -26,11 +24,12 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # tests.lab is imported from the repository root
     sys.path.insert(0, str(ROOT))
+from tests.helpers.lab import running_lab  # noqa: E402
+from tests.helpers.lab import ufcctl as _ufcctl  # noqa: E402
 from tests.lab import apiserver_standin  # noqa: E402  (the kube-apiserver TEST DOUBLE)
 
 pytestmark = pytest.mark.integration
 
-UFCCTL = str(Path(sys.executable).parent / "ufcctl")
 LAB = "itvip"
 SUBNET = "10.89.73.0/24"  # a test-owned podman network; nothing else is ever targeted
 CONTROL_PLANES = [f"{LAB}-cp{i}" for i in (1, 2, 3)]
@@ -64,12 +63,6 @@ class Lab:
             if f"{self.vip}/32"
             in self.exec(c, "ip", "-o", "-4", "addr", "show", "dev", "eth0").stdout.split()
         ]
-
-
-def _ufcctl(args: list[str], env: dict[str, str], timeout: int = 1200) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [UFCCTL, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
-    )
 
 
 def _deploy(lab: Lab) -> dict:
@@ -107,27 +100,10 @@ def _wait(predicate: Callable[[], object], what: str, timeout: float = 60.0) -> 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    if shutil.which("podman") is None:
-        pytest.skip("podman is not installed (scripts/setup.sh installs it)")
     work = tmp_path_factory.mktemp("viplab")
-    env = dict(os.environ)
-    env.update(
-        {
-            "UFC_STATE_DIR": str(work / "state"),
-            "UFC_LAB_NAME": LAB,
-            "UFC_LAB_INVENTORY": str(work / "inventory"),
-            "CONTAINERS_CONF": str(ROOT / "templates" / "lab" / "containers.conf"),
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        }
-    )
-    up = _ufcctl(["lab", "up", "--nodes", "1", "--subnet", SUBNET], env)
-    try:
-        assert up.returncode == 0, up.stdout + up.stderr
+    with running_lab(work, LAB, SUBNET, nodes=1) as env:
         cluster = yaml.safe_load((work / "inventory" / "group_vars" / "all" / "cluster.yml").read_text())
         yield Lab(work / "inventory", env, cluster["ufc_vip"])
-    finally:
-        down = _ufcctl(["lab", "down"], env)
-        assert down.returncode == 0, down.stdout + down.stderr
 
 
 @pytest.fixture(scope="module")
