@@ -66,7 +66,8 @@ def main() -> None:
         assert runner.status == "successful", runner.status
         base_bytes, base_files = _tree_size(baseline_dir / "artifacts")
 
-    print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cpu, Python {platform.python_version()}")
+    print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cpu, "
+          f"Python {platform.python_version()}")
     print(f"workload: {hosts_n} hosts x {tasks_n} tasks = {host_tasks} host-tasks (local connection)")
     print(f"ufcctl adapter : {ufc_bytes:>10} bytes on disk, {ufc_files:>6} files, "
           f"{ufc_bytes / host_tasks:8.1f} B/host-task, {ufc_seconds:.1f}s")

@@ -123,7 +123,8 @@ def test_unreachable_host_is_reported(workdir: Path) -> None:
 
 
 def test_syntax_error_surfaces_ansible_output(workdir: Path) -> None:
-    (workdir / "broken.yml").write_text("- hosts: all\n  tasks:\n    - name: x\n      no_such_module_xyz: {}\n")
+    (workdir / "broken.yml").write_text(
+        "- hosts: all\n  tasks:\n    - name: x\n      no_such_module_xyz: {}\n")
     result = run_playbook(workdir / "broken.yml", [_host("h", set())], RunOptions())
     assert result.rc != 0 and not result.succeeded
     assert result.hosts == {}

@@ -18,7 +18,9 @@ TASK_KEYWORDS = set(Task.fattributes) | set(Handler.fattributes) | {"local_actio
 BLOCK_KEYS = ("block", "rescue", "always")
 COMMAND_MODULES = {"ansible.builtin.command", "ansible.builtin.shell", "command", "shell"}
 # Controller-side add-on roles share one scenario (tests/integration/test_molecule.py SHARED).
-SHARED_SCENARIOS = {r: "k8s_addons" for r in ("k8s_manifests", "nodelocaldns", "volcano", "ascend_components")}
+SHARED_SCENARIOS = {
+    r: "k8s_addons" for r in ("k8s_manifests", "nodelocaldns", "volcano", "ascend_components")
+}
 README_ROW = re.compile(r"^\|\s*`([A-Za-z0-9_]+)`\s*\|")
 
 
