@@ -15,3 +15,29 @@ def test_test_module_basenames_are_unique() -> None:
         seen[path.name].append(str(path.relative_to(TESTS)))
     clashes = {name: paths for name, paths in seen.items() if len(paths) > 1}
     assert not clashes, f"rename one of each: {clashes}"
+
+
+def test_each_lab_module_runs_on_one_xdist_worker(tmp_path) -> None:
+    """scripts/test.sh runs `-n 3 --dist loadgroup`; a lab module split over two workers would run its
+    lab twice under one name (pytest 9 + xdist 3.8 broke this silently). Same conftest, toy modules."""
+    import shutil
+    import subprocess
+    import sys
+
+    suite = tmp_path / "integration"
+    suite.mkdir()
+    shutil.copy(TESTS / "integration" / "conftest.py", suite / "conftest.py")
+    for name in ("a", "b", "c"):
+        (suite / f"test_{name}.py").write_text(
+            "import os, pytest\n"
+            "@pytest.mark.parametrize('i', range(6))\n"
+            "def test_x(i):\n"
+            f"    open({str(tmp_path / name)!r}, 'a').write(os.environ['PYTEST_XDIST_WORKER'] + '\\n')\n"
+        )
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "3", "--dist", "loadgroup",
+         str(suite)], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    workers = {name: set((tmp_path / name).read_text().split()) for name in ("a", "b", "c")}
+    assert all(len(w) == 1 for w in workers.values()), workers
