@@ -22,6 +22,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import init_plugin_loader
 from ansible.template import Templar, trust_as_template
 
+from tests.helpers.ansible_values import trusted as _trusted
 from tests.helpers.gen_inventory import ClusterShape, write_cluster_inventory
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.addons.tor import MAX_CONFIGMAP_DATA_BYTES
@@ -59,16 +60,6 @@ def _filters() -> Any:
 
 
 FILTERS = _filters()
-
-
-def _trusted(value: Any) -> Any:
-    if isinstance(value, str) and "{{" in value:
-        return trust_as_template(value)
-    if isinstance(value, dict):
-        return {k: _trusted(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_trusted(v) for v in value]
-    return value
 
 
 def _role_defaults() -> dict[str, Any]:

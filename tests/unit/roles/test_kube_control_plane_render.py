@@ -21,22 +21,13 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from tests.helpers.ansible_values import trusted as _trusted
 from tests.helpers.gen_inventory import ClusterShape, write_cluster_inventory
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.controlplane.schema import documents_errors
 
 ROOT = Path(__file__).resolve().parents[3]
 ROLE = ROOT / "roles" / "kube_control_plane"
-
-
-def _trusted(value: Any) -> Any:
-    if isinstance(value, str) and "{{" in value:
-        return trust_as_template(value)
-    if isinstance(value, dict):
-        return {k: _trusted(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_trusted(v) for v in value]
-    return value
 
 
 def _ca_pem() -> str:
