@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.pyimports import imported_modules as _imports
 
 PACKAGE = Path(__file__).resolve().parents[2] / "ufcctl"
 
@@ -19,16 +20,6 @@ FORBIDDEN = {
 # third-party adapters only the engine may import
 ENGINE_ONLY = {"ansible_runner", "subprocess", "sqlite3"}
 DOMAIN_NO_IO = {"logging", "subprocess", "sqlite3", "socket", "shutil"}
-
-
-def _imports(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names
 
 
 def _modules(layer: str) -> list[Path]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import shutil
 import subprocess
@@ -13,6 +12,7 @@ from types import ModuleType
 import pytest
 import yaml
 
+from tests.helpers.pyimports import imported_modules as _imports
 from ufcctl.domain.etcd.rule import DEFAULT_RULE
 from ufcctl.domain.etcd.settings import ROLE_DEFAULTS
 from ufcctl.domain.etcd.topology import CLUSTER_KINDS, apiserver_etcd_flags, clusters_from_groups
@@ -44,16 +44,6 @@ def test_default_rule_is_the_parsers_default() -> None:
 
 def test_every_overridable_setting_has_a_role_default() -> None:
     assert {f"etcd_{k}" for k in ROLE_VARS["__etcd_common_settings"]} <= set(DEFAULTS)
-
-
-def _imports(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names
 
 
 @pytest.mark.parametrize("module", SHIPPED)
