@@ -1,6 +1,7 @@
 """etcd on a real container lab: three TLS clusters after `ufcctl deploy`, the timer path defragmenting
 every member one at a time (leader last) under a concurrent writer, a member killed mid-run, and
-`ufcctl etcd status|defrag|prune`. The lab is test-owned: its own name, subnet and state."""
+`ufcctl etcd status|defrag|prune`. The lab is the test-owned stack shared with the deploy, NFS and
+VIP modules (tests/integration/conftest.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import json
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,26 +16,16 @@ import pytest
 import yaml
 from etcd_writer import Writer
 
-from tests.helpers.lab import running_lab
+from tests.helpers.lab import STACK_LAB, Stack
 from tests.helpers.lab import ufcctl as _ufcctl
 from ufcctl.engine.etcd_client import ClusterClient, Gateway, TlsFiles
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-LAB = "itetcd"
-SUBNET = "10.89.72.0/24"  # a test-owned podman network; nothing else is ever targeted
+LAB = STACK_LAB  # the deployed lab shared with the deploy, NFS and VIP modules (conftest.py)
 MEMBERS = [f"{LAB}-cp{i}" for i in (1, 2, 3)]
 PORTS = {"core": 2379, "events": 2383, "pods": 2385}
 MiB = 1024 * 1024
-# Lab-sized thresholds (the defaults are sized for 8 GiB databases); the timer itself never fires
-# during the test (a calendar date in the past): the test starts the units the timer starts.
-TEST_VARS = {
-    "etcd_defrag_rule": "dbSizeFree > 4*1024*1024",
-    "etcd_defrag_compaction_keep_revisions": 0,
-    "etcd_defrag_min_interval": 30,
-    "etcd_defrag_on_calendar": "2000-01-01 00:00:00",
-}
 
 
 @dataclass(frozen=True)
@@ -67,23 +57,17 @@ def _exec(env: dict[str, str], member: str, command: str, check: bool = True) ->
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    work = tmp_path_factory.mktemp("etcdlab")
-    with running_lab(work, LAB, SUBNET, nodes=1) as env:
-        inventory = work / "inventory"
-        (inventory / "group_vars" / "all").mkdir(parents=True, exist_ok=True)
-        (inventory / "group_vars" / "all" / "etcd-test.yml").write_text(yaml.safe_dump(TEST_VARS))
-        hosts = yaml.safe_load((inventory / "hosts.yml").read_text())
-        cps = hosts["all"]["children"]["kube_control_plane"]["hosts"]
-        deploy = _ufcctl(["deploy", "--inventory", str(inventory), "--output", "json"], env)
-        assert deploy.returncode == 0, deploy.stdout[-4000:] + deploy.stderr[-3000:]
-        pki = Path(env["UFC_STATE_DIR"]) / "pki" / "default" / "etcd"
-        yield Lab(
-            inventory,
-            env,
-            TlsFiles(str(pki / "ca.crt"), str(pki / "ufcctl.crt"), str(pki / "ufcctl.key")),
-            {m: cps[m]["ansible_host"] for m in MEMBERS},
-        )
+def lab(stack: Stack) -> Lab:
+    stack.require_deployed()  # with the lab-sized defrag thresholds of STACK_TEST_VARS
+    hosts = yaml.safe_load((stack.inventory / "hosts.yml").read_text())
+    cps = hosts["all"]["children"]["kube_control_plane"]["hosts"]
+    pki = Path(stack.env["UFC_STATE_DIR"]) / "pki" / "default" / "etcd"
+    return Lab(
+        stack.inventory,
+        stack.env,
+        TlsFiles(str(pki / "ca.crt"), str(pki / "ufcctl.crt"), str(pki / "ufcctl.key")),
+        {m: cps[m]["ansible_host"] for m in MEMBERS},
+    )
 
 
 def _status(lab: Lab, *extra: str) -> list[dict]:

@@ -1,27 +1,26 @@
 """roles/nfs_server on a real container lab: nfs-ganesha on the lab's NFS node (a bind-mounted host
 directory), a worker container writing and reading through NFSv4 with libnfs-utils, the dataset layout
-with its modes, and a second run with 0 changed. The lab is test-owned: its own name, subnet and state."""
+with its modes, and a rerun of the role alone with 0 changed. The lab is the test-owned stack shared with
+the deploy, etcd and VIP modules (tests/integration/conftest.py): `ufcctl deploy` installed the server."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.helpers.lab import running_lab
+from tests.helpers.lab import STACK_LAB, Stack
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-LAB = "itnfs"
-SUBNET = "10.89.74.0/24"  # a test-owned podman network; nothing else is ever targeted
+LAB = STACK_LAB  # the deployed lab shared with the deploy, etcd and VIP modules (conftest.py)
 SERVER, CLIENT = f"{LAB}-cp1", f"{LAB}-w01"
 PLAYBOOK = "- hosts: nfs_server\n  gather_facts: false\n  roles: [nfs_server]\n"
 LAYOUT = {  # path under the export -> mode (octal, as stat %a prints it); roles/nfs_server/defaults
@@ -37,10 +36,8 @@ LAYOUT = {  # path under the export -> mode (octal, as stat %a prints it); roles
 class Lab:
     inventory: Path
     env: dict[str, str]
-    playbook: Path
     export_dir: Path  # the host directory bind-mounted at /srv/nfs on the server
     server_ip: str
-    first_run: subprocess.CompletedProcess[str]
 
     def url(self, path: str) -> str:
         return f"nfs://{self.server_ip}/data/{path}?version=4"
@@ -55,36 +52,23 @@ def _exec(lab: Lab, container: str, command: str) -> subprocess.CompletedProcess
     return _run(["podman", "exec", container, "sh", "-c", command], lab.env, timeout=120)
 
 
-def _play(inventory: Path, playbook: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return _run([str(BIN / "ansible-playbook"), "-i", str(inventory), str(playbook)], env)
-
-
 def _changed(proc: subprocess.CompletedProcess[str]) -> dict[str, int]:
     return {host: int(n) for host, n in re.findall(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)", proc.stdout, re.M)}
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    work = tmp_path_factory.mktemp("nfslab")
-    ansible = {"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
-               "ANSIBLE_NOCOLOR": "1"}
-    with running_lab(work, LAB, SUBNET, nodes=1, **ansible) as env:
-        inventory = work / "inventory"
-        hosts = yaml.safe_load((inventory / "hosts.yml").read_text())["all"]["children"]
-        assert list(hosts["nfs_server"]["hosts"]) == [SERVER]
-        playbook = work / "nfs.yml"
-        playbook.write_text(PLAYBOOK)
-        first = _play(inventory, playbook, env)
-        mounts = _run(["podman", "inspect", SERVER, "--format",
-                       "{{range .Mounts}}{{.Destination}} {{.Source}}\n{{end}}"], env)
-        export_dir = dict(line.split(" ", 1) for line in mounts.stdout.splitlines() if line)["/srv/nfs"]
-        yield Lab(inventory, env, playbook, Path(export_dir),
-                  hosts["kube_control_plane"]["hosts"][SERVER]["ansible_host"], first)
+def lab(stack: Stack) -> Lab:
+    stack.require_deployed()
+    hosts = yaml.safe_load((stack.inventory / "hosts.yml").read_text())["all"]["children"]
+    assert list(hosts["nfs_server"]["hosts"]) == [SERVER]
+    mounts = _run(["podman", "inspect", SERVER, "--format",
+                   "{{range .Mounts}}{{.Destination}} {{.Source}}\n{{end}}"], stack.env)
+    export_dir = dict(line.split(" ", 1) for line in mounts.stdout.splitlines() if line)["/srv/nfs"]
+    return Lab(stack.inventory, stack.env, Path(export_dir),
+               hosts["kube_control_plane"]["hosts"][SERVER]["ansible_host"])
 
 
-def test_first_run_deploys_ganesha(lab: Lab) -> None:
-    assert lab.first_run.returncode == 0, lab.first_run.stdout[-4000:] + lab.first_run.stderr[-2000:]
-    assert _changed(lab.first_run)[SERVER] > 0
+def test_deploy_runs_ganesha(lab: Lab) -> None:
     units = _exec(lab, SERVER, "systemctl is-active nfs-ganesha rpcbind; systemctl is-enabled nfs-ganesha")
     assert units.stdout.split() == ["active", "active", "enabled"], units.stdout + units.stderr
 
@@ -112,7 +96,11 @@ def test_worker_writes_and_reads_through_nfsv4(lab: Lab) -> None:
     assert {"code", "dataset"} <= set(listing.stdout.split()), listing.stdout + listing.stderr
 
 
-def test_second_run_changes_nothing(lab: Lab) -> None:
-    second = _play(lab.inventory, lab.playbook, lab.env)
+def test_the_role_alone_changes_nothing_on_a_deployed_server(lab: Lab, tmp_path: Path) -> None:
+    playbook = tmp_path / "nfs.yml"
+    playbook.write_text(PLAYBOOK)
+    env = {**lab.env, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
+           "ANSIBLE_NOCOLOR": "1"}
+    second = _run([str(BIN / "ansible-playbook"), "-i", str(lab.inventory), str(playbook)], env)
     assert second.returncode == 0, second.stdout[-4000:]
     assert _changed(second) == {SERVER: 0}, second.stdout[-3000:]

@@ -4,12 +4,13 @@ a kube-apiserver TEST DOUBLE (tests/lab/apiserver_standin) behind them, a client
 Measured and printed (run with -s): the gap in seconds and the failed requests when haproxy, then
 keepalived, is stopped on the VIP holder (the aim is under 5 s; wall-clock times are printed, not
 asserted). Asserted: the VIP moves away from the broken holder, requests succeed again after the
-move, a backend made unready receives no requests, and a second deploy of the roles changes nothing.
+move, and a backend made unready receives no requests. The lab is the test-owned stack shared with
+the deploy, etcd and NFS modules (tests/integration/conftest.py): `ufcctl deploy` installed keepalived
+and haproxy there (test_deploy_lab checks that a second deploy changes nothing).
 """
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -24,14 +25,12 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # tests.lab is imported from the repository root
     sys.path.insert(0, str(ROOT))
-from tests.helpers.lab import running_lab  # noqa: E402
-from tests.helpers.lab import ufcctl as _ufcctl  # noqa: E402
+from tests.helpers.lab import STACK_LAB, Stack  # noqa: E402
 from tests.lab import apiserver_standin  # noqa: E402  (the kube-apiserver TEST DOUBLE)
 
 pytestmark = pytest.mark.integration
 
-LAB = "itvip"
-SUBNET = "10.89.73.0/24"  # a test-owned podman network; nothing else is ever targeted
+LAB = STACK_LAB  # the deployed lab shared with the deploy, etcd and NFS modules (conftest.py)
 CONTROL_PLANES = [f"{LAB}-cp{i}" for i in (1, 2, 3)]
 CLIENT = f"{LAB}-w01"
 STAT = (
@@ -65,29 +64,6 @@ class Lab:
         ]
 
 
-def _deploy(lab: Lab) -> dict:
-    proc = _ufcctl(
-        [
-            "deploy",
-            "--inventory",
-            str(lab.inventory),
-            "--tags",
-            "apiserver_lb,kube_control_plane",
-            "--output",
-            "json",
-        ],
-        lab.env,
-    )
-    try:
-        data = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        pytest.fail(
-            f"deploy printed no JSON (rc={proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-        )
-    assert proc.returncode == 0, json.dumps(data, indent=1)[-4000:]
-    return data
-
-
 def _wait(predicate: Callable[[], object], what: str, timeout: float = 60.0) -> object:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -99,28 +75,25 @@ def _wait(predicate: Callable[[], object], what: str, timeout: float = 60.0) -> 
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    work = tmp_path_factory.mktemp("viplab")
-    with running_lab(work, LAB, SUBNET, nodes=1) as env:
-        cluster = yaml.safe_load((work / "inventory" / "group_vars" / "all" / "cluster.yml").read_text())
-        yield Lab(work / "inventory", env, cluster["ufc_vip"])
-
-
-@pytest.fixture(scope="module")
-def deployed(lab: Lab) -> Lab:
+def deployed(stack: Stack) -> Iterator[Lab]:
+    stack.require_deployed()
+    cluster = yaml.safe_load((stack.inventory / "group_vars" / "all" / "cluster.yml").read_text())
+    lab = Lab(stack.inventory, stack.env, cluster["ufc_vip"])
+    # keepalived's track script checks the local apiserver's /readyz: the VIP comes up once they answer
     for container in CONTROL_PLANES:
         apiserver_standin.start(container, env=lab.env)
-    first = _deploy(lab)
-    assert first["totals"]["changed"] > 0
-    second = _deploy(lab)
-    assert second["totals"]["changed"] == 0, {h: r["changed"] for h, r in second["hosts"].items()}
-    _wait(lambda: len(lab.holders()) == 1, "exactly one VIP holder")
-    apiserver_standin.start_client(CLIENT, lab.vip, env=lab.env)
-    _wait(
-        lambda: sum(ok for _, ok, _ in apiserver_standin.client_log(CLIENT, env=lab.env)) >= 10,
-        "the client's first successful requests through the VIP",
-    )
-    return lab
+    try:
+        _wait(lambda: len(lab.holders()) == 1, "exactly one VIP holder")
+        apiserver_standin.start_client(CLIENT, lab.vip, env=lab.env)
+        _wait(
+            lambda: sum(ok for _, ok, _ in apiserver_standin.client_log(CLIENT, env=lab.env)) >= 10,
+            "the client's first successful requests through the VIP",
+        )
+        yield lab
+    finally:  # the shared lab goes back to what the deploy left: nothing on the apiserver port
+        apiserver_standin.stop_client(CLIENT, env=lab.env)
+        for container in CONTROL_PLANES:
+            apiserver_standin.stop(container, env=lab.env)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ def test_test_module_basenames_are_unique() -> None:
 def test_each_lab_module_runs_on_one_xdist_worker(tmp_path) -> None:
     """scripts/test.sh runs `-n 3 --dist loadgroup`; a lab module split over two workers would run its
     lab twice under one name (pytest 9 + xdist 3.8 broke this silently). Same conftest, toy modules."""
+    import os
     import shutil
     import subprocess
     import sys
@@ -34,10 +35,25 @@ def test_each_lab_module_runs_on_one_xdist_worker(tmp_path) -> None:
             "def test_x(i):\n"
             f"    open({str(tmp_path / name)!r}, 'a').write(os.environ['PYTEST_XDIST_WORKER'] + '\\n')\n"
         )
+    env = {**os.environ, "PYTHONPATH": str(TESTS.parent)}  # the conftest imports tests.helpers
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "3", "--dist", "loadgroup",
-         str(suite)], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+         str(suite)], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False, env=env,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     workers = {name: set((tmp_path / name).read_text().split()) for name in ("a", "b", "c")}
     assert all(len(w) == 1 for w in workers.values()), workers
+
+
+def test_the_modules_sharing_the_deployed_lab_form_one_group() -> None:
+    """They share one session fixture (one lab, one deploy): on two workers it would be built twice
+    under one lab name. Every other lab module keeps a group of its own; molecule spreads."""
+    from tests.helpers.lab import STACK_MODULES
+    from tests.integration.conftest import xdist_group_of
+
+    present = {p.name for p in (TESTS / "integration").glob("test_*.py")}
+    assert STACK_MODULES <= present, STACK_MODULES - present
+    assert {xdist_group_of(m) for m in STACK_MODULES} == {"stack"}
+    others = sorted(present - STACK_MODULES - {"test_molecule.py"})
+    assert [xdist_group_of(m) for m in others] == [m.removesuffix(".py") for m in others]
+    assert xdist_group_of("test_molecule.py") is None

@@ -53,6 +53,10 @@ def start_client(container: str, vip: str, port: int = 8443, env: dict[str, str]
     _podman("exec", container, "sh", "-c", script, env=env)
 
 
+def stop_client(container: str, env: dict[str, str] | None = None) -> None:
+    _podman("exec", container, "sh", "-c", f"systemctl stop {CLIENT_UNIT} || true", env=env)
+
+
 def client_log(container: str, env: dict[str, str] | None = None) -> list[tuple[float, bool, str]]:
     """(time, ok, backend-or-error) for every request the client made so far."""
     entries = []
