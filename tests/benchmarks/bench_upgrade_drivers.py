@@ -52,7 +52,10 @@ def _run(cmd: list[str], env: dict[str, str],
 
 def _check(what: str, proc: subprocess.CompletedProcess) -> None:
     if proc.returncode != 0:
-        sys.exit(f"{what} failed (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        # the failing tasks first: a long run's tail is only the recap
+        fatal = [line for line in proc.stdout.splitlines() if line.startswith(("fatal:", "failed:"))]
+        sys.exit(f"{what} failed (rc {proc.returncode}):\n" + "\n".join(fatal)[-6000:]
+                 + f"\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
 
 
 def main() -> None:
@@ -84,20 +87,24 @@ def main() -> None:
             _check("first install (not measured)", first)
             for worker in workers:
                 write_faults(worker, {"driver_seconds": t * (10 if worker == slow else 1)})
+            # both get the same installer timeout, above the slow node's 10 T (ufcctl passes its
+            # --node-timeout to the role; the lab's own group_vars say 300 s, which killed a 400 s install)
+            timeout = max(600, int(20 * t))
             results: dict[str, list[float]] = {"ufcctl": [], "baseline": []}
             target = v1
             for _ in range(rounds):
                 target = v2 if target is v1 else v1
                 args = ["--version", target.driver_version, "--firmware-version", target.firmware_version]
                 seconds, proc = _run([UFCCTL, "upgrade-drivers", "-i", str(inventory), "--batch", str(c),
-                                      *args], env)
+                                      "--node-timeout", str(timeout), *args], env)
                 _check("ufcctl upgrade-drivers", proc)
                 results["ufcctl"].append(seconds)
                 target = v2 if target is v1 else v1
                 seconds, proc = _run([str(Path(sys.executable).parent / "ansible-playbook"), "-i",
                                       str(inventory), str(ROOT / "tests" / "benchmarks" /
                                                           "baseline_upgrade_drivers.yml"),
-                                      "-e", f"baseline_serial={c}", "-e",
+                                      "-e", f"baseline_serial={c}",
+                                      "-e", f"ascend_driver_install_timeout={timeout}", "-e",
                                       f"ufc_npu_driver_version={target.driver_version}", "-e",
                                       f"ufc_npu_firmware_version={target.firmware_version}"], baseline_env)
                 _check("baseline ansible-playbook", proc)
