@@ -173,6 +173,10 @@ class DefragRun:
         self.cfg, self.client, self.log, self.clock, self.sleep = cfg, client, log, clock, sleep
         self.report = RunReport(cfg.cluster)
         self._records: list[tuple[str, LastDefrag]] = []
+        # revisions held back by compact_once, one per member: settle_compaction compacts one more
+        # of them through each member before its rule is evaluated (see there)
+        self._settle_reserve = 0
+        self._settle_next = 0
 
     def skip_all(self, names: list[str], reason: str, view: ClusterView | None = None) -> RunReport:
         for name in names:
@@ -313,7 +317,10 @@ class DefragRun:
         if self.report.compacted_to is not None:
             return
         revision = max(s.revision for s in view.statuses.values())
-        target = compaction_revision(revision, self.cfg.settings.compaction_keep_revisions)
+        # hold back one revision per member: each member's settle compaction takes one, so the
+        # run never compacts past `revision - keep`
+        reserve = len(view.members)
+        target = compaction_revision(revision, self.cfg.settings.compaction_keep_revisions + reserve)
         if target is None:
             self.report.compacted_to = 0
             return
@@ -325,24 +332,34 @@ class DefragRun:
                 self.log(f"cluster={self.cfg.cluster} action=compaction-failed revision={target} error={err}")
                 self.report.notes.append(f"compaction to {target} failed: {err.message}")
         self.report.compacted_to = target
+        self._settle_reserve, self._settle_next = reserve, target + 1
 
     def settle_compaction(self, view: ClusterView, name: str) -> ClusterView:
         """Let member `name` finish the compaction before its rule is evaluated.
 
-        A physical compaction waits only on the member that served it; a follower may still be
-        freeing pages, and its dbSizeInUse would hide the space the defrag can reclaim. Sending
-        the same compaction through this member returns once it applied it (or says it already
-        did); then its in-use size is read until it stops shrinking (at most ~5 s).
+        A physical compaction waits only on the member that served it: a follower frees its pages
+        later, and until then its dbSizeInUse hides the space a defrag would reclaim (CI saw two
+        followers skipped with "rule false" that way). etcd runs a member's compactions in order
+        and a physical one returns once the serving member finished it and committed, so one more
+        compaction, one revision further, sent through this member settles every compaction before
+        it there. Its revision comes from the reserve compact_once held back; when another actor
+        already compacted past the reserve (etcd answers "compacted"), the member's in-use size is
+        read until it stops shrinking instead (at most ~5 s).
         """
         member = view.member(name)
         if not self.report.compacted_to or member is None or self.cfg.dry_run:
             return view
         gateway = self.client.gateway(member.endpoint)
-        try:
-            gateway.compact(self.report.compacted_to)
-        except EtcdError as err:
-            if not err.compacted:
-                return view
+        while self._settle_next <= self.report.compacted_to + self._settle_reserve:
+            revision = self._settle_next
+            self._settle_next += 1
+            try:
+                gateway.compact(revision)
+                return self.client.view()
+            except EtcdError as err:
+                if not err.compacted:
+                    return view
+        self.log(f"cluster={self.cfg.cluster} member={name} compaction reserve used up; polling its size")
         previous = view.statuses[name].db_size_in_use if name in view.statuses else -1
         for _ in range(10):
             try:

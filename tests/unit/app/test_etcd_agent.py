@@ -32,6 +32,8 @@ class FakeEtcd:
         self.leases: set[str] = set()
         self.events: list[tuple[str, ...]] = []
         self.fail_defrag: set[str] = set()
+        self.compacted_to = 0  # the cluster's compaction revision
+        self.in_use_after_compaction = 50 * MiB
         self.after_defrag: dict[str, Any] = {}  # name -> callable run after that member's defrag
 
     # ClusterClient surface
@@ -89,11 +91,9 @@ class FakeEtcd:
         self.kv[key] = (value, None)
 
     def compact(self, revision: int) -> None:
-        # like etcd: the serving member (here m1) has freed its pages when the call returns;
-        # the others apply the compaction later (when asked through their own endpoint, here)
+        # served by m1: like etcd, m1 has freed its pages when the physical call returns
         self.events.append(("compact", str(revision)))
-        self.sizes["m1"][1] = 50 * MiB
-        self.compacted = True
+        self.gateway("https://m1:2379").compact(revision)
 
     def disarm(self, alarm: Alarm) -> None:
         self.alarms.remove(alarm)
@@ -120,10 +120,17 @@ class FakeGateway:
         return self.etcd._status(self.name)
 
     def compact(self, revision: int) -> None:
-        self.etcd.events.append(("compact-via", self.name))
-        if getattr(self.etcd, "compacted", False):
-            self.etcd.sizes[self.name][1] = 50 * MiB
-        raise EtcdError(self.name, "etcdserver: mvcc: required revision has been compacted", 11)
+        """A physical compaction served by this member. The worst case of a lagging member: it frees
+        its pages only when a compaction it serves returns; asked for a revision already compacted
+        it says so at once and frees nothing."""
+        self.etcd.events.append(("compact-via", self.name, str(revision)))
+        if revision <= self.etcd.compacted_to:
+            raise EtcdError(self.name, "etcdserver: mvcc: required revision has been compacted", 11)
+        if revision > self.etcd.revision:
+            raise EtcdError(self.name, "etcdserver: mvcc: required revision is a future revision", 11)
+        self.etcd.compacted_to = revision
+        sizes = self.etcd.sizes[self.name]
+        sizes[1] = min(sizes[1], self.etcd.in_use_after_compaction)
 
     def move_leader(self, target_id: str) -> None:
         assert self.etcd.ids[self.name] == self.etcd.ids[self.etcd.leader], (
@@ -192,10 +199,11 @@ def test_controller_run_one_at_a_time_leader_last_under_the_lock() -> None:
     report, lines = run(etcd)
     assert actions(report) == [("m1", "defragmented"), ("m3", "defragmented"), ("m2", "defragmented")]
     assert [o.leader for o in report.outcomes] == [False, False, True]
-    # compaction first (keeping 1000 revisions), every defrag while our lease holds the lock, lock released
-    assert etcd.events[0] == ("compact", "4000")
-    assert etcd.events[1][0] == "lock"
-    lease = etcd.events[1][1]
+    # compaction first (keeping 1000 revisions and one per member for the settle compactions), every
+    # defrag while our lease holds the lock, lock released
+    assert etcd.events[0] == ("compact", "3997")
+    assert etcd.events[2][0] == "lock"
+    lease = etcd.events[2][1]
     assert [e for e in etcd.events if e[0] == "defrag"] == [("defrag", n, lease) for n in ("m1", "m3", "m2")]
     assert etcd.events[-1] == ("unlock", lease) and etcd.lock_holder() is None
     # sizes before/after are reported and the last-defrag records are written
@@ -207,19 +215,44 @@ def test_controller_run_one_at_a_time_leader_last_under_the_lock() -> None:
 
 def test_rule_sees_the_space_a_lagging_member_frees_after_compaction() -> None:
     """160 MiB files with 100 MiB in use: only the compaction makes them due (rule: > 100 MiB free).
-    The serving member frees its pages first; the others are asked through their own endpoint."""
+    The serving member frees its pages first; each other member is settled by a compaction one
+    revision further served by itself, never past `revision - keep`."""
     etcd = FakeEtcd(leader="m2", size=160 * MiB, in_use=100 * MiB)
     report, _ = run(etcd)
     assert actions(report) == [("m1", "defragmented"), ("m3", "defragmented"), ("m2", "defragmented")]
-    order = [e for e in etcd.events if e[0] in ("compact-via", "defrag")]
-    assert [e[:2] for e in order] == [
-        ("compact-via", "m1"),
-        ("defrag", "m1"),
-        ("compact-via", "m3"),
-        ("defrag", "m3"),
-        ("compact-via", "m2"),
-        ("defrag", "m2"),
+    order = [e for e in etcd.events if e[0] in ("compact", "compact-via", "defrag")]
+    assert [e[:3] for e in order] == [
+        ("compact", "3997"),
+        ("compact-via", "m1", "3997"),
+        ("compact-via", "m1", "3998"),
+        ("defrag", "m1", "L1"),
+        ("compact-via", "m3", "3999"),
+        ("defrag", "m3", "L1"),
+        ("compact-via", "m2", "4000"),
+        ("defrag", "m2", "L1"),
     ]
+    assert etcd.compacted_to == 5000 - 1000
+
+
+def test_member_agents_share_the_reserve_and_never_compact_past_keep() -> None:
+    """Three agents, one after another, each compacting first: the later ones find the reserve
+    partly used and take the next free revision."""
+    etcd = FakeEtcd(leader="m2", size=160 * MiB, in_use=100 * MiB)
+    for member in ("m1", "m3", "m2"):
+        report, _ = run(etcd, member=member)
+        assert actions(report) == [(member, "defragmented")]
+    assert etcd.compacted_to == 5000 - 1000
+
+
+def test_reserve_used_up_by_another_compactor_falls_back_to_polling() -> None:
+    """Someone compacted past our reserve: the member is read until its size settles, and the run
+    says so; a member that still shows no free space is skipped with the rule's reason."""
+    etcd = FakeEtcd(leader="m2", size=160 * MiB, in_use=100 * MiB)
+    etcd.compacted_to = 4500  # the apiserver's own compaction, newer than ours
+    report, lines = run(etcd)
+    assert actions(report) == [("m1", "skipped"), ("m3", "skipped"), ("m2", "skipped")]
+    assert all("rule false" in o.reason for o in report.outcomes)
+    assert sum("compaction reserve used up; polling its size" in line for line in lines) == 3
 
 
 def test_follower_agent_defrags_only_its_own_member() -> None:
@@ -352,7 +385,7 @@ def test_nospace_leader_recovers_every_member_without_lock_then_disarms() -> Non
 def test_nospace_kept_while_space_is_not_recovered() -> None:
     etcd = FakeEtcd(leader="m2", size=1000 * MiB, in_use=1000 * MiB)
     etcd.alarms.append(Alarm("1", "NOSPACE"))
-    etcd.compact = lambda revision: None  # type: ignore[method-assign]  # nothing to free
+    etcd.in_use_after_compaction = 1000 * MiB  # nothing to free
     report, _ = run(etcd, settings=replace(SETTINGS, rule=parse_rule("true")))
     assert defrags(etcd) == ["m1", "m3", "m2"]
     assert report.disarmed == [] and etcd.alarms
