@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -111,9 +113,9 @@ def _count(children: tuple[str, ...]) -> str:
     return f" [{len(children)} groups]" if len(children) > MAX_CHILDREN_ROWS else ""
 
 
-def _natural(item: tuple[str, int]) -> list[object]:
-    # tor-2 before tor-10
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", item[0])]
+def _natural(item: Sequence[Any]) -> list[Any]:
+    # tor-2 before tor-10 (re.split alternates text and digit parts, so ints meet ints)
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(item[0]))]
 
 
 def _print_summary(summary: InventorySummary) -> None:

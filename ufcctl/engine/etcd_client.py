@@ -206,11 +206,12 @@ class Gateway:
     def lease_revoke(self, lease_id: str) -> None:
         self.call("lease/revoke", {"ID": lease_id})
 
-    def put(self, key: str, value: str, lease_id: str | None = None) -> None:
+    def put(self, key: str, value: str, lease_id: str | None = None) -> int:
+        """Returns the revision the write created (answered once the serving member applied it)."""
         body: dict[str, Any] = {"key": _b64(key), "value": _b64(value)}
         if lease_id:
             body["lease"] = lease_id
-        self.call("kv/put", body)
+        return int(self.call("kv/put", body).get("header", {}).get("revision", 0))
 
     def get(self, key: str) -> str | None:
         kvs = self.call("kv/range", {"key": _b64(key)}).get("kvs", ())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -86,7 +87,8 @@ class RunProgress:
             state.counts[status] = state.counts.get(status, 0) + 1
             if status in ("failed", "unreachable"):
                 state.done_hosts.add(host)
-            self._progress.update(state.task_id, completed=len(state.done_hosts), **state.counts)
+            fields: dict[str, Any] = dict(state.counts)  # the bar's columns read them by status name
+            self._progress.update(state.task_id, completed=len(state.done_hosts), **fields)
         if message:
             self._say(f"[{run_id}] {status.upper()} {host}: {task}: {message.splitlines()[0][:200]}")
 

@@ -249,7 +249,7 @@ def _where(err: jsonschema.ValidationError) -> str:
 def documents_errors(docs: list[Any]) -> list[str]:
     """schema_errors of each document of a multi-document file, and kinds rendered twice."""
     problems = [p for doc in docs for p in schema_errors(doc)]
-    kinds = [doc.get("kind") for doc in docs if isinstance(doc, Mapping)]
+    kinds = [str(doc.get("kind")) for doc in docs if isinstance(doc, Mapping)]
     problems += [
         f"{k}: rendered {kinds.count(k)} times in one file" for k in sorted(set(kinds)) if kinds.count(k) > 1
     ]

@@ -148,6 +148,11 @@ def lock_key(cluster: str) -> str:
     return f"{KEY_PREFIX}/{cluster}/lock"
 
 
+def settle_key(cluster: str) -> str:
+    """Written just before a member's rule is evaluated, so its backend commits (see etcd_agent)."""
+    return f"{KEY_PREFIX}/{cluster}/settle"
+
+
 def last_key(cluster: str, member: str) -> str:
     return f"{KEY_PREFIX}/{cluster}/last/{member}"
 
@@ -196,6 +201,10 @@ def decide(view: ClusterView, name: str, settings: DefragSettings, now: float) -
     if status is None:
         return Decision(name, False, f"no status ({view.unreachable.get(name, 'unknown member')})")
     variables = rule_variables(status.db_size, status.db_size_in_use, settings.quota_bytes)
+    if view.nospace:
+        # a defrag is the only way out, and etcd refuses the writes that would let dbSizeInUse show
+        # what the compaction freed (see etcd_agent.settle_compaction): the rule is not consulted
+        return Decision(name, True, "NOSPACE alarm: every member is defragmented to recover", variables)
     try:
         wanted = settings.rule.evaluate(variables)
     except RuleError as err:
@@ -203,7 +212,7 @@ def decide(view: ClusterView, name: str, settings: DefragSettings, now: float) -
     if not wanted:
         return Decision(name, False, f"rule false: {settings.rule.text}", variables)
     last = view.last.get(name)
-    if last is not None and now - last.at < settings.min_interval_seconds and not view.nospace:
+    if last is not None and now - last.at < settings.min_interval_seconds:
         ago = int(now - last.at)
         return Decision(
             name,
