@@ -350,32 +350,36 @@ class DefragRun:
         """
         if not self.report.compacted_to or self.cfg.dry_run:
             return view
-        gateway = None
+        gateway, served_by = None, ""
         for name in names:
             member = view.member(name)
             if member is None or name not in view.statuses:
                 continue
-            gateway = self.client.gateway(member.endpoint)
+            gateway, served_by = self.client.gateway(member.endpoint), name
             if not self.compact_through(gateway, name):
                 return view
         if gateway is None:
             return view
         for _ in range(2):
-            try:
-                gateway.put(settle_key(self.cfg.cluster), json.dumps({"by": self.cfg.by}))
-            except EtcdError as err:
-                self.log(f"cluster={self.cfg.cluster} settle write failed: {err}")
+            if self.mark(gateway, served_by) is None:
                 break
             self.sleep(BACKEND_COMMIT_WAIT)
         return self.client.view()
 
+    def mark(self, gateway: Gateway, name: str) -> int | None:
+        """The settle marker write served by member `name`: the revision it created, or None
+        when it was refused (e.g. NOSPACE refuses writes: then decide on what the status says)."""
+        try:
+            return gateway.put(settle_key(self.cfg.cluster), json.dumps({"by": self.cfg.by}))
+        except EtcdError as err:
+            self.log(f"cluster={self.cfg.cluster} member={name} settle write failed: {err}")
+            return None
+
     def compact_through(self, gateway: Gateway, name: str) -> bool:
         """A physical compaction to `revision - keep` as of now, served by member `name`, after a
         marker write so there is a revision to go to. False when the write was refused (NOSPACE)."""
-        try:
-            latest = gateway.put(settle_key(self.cfg.cluster), json.dumps({"by": self.cfg.by}))
-        except EtcdError as err:  # e.g. NOSPACE refuses writes: decide on what the status says
-            self.log(f"cluster={self.cfg.cluster} member={name} settle write failed: {err}")
+        latest = self.mark(gateway, name)
+        if latest is None:
             return False
         target = compaction_revision(latest, self.cfg.settings.compaction_keep_revisions)
         if target is None:
