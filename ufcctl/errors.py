@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-# Exit codes (ARCHITECTURE.md / DEVELOPERS): 0 ok, 1 a run failed, 2 bad input or usage.
+# Exit codes (docs/style.md, "Python"): 0 ok, 1 a run failed, 2 bad input or usage.
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2

@@ -45,7 +45,7 @@ def _write(path: Path, text: str) -> None:
 class ClusterShape:
     npu_nodes: int = 16000
     nodes_per_tor: int = 16
-    tors_per_super_pod: int = 3  # 48 nodes: MindCluster's default super-pod-size (reference/ascend.md)
+    tors_per_super_pod: int = 3  # 48 nodes: the default super-pod-size (docs/reference/ascend.md §1.5)
     nodes_per_rack: int = 8
     accelerator_type: str = "module-a3-16-super-pod"
 

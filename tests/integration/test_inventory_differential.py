@@ -1,6 +1,6 @@
 """Differential test: ufcctl resolves hosts, groups and vars exactly as `ansible-inventory --list` does.
 
-ARCHITECTURE.md decision 2: ufcctl reads the inventory itself so Ansible never loads 16,000 hosts;
+docs/architecture.md decision 2: ufcctl reads the inventory itself so Ansible never loads 16,000 hosts;
 this test is what makes that safe. Each case runs the real ansible-inventory (from the venv
 running the tests) on the same directory and compares every host's merged vars, each group's
 direct hosts and children (in order), and every host's full group membership.

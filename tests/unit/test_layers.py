@@ -1,4 +1,4 @@
-"""The import direction of ARCHITECTURE.md holds: cli -> app -> engine/domain; domain does no I/O."""
+"""The import direction of docs/architecture.md holds: cli -> app -> engine/domain; domain does no I/O."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""app layer (see ARCHITECTURE.md)."""
+"""app layer (see docs/architecture.md, "Layers of the Python package")."""

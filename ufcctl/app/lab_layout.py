@@ -22,7 +22,7 @@ VIP_FROM_END = 6
 # that is 3 ToRs in 2 super pods, so ToR and super pod are different failure domains in the lab.
 NODES_PER_TOR = 2
 TORS_PER_SUPER_POD = 2
-ACCELERATOR_TYPE = "module-910b-8"  # Atlas 800T A2, 8 chips (reference/ascend.md §1.3)
+ACCELERATOR_TYPE = "module-910b-8"  # Atlas 800T A2, 8 chips (docs/reference/ascend.md §1.3)
 
 ROLE_CONTROL_PLANE = "control_plane"
 ROLE_WORKER = "worker"

@@ -15,7 +15,7 @@ from ufcctl.engine.podman import ContainerSpec, Podman
 from ufcctl.engine.sshkey import wait_for_sshd
 from ufcctl.errors import EnvironmentMissing, RunFailed
 
-# keepalived's VRRP needs the NET_* set (ARCHITECTURE.md: VIP failover verified with exactly it).
+# keepalived's VRRP needs the NET_* set (docs/architecture.md: VIP failover verified with exactly it).
 # SYS_PTRACE: root on a real node may read /proc/PID/fd and /proc/PID/exe of every user's process;
 # without it root in a container may not for other uids, and preflight could not tell that etcd
 # (user etcd) holds its own ports on a second deploy ("a process preflight cannot identify").

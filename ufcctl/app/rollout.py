@@ -2,7 +2,7 @@
 
 Why runs of up to one batch with `strategy: free`, and not one run per node (measured here, 2 cores):
 an ansible-playbook start costs about 2.3 s of controller CPU before the first task, and each task
-about 0.7 s of CPU (the reference/scale.md figure, matched locally: 10 trivial tasks took 8.3 s
+about 0.7 s of CPU (docs/reference/scale.md §1.2's figure, matched locally: 10 trivial tasks took 8.3 s
 user time). One run per node would pay the start-up for every node: 16,000 x 2.3 s = 10 CPU-hours,
 and here on 2 cores it would eat most of the CPU a small lab has. One run per batch pays it once per
 batch. Inside a run `strategy: free` lets every node race through the role on its own; the role's

@@ -1,1 +1,1 @@
-"""cli layer (see ARCHITECTURE.md)."""
+"""cli layer (see docs/architecture.md, "Layers of the Python package")."""

@@ -1,1 +1,1 @@
-"""domain layer (see ARCHITECTURE.md)."""
+"""domain layer (see docs/architecture.md, "Layers of the Python package")."""

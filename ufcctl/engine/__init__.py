@@ -1,1 +1,1 @@
-"""engine layer (see ARCHITECTURE.md)."""
+"""engine layer (see docs/architecture.md, "Layers of the Python package")."""

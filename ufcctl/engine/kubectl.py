@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ufcctl.errors import RunFailed
 
-# Extended resources of the Ascend device plugin (reference/ascend.md §3): a pod requesting any
+# Extended resources of the Ascend device plugin (docs/reference/ascend.md §3): a pod requesting any
 # of them is an NPU pod; vNPU templates such as huawei.com/Ascend910-4c share the prefix.
 NPU_RESOURCE_PREFIX = "huawei.com/"
 

@@ -17,7 +17,7 @@ from ufcctl.paths import PROJECT_ROOT
 
 log = logging.getLogger(__name__)
 
-# Podman here needs runc and explicit ulimits (ARCHITECTURE.md, verified facts); the settings
+# Podman here needs runc and explicit ulimits (docs/architecture.md, "Verified facts"); the settings
 # live in this file, which every podman call gets through CONTAINERS_CONF instead of /etc edits.
 CONTAINERS_CONF = PROJECT_ROOT / "templates" / "lab" / "containers.conf"
 

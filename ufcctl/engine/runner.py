@@ -1,10 +1,10 @@
 """The only adapter around ansible-runner: run one playbook on a host subset and stream its events.
 
-Ansible never sees the whole inventory (ARCHITECTURE.md, decision 2): each run gets a small
+Ansible never sees the whole inventory (docs/architecture.md, decision 2): each run gets a small
 generated inventory that holds only its hosts, their merged vars and their group memberships.
 
 Disk use: ansible-runner writes every event twice (a partial file, then a final job event file),
-which for 16,000 hosts x 30 tasks is about a million files (reference/scale.md section 4). The event
+which for 16,000 hosts x 30 tasks is about a million files (docs/reference/scale.md §4). The event
 handler here returns False, so runner deletes each partial and writes no final file; ufcctl keeps
 only `summary.json` (one record per host) and `failures.jsonl` (one line per failed or unreachable
 host-task, messages truncated). The runner's own stdout copy is suppressed. Measured bytes per
@@ -35,11 +35,11 @@ from ufcctl.paths import PROJECT_ROOT, state_dir
 log = logging.getLogger(__name__)
 
 # Default forks: 50 keeps the controller well inside AWX's 100 MB/fork model on a small controller
-# and below the ~100-200 forks where maintainers report no further gain (reference/scale.md 1.3).
+# and below the ~100-200 forks where maintainers report no further gain (docs/reference/scale.md §1.3).
 DEFAULT_FORKS = 50
 # Messages kept per failure: enough to read the cause, bounded so 16k failures stay small.
 MAX_MESSAGE_CHARS = 2000
-# ControlPersist must outlive the longest gap between two tasks of one host (scale.md 1.1).
+# ControlPersist must outlive the longest gap between two tasks of one host (docs/reference/scale.md §1.1).
 SSH_ARGS = "-o ControlMaster=auto -o ControlPersist=15m -o ServerAliveInterval=15"
 
 # Lines of Ansible's own output kept for error messages (a syntax error prints a few lines).

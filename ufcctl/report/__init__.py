@@ -1,1 +1,1 @@
-"""report layer (see ARCHITECTURE.md)."""
+"""report layer (see docs/architecture.md, "Layers of the Python package")."""

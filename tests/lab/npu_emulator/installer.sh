@@ -2,12 +2,12 @@
 # LAB NPU EMULATOR -- this is NOT a Huawei package. ufcctl's test lab generates it
 # (tests/lab/npu_emulator) to stand in for an Ascend HDK installer with the real file name:
 #   Ascend-hdk-<chip>-npu-driver_<ver>_linux-<arch>.run / Ascend-hdk-<chip>-npu-firmware_<ver>.run
-# It accepts the flags the real installers take (reference/ascend.md §6), installs files where
+# It accepts the flags the real installers take (docs/reference/ascend.md §6), installs files where
 # the real ones go (/usr/local/Ascend/driver/version.info, npu-smi), and obeys a per-node fault
 # file (/etc/ufc-npu-emulator.json) so tests can make an install fail, hang, be slow, or leave a
 # chip unhealthy. Every completed install is appended to /var/lib/ufc-npu-emulator/installs.log.
 #
-# Emulator rules that force callers to choose like the real deployer does (ascend.md §6):
+# Emulator rules that force callers to choose like the real deployer does (docs/reference/ascend.md §6):
 #   exactly one of --full / --upgrade / --check; --upgrade needs an installed package, --full
 #   refuses an installed one; without --quiet it asks for confirmation on stdin; the firmware
 #   needs an installed driver; the driver needs its run user to exist.

@@ -2,7 +2,7 @@
 """LAB NPU EMULATOR's npu-smi -- NOT Huawei's tool. Prints the `npu-smi info` table layout of an
 Atlas 800T A2 (910B) node for the chip count in /etc/ufc-npu-emulator.json (default 8), and the
 `npu-smi info -t board -i N` fields ufcctl reads (Software Version, Firmware Version;
-reference/ascend.md §6). Chips listed in "unhealthy_chips" report health Critical.
+docs/reference/ascend.md §6). Chips listed in "unhealthy_chips" report health Critical.
 """
 
 import json

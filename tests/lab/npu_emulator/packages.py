@@ -11,12 +11,12 @@ CHECKSUM_FILE = "SHA256SUMS"
 
 
 def driver_name(chip: str, version: str, arch: str) -> str:
-    """reference/ascend.md §6: Ascend-hdk-<chip>-npu-driver_<ver>_linux-<arch>.run"""
+    """docs/reference/ascend.md §6: Ascend-hdk-<chip>-npu-driver_<ver>_linux-<arch>.run"""
     return f"Ascend-hdk-{chip}-npu-driver_{version}_linux-{arch}.run"
 
 
 def firmware_name(chip: str, version: str) -> str:
-    """reference/ascend.md §6: Ascend-hdk-<chip>-npu-firmware_<ver>.run"""
+    """docs/reference/ascend.md §6: Ascend-hdk-<chip>-npu-firmware_<ver>.run"""
     return f"Ascend-hdk-{chip}-npu-firmware_{version}.run"
 
 

@@ -32,7 +32,7 @@ from ufcctl.engine.k8s_schemas import KubernetesSchemas
 ROOT = Path(__file__).resolve().parents[3]
 ROLES = ROOT / "roles"
 ASCEND_VARS = yaml.safe_load((ROLES / "ascend_components" / "vars" / "main.yml").read_text())
-# (component, templates directory, namespaces), in deploy order (reference/ascend.md §7)
+# (component, templates directory, namespaces), in deploy order (docs/reference/ascend.md §7)
 PARTS = [
     ("nodelocaldns", ROLES / "nodelocaldns" / "templates" / "manifests", ["kube-system"]),
     ("device-plugin", ROLES / "ascend_components" / "templates" / "device-plugin", ["kube-system"]),

@@ -1,6 +1,6 @@
 """Which MindCluster components, Kubernetes, Volcano and NPU driver versions go together; checked early.
 
-Source: MindCluster docs/en/release_notes.md (reference/ascend.md §7): components of one release are
+Source: MindCluster docs/en/release_notes.md (docs/reference/ascend.md §7): components of one release are
 never mixed; 26.0.0 supports Kubernetes 1.17-1.34 (Volcano needs >= 1.19), Ascend HDK 25.5.0 and
 26.0.RC1, and ships its Volcano plugin for Volcano v1.7.0 and v1.9.0. Only releases read from the
 notes are listed: an unknown release is an error, never assumed compatible.

@@ -1,4 +1,4 @@
-"""Node labels MindCluster expects (reference/ascend.md §3), planned from the inventory's topology vars.
+"""Node labels MindCluster expects (docs/reference/ascend.md §3), planned from the inventory's topology vars.
 
 Masters get `masterselector=dls-master-node`; NPU workers get the worker selector, host-arch,
 accelerator and accelerator-type. Nodes with the same labels are grouped, so 16,000 nodes become a
@@ -15,7 +15,8 @@ from typing import Any
 # Label values: at most 63 characters, alphanumerics at both ends, '-', '_' and '.' inside.
 _VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 HOST_ARCHS = ("huawei-arm", "huawei-x86")
-# accelerator-type prefixes of Atlas 350/850/950, which use the `huawei.com/npu` resource (ascend.md §3).
+# accelerator-type prefixes of Atlas 350/850/950, which use the `huawei.com/npu` resource
+# (docs/reference/ascend.md §3).
 _NPU_FAMILY = ("350-", "850-", "950-")
 
 

@@ -1,6 +1,6 @@
 """The `kube-system/basic-tor-node-cm` ConfigMap (MindCluster switch affinity) built from inventory vars.
 
-Format (reference/ascend.md §2; ascend-for-volcano plugin/tor.go): data key `tor_info` holds JSON
+Format (docs/reference/ascend.md §2; ascend-for-volcano plugin/tor.go): data key `tor_info` holds JSON
 {"version": "1.0", "tor_count": N, "server_list": [{"tor_id": int, "tor_ip": str,
 "server": [{"server_ip": str, "npu_count": int, "slice_id": int}]}]}; nodes are matched by IP.
 `tor_id` is an int in the Go struct, so string ids like "tor-07" are numbered by their digits.

@@ -1,6 +1,6 @@
 """The defrag rule language: a parsed, type-checked arithmetic/boolean expression (never Python eval).
 
-Same operators and variables as ahrtr/etcd-defrag's `--defrag-rule` (reference/components.md 1.1):
+Same operators and variables as ahrtr/etcd-defrag's `--defrag-rule` (docs/reference/components.md §1.1):
 `+ - * / %`, comparisons, `&& || !`, parentheses, numbers, `true`/`false`, and the variables
 `dbSize, dbSizeInUse, dbSizeFree, dbQuota, dbQuotaUsage` (floats). Precedence follows Go/C:
 `||` < `&&` < `== !=` < `< <= > >=` < `+ -` < `* / %` < unary `! - +`.
@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 VARIABLES = ("dbSize", "dbSizeInUse", "dbSizeFree", "dbQuota", "dbQuotaUsage")
-# etcd-defrag's documented example (reference/components.md 1.1); the issue asks for this default.
+# etcd-defrag's documented example (docs/reference/components.md §1.1); the issue asks for this default.
 DEFAULT_RULE = "dbSizeFree > 200*1024*1024 || dbQuotaUsage > 0.8"
 # A rule is a line in a config file; the limits keep a hostile or broken one from exhausting memory
 # or recursion on a node.

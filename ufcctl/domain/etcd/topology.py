@@ -2,7 +2,7 @@
 
 Cluster `core` holds everything not routed elsewhere; `events` holds core events and
 coordination.k8s.io leases (the two heaviest write streams at thousands of nodes); `pods`
-holds pods (reference/components.md section 2). A cluster whose group is empty is not used and its
+holds pods (docs/reference/components.md §2). A cluster whose group is empty is not used and its
 resources stay in core.
 """
 
@@ -29,7 +29,7 @@ class ClusterKind:
     registry_prefixes: tuple[str, ...] = ()
 
 
-# Ports: core 2379/2380 and events 2383/2382 as Kubespray uses (reference/kubespray.md section 3);
+# Ports: core 2379/2380 and events 2383/2382 as Kubespray uses (docs/reference/kubespray.md §3);
 # pods take the next pair. Metrics ports: 2381 is kubeadm's and Kubespray's etcd metrics port; events
 # and pods take 2386/2387, free of every client/peer port above (Kubespray #8230 was a metrics port
 # clash between two clusters on one host).

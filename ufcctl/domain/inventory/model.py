@@ -8,7 +8,7 @@ from typing import Any
 
 from ufcctl.domain.inventory.sources import SourceFile
 
-# Groups ufcctl knows (ARCHITECTURE.md, "Inventory model").
+# Groups ufcctl knows (docs/architecture.md, "Inventory model").
 CONTROL_PLANE = "kube_control_plane"
 APISERVER_LB = "apiserver_lb"
 ETCD_GROUPS = ("etcd_core", "etcd_events", "etcd_pods")

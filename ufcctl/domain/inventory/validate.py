@@ -16,7 +16,7 @@ from ufcctl.domain.inventory.model import CONTROL_PLANE, ETCD_GROUPS, KUBE_NODE,
 from ufcctl.domain.inventory.ranges import compact_host_names
 from ufcctl.domain.inventory.sources import Problem
 
-# reference/npu-placement.md, "Hardware profiles": the `accelerator-type` node label values the
+# docs/reference/npu-placement.md, "Hardware profiles": the `accelerator-type` node label values the
 # MindCluster scheduler knows for the training families ufcctl deploys.
 ACCELERATOR_TYPES = (
     "module",
@@ -29,7 +29,7 @@ ACCELERATOR_TYPES = (
     "module-a3-16-super-pod",
     "module-a3-8-super-pod",
 )
-# Default (client, peer) port of each etcd cluster (ARCHITECTURE.md; events as Kubespray uses),
+# Default (client, peer) port of each etcd cluster (docs/architecture.md; events as Kubespray uses),
 # overridable per group or host with `<cluster>_client_port` / `<cluster>_peer_port`.
 ETCD_DEFAULT_PORTS = {"etcd_core": (2379, 2380), "etcd_events": (2383, 2382), "etcd_pods": (2385, 2384)}
 ALLOW_SINGLE_ETCD = "ufc_allow_single_etcd"

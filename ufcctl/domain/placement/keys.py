@@ -4,7 +4,7 @@ from __future__ import annotations
 
 # Sources: MindCluster docs/en/scheduling/api/{k8s,volcano,ascend_device_plugin,
 # hccl.json_file_description}.md,
-# ascend-for-volcano common/util/constants.go, plugin/tor.go (see shared/reference/ascend.md).
+# ascend-for-volcano common/util/constants.go, plugin/tor.go (see docs/reference/ascend.md §3).
 NPU_RESOURCE = "huawei.com/Ascend910"
 ALLOCATION_ANNOTATION = "huawei.com/Ascend910"  # "Ascend910-0,Ascend910-1": physical chip ids
 CHIP_NAME_PREFIX = "Ascend910-"

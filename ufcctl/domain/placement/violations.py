@@ -1,4 +1,4 @@
-"""Violation codes of the placement contract (shared/reference/npu-placement.md) and the Violation record."""
+"""Violation codes of the placement contract (docs/reference/npu-placement.md) and the Violation record."""
 
 from __future__ import annotations
 

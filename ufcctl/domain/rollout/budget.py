@@ -24,7 +24,7 @@ def parse_percent(value: str) -> float:
 class FailureBudget:
     """Exceeded when failed * 100 > max_fail_percent * max(processed, floor).
 
-    Strictly greater, like Ansible's max_fail_percentage (reference/scale.md 1.4). `floor` (one
+    Strictly greater, like Ansible's max_fail_percentage (docs/reference/scale.md §1.4). `floor` (one
     batch) keeps a single early failure from stopping a 16,000-node rollout with --max-fail 1%:
     the first failure in a batch of 200 is measured against 200 nodes, not against 1.
     --max-fail 0 stops at the first failure whatever the floor.

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-# `--by` choices and the per-node topology var each one reads (ARCHITECTURE.md, "Inventory model").
+# `--by` choices and the per-node topology var each one reads (docs/architecture.md, "Inventory model").
 ALIGN_VARS: Mapping[str, str | None] = {"none": None, "tor": "npu_tor_id", "superpod": "npu_super_pod_id"}
 
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import test_placement_chip_rules as chip_rules
 import test_placement_network_rules as network_rules
 import test_placement_request_rules as request_rules
 import test_placement_topology_rules as topology_rules
 
-from ufcctl.domain.placement import RULES, Code
+from ufcctl.domain.placement import PROFILES, RULES, Code
+
+CONTRACT = Path(__file__).resolve().parents[4] / "docs" / "reference" / "npu-placement.md"
 
 CONTRACT_CODES = {
     "CHIP_COUNT",
@@ -81,3 +86,22 @@ def test_every_code_has_valid_and_invalid_cases() -> None:
             missing.append(f"{code}: no valid case")
     assert not missing, missing
     assert set(TABLES) | {"NODE_UNKNOWN"} == CONTRACT_CODES
+
+
+def _contract_section(title: str) -> str:
+    text = CONTRACT.read_text(encoding="utf-8")
+    match = re.search(rf"^## {re.escape(title)}.*?$(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert match, f"{CONTRACT.name} has no section {title!r}"
+    return match.group(1)
+
+
+def test_the_contract_page_lists_exactly_these_codes() -> None:
+    """docs/reference/npu-placement.md is the contract: one bullet per code, in the enum's order."""
+    listed = re.findall(r"^- `([A-Z_]+)`", _contract_section("Rules and violation codes"), re.M)
+    assert listed == [code.value for code in Code]
+    assert set(listed) == CONTRACT_CODES
+
+
+def test_the_contract_page_lists_exactly_the_registered_profiles() -> None:
+    rows = re.findall(r"^\| `([a-z0-9-]+)`", _contract_section("Hardware profiles"), re.M)
+    assert sorted(rows) == PROFILES.types()

@@ -14,7 +14,7 @@ from ufcctl.domain.placement import (
 )
 
 EVEN = set(range(2, 17, 2))
-# The contract's table (shared/reference/npu-placement.md), restated independently of profiles.py:
+# The contract's table (docs/reference/npu-placement.md), restated independently of profiles.py:
 # type -> (chips/node, ring size, pair size, single-pod counts, multi-pod counts, super pod)
 CONTRACT = {
     "module": (8, 4, None, {1, 2, 4, 8}, {1, 2, 4, 8}, False),
