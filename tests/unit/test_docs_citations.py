@@ -183,8 +183,10 @@ CHECKER_CASES = [
     pytest.param("# docs/reference/nope.md", ["docs/reference/nope.md does not exist"], id="missing-page"),
     pytest.param("# (" + "ARCHI" + "TECTURE.md, decision 2)", ["an upper-case design file"],
                  id="upper-case-architecture"),
-    pytest.param("# ../" + "shared/refer" + "ence/scale.md", ["old shared directory"], id="shared-relative"),
-    pytest.param("# /work/" + "shared/refer" + "ence/scale.md", ["old shared directory"], id="shared-absolute"),
+    pytest.param("# ../" + "shared/refer" + "ence/scale.md", ["old shared directory"],
+                 id="shared-relative"),
+    pytest.param("# /work/" + "shared/refer" + "ence/scale.md", ["old shared directory"],
+                 id="shared-absolute"),
     pytest.param("# (refer" + "ence/scale.md §4)", ["without the docs/ prefix"], id="reference-without-docs"),
     pytest.param("# (" + "components.md §6)", ["bare reference page name"], id="bare-topic"),
 ]

@@ -12,7 +12,7 @@ import test_placement_topology_rules as topology_rules
 
 from ufcctl.domain.placement import PROFILES, RULES, Code
 
-CONTRACT = Path(__file__).resolve().parents[4] / "docs" / "reference" / "npu-placement.md"
+CONTRACT = Path(__file__).resolve().parents[4] / "docs/reference/npu-placement.md"
 
 CONTRACT_CODES = {
     "CHIP_COUNT",
