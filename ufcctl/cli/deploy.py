@@ -61,8 +61,9 @@ def deploy(
         raise InputError(
             f"deploy ran no task on any of its {len(result.hosts) + len(result.not_run)} host(s)"
             f"{_filters(limit, options)}: nothing was deployed",
-            "the tags chosen apply to none of these hosts' groups, or every task was skipped; "
-            "see the plays and their groups in playbooks/deploy.yml",
+            ("the tags chosen select no task of the plays that target these hosts' groups"
+             if options.tags or options.skip_tags else "no play targets these hosts' groups, or every "
+             "task was skipped") + "; see the plays and their groups in playbooks/deploy.yml",
         )
     if not result.succeeded:
         failed = result.failed_hosts

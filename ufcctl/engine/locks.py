@@ -6,7 +6,9 @@ included, so a lock never outlives its holder: a file nobody holds is stale and 
 next run that looks. The file says who holds it (run id, pid, command line) and which nodes.
 
 Checking and creating happen under a flock on `.ufc/locks/.registry`, so two runs starting at the
-same instant cannot both see "no overlap". Cost at 16,000 nodes: see README (Concurrency).
+same instant cannot both see "no overlap". Measured on 2 busy cores with 16,000 nodes: about 6 ms
+to lock them with no other holder, 12 ms beside a live holder of 16,000 other nodes (a set lookup
+per held node; each lock file is about 0.2 MB of JSON).
 """
 
 from __future__ import annotations
@@ -58,17 +60,16 @@ class NodesBusy(InputError):
         self.holder = holder
         self.overlap = overlap
         who = f"pid {holder.pid} on {holder.hostname}: {holder.command}"
+        stop = f"wait for run {holder.run_id} to end, or stop it (kill {holder.pid}: its nodes are freed)"
         if holder.run_id == run_id:
             message = f"run {run_id} is already being run ({who})"
+            hint = f"{stop}, then `ufcctl resume {run_id}`"
         else:
             names = ", ".join(overlap[:SHOWN]) + (" ..." if len(overlap) > SHOWN else "")
             message = (f"{len(overlap)} of the {wanted} node(s) of this run are held by run {holder.run_id} "
                        f"({who}): {names}")
-        super().__init__(
-            message,
-            f"wait for run {holder.run_id} to end, or stop it (kill {holder.pid}: a killed run frees its "
-            "nodes, and `ufcctl resume` continues it); or choose nodes it does not hold (--limit)",
-        )
+            hint = f"{stop}; or choose nodes it does not hold (--limit)"
+        super().__init__(message, hint)
 
 
 class NodeLock:

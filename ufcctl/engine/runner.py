@@ -131,6 +131,11 @@ class RunResult:
         """No task ran on any host (tags or --limit matched nothing there, or all was skipped)."""
         return not any(r.ran for r in self.hosts.values())
 
+    @property
+    def outcome(self) -> str:
+        """What to tell the user: runner's status, except that a run of no task is not "successful"."""
+        return "nothing ran" if self.succeeded and self.nothing_ran else self.status
+
     def totals(self) -> dict[str, int]:
         totals = {"ok": 0, "changed": 0, "failed": 0, "skipped": 0, "unreachable": 0}
         for r in self.hosts.values():

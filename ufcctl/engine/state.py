@@ -123,9 +123,10 @@ def default_path() -> Path:
 class StateStore:
     def __init__(self, path: Path | None = None):
         self.path = path or default_path()
-        statedir.prepare(self.path.parent)
+        statedir.prepare(self.path.parent, private=False)
         # Identified read-only first: a foreign, corrupt or newer file is refused untouched.
         version = identify(self.path, SCHEMA_VERSION)
+        statedir.make_private(self.path.parent)
         self._lock = threading.Lock()
         if version is None:
             _create_private(self.path)

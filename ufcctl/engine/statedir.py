@@ -21,8 +21,11 @@ PRIVATE_UMASK = 0o077
 _HINT = "set UFC_STATE_DIR to a writable directory of your own, or fix this one"
 
 
-def prepare(path: Path) -> Path:
-    """The state directory, created 0700 if missing; InputError when it cannot be used."""
+def prepare(path: Path, *, private: bool = True) -> Path:
+    """The state directory, created 0700 if missing; InputError when it cannot be used.
+
+    private=False leaves an existing directory's mode alone (the caller first checks what is in it).
+    """
     if path.exists() and not path.is_dir():
         raise InputError(f"state directory {path} is not a directory", f"move {path} aside, or {_HINT}")
     if not path.exists():
@@ -35,11 +38,12 @@ def prepare(path: Path) -> Path:
     if not os.access(path, os.W_OK | os.X_OK):
         raise InputError(f"state directory {path} is not writable by this user (uid {os.geteuid()})",
                          _HINT)
-    _tighten(path)
+    if private:
+        make_private(path)
     return path
 
 
-def _tighten(path: Path) -> None:
+def make_private(path: Path) -> None:
     """Make our own state directory 0700 (earlier versions left it 0755); never a shared one."""
     info = path.stat()
     shared = info.st_mode & stat.S_ISVTX  # e.g. UFC_STATE_DIR=/tmp: not ours to lock down

@@ -34,9 +34,8 @@ def print_run_summary(result: RunResult, max_rows: int = 50) -> None:
     console = Console()
     totals = result.totals()
     mode = " (check mode)" if result.check else ""
-    status = "nothing ran" if result.succeeded and result.nothing_ran else result.status
     console.print(
-        f"[bold]{result.playbook}[/]{mode}: {status} in {result.seconds:.1f}s — "
+        f"[bold]{result.playbook}[/]{mode}: {result.outcome} in {result.seconds:.1f}s — "
         f"{len(result.hosts)} host(s): ok={totals['ok']} changed={totals['changed']} "
         f"failed={totals['failed']} unreachable={totals['unreachable']} skipped={totals['skipped']}",
         highlight=False,

@@ -22,8 +22,10 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def _digest(directory: Path) -> dict[str, str]:
-    """Every file of the directory and its sha256: a refused file must not change, nor gain -wal/-shm."""
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.iterdir())}
+    """The directory's mode, its files and their sha256: nothing of a refused store may change, and
+    no -wal/-shm file may appear beside it."""
+    files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.iterdir())}
+    return {".": oct(stat.S_IMODE(directory.stat().st_mode)), **files}
 
 
 def _ours(path: Path) -> None:
@@ -94,6 +96,7 @@ def test_unusable_database_is_refused_untouched(tmp_path: Path, make: Callable[[
                                                 message: str) -> None:
     db = tmp_path / "state.db"
     make(db)
+    tmp_path.chmod(0o755)  # a directory of the user's: not even its mode changes when refused
     before = _digest(tmp_path)
     with pytest.raises(StateFileError) as caught:
         StateStore(db)
