@@ -24,8 +24,9 @@ from ufcctl.domain.rollout.plan import (
     plan_batches,
     project,
 )
-from ufcctl.domain.rollout.states import DONE, FAILED, RUNNING, SKIPPED, run_outcome
+from ufcctl.domain.rollout.states import DONE, FAILED, PENDING, RUNNING, SKIPPED, run_outcome
 from ufcctl.domain.rollout.summary import NodeOutcome, RolloutSummary
+from ufcctl.engine.locks import hold_nodes
 from ufcctl.engine.runner import RunOptions, new_run_id, run_playbook
 from ufcctl.engine.state import RunRecord, StateStore
 from ufcctl.errors import InputError
@@ -184,9 +185,12 @@ def upgrade(request: UpgradeRequest, store: StateStore, *, run_fn: RunFn | None 
     guard, drain_step = drain_guard(force=request.force, dry_run=request.dry_run)
     run_id = new_run_id(KIND)
     rows = [(h, b.index, i) for b in plan.batches for i, h in enumerate(b.hosts)]
-    store.create_run(run_id, KIND, str(request.inventory_dir), request.params(), rows)
-    store.set_step(run_id, "drain", drain_step)
-    return _run(run_id, request, inventory, plan, plan.hosts(), store, run_fn, observer, guard)
+    store.verify()
+    # held until the rollout ends (or the process dies): an overlapping run is refused at once
+    with hold_nodes(run_id, plan.hosts(), directory=store.lock_dir):
+        store.create_run(run_id, KIND, str(request.inventory_dir), request.params(), rows)
+        store.set_step(run_id, "drain", drain_step)
+        return _run(run_id, request, inventory, plan, plan.hosts(), store, run_fn, observer, guard)
 
 
 def _previous_failures(store: StateStore, request: UpgradeRequest, hosts: list[Host]) -> list[Host]:
@@ -207,17 +211,23 @@ def resume(run_id: str, store: StateStore, *, retry_failed: bool = False, run_fn
     record = _resumable(store, run_id)
     request = UpgradeRequest.from_params(record.params)
     inventory = _load(loader, request.inventory_dir)
-    store.claim_run(run_id)
-    store.reset(run_id, (RUNNING, FAILED, SKIPPED) if retry_failed else (RUNNING,))
-    nodes = store.nodes(run_id)
-    missing = [n.host for n in nodes if n.state == "pending" and n.host not in inventory.hosts]
-    for host in missing:
-        store.mark_skipped(run_id, [host], f"no longer in {request.inventory_dir}")
-    plan = _stored_plan(record, store)
-    todo = [n.host for n in store.nodes(run_id, ("pending",))]
-    guard, drain_step = drain_guard(force=request.force, dry_run=request.dry_run)
-    store.set_step(run_id, "drain", drain_step)
-    return _run(run_id, request, inventory, plan, todo, store, run_fn, observer, guard)
+    again = (RUNNING, FAILED, SKIPPED) if retry_failed else (RUNNING,)
+    touched = [n.host for n in store.nodes(run_id, (PENDING, *again))]
+    store.verify()
+    # The lock, not the recorded pid, says whether the run is still being run: a killed process
+    # holds no lock (its pid may have been reused since).
+    with hold_nodes(run_id, touched, directory=store.lock_dir):
+        store.claim_run(run_id)
+        store.reset(run_id, again)
+        nodes = store.nodes(run_id)
+        missing = [n.host for n in nodes if n.state == PENDING and n.host not in inventory.hosts]
+        for host in missing:
+            store.mark_skipped(run_id, [host], f"no longer in {request.inventory_dir}")
+        plan = _stored_plan(record, store)
+        todo = [n.host for n in store.nodes(run_id, (PENDING,))]
+        guard, drain_step = drain_guard(force=request.force, dry_run=request.dry_run)
+        store.set_step(run_id, "drain", drain_step)
+        return _run(run_id, request, inventory, plan, todo, store, run_fn, observer, guard)
 
 
 def _resumable(store: StateStore, run_id: str) -> RunRecord:
@@ -226,9 +236,6 @@ def _resumable(store: StateStore, run_id: str) -> RunRecord:
         raise InputError(f"no run {run_id} in {store.path}", "list runs with `ufcctl runs`")
     if record.kind != KIND:
         raise InputError(f"run {run_id} is a {record.kind} run, not {KIND}")
-    if record.status == RUNNING and record.controller_alive():
-        raise InputError(f"run {run_id} is still being run by process {record.pid}",
-                         "wait for it, or stop that process first")
     return record
 
 

@@ -9,13 +9,21 @@ import click
 from ufcctl.app.deploy import deploy as run_deploy
 from ufcctl.cli.options import accelerate_option, forks_option, inventory_option, output_option
 from ufcctl.engine.runner import RunOptions
-from ufcctl.errors import RunFailed
+from ufcctl.errors import InputError, RunFailed
 from ufcctl.report.output import print_json, print_run_summary
 from ufcctl.report.progress import RunProgress
 
 
 def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(t.strip() for v in values for t in v.split(",") if t.strip())
+
+
+def _filters(limit: str | None, options: RunOptions) -> str:
+    used = [f"{flag} {','.join(values)}" for flag, values in
+            (("--tags", options.tags), ("--skip-tags", options.skip_tags)) if values]
+    if limit is not None:
+        used.append(f"--limit {limit}")
+    return f" ({'; '.join(used)})" if used else ""
 
 
 @click.command()
@@ -46,6 +54,17 @@ def deploy(
         print_run_summary(result)
         if result.rc != 0 and not result.hosts and result.output_tail:
             click.echo("Ansible said:\n  " + "\n  ".join(result.output_tail[-15:]), err=True)
+    if result.succeeded and result.nothing_ran:
+        # Exit 2, not 0: nothing was deployed, and automation reading 0 would take the stack as
+        # installed. Not 1 either: no host failed; the selection (flags or inventory groups)
+        # matched no task, so the input is what to fix, as for any other bad flag.
+        raise InputError(
+            f"deploy ran no task on any of its {len(result.hosts) + len(result.not_run)} host(s)"
+            f"{_filters(limit, options)}: nothing was deployed",
+            ("the tags chosen select no task of the plays that target these hosts' groups"
+             if options.tags or options.skip_tags else "no play targets these hosts' groups, or every "
+             "task was skipped") + "; see the plays and their groups in playbooks/deploy.yml",
+        )
     if not result.succeeded:
         failed = result.failed_hosts
         raise RunFailed(

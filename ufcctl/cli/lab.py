@@ -20,6 +20,7 @@ from ufcctl.app.lab import (
 )
 from ufcctl.app.lab_layout import DEFAULT_LAB, DEFAULT_SUBNET, DEFAULT_WORKERS
 from ufcctl.app.lab_nodes import LABEL_ROLE
+from ufcctl.cli.numbers import integer
 from ufcctl.cli.options import output_option
 from ufcctl.paths import PROJECT_ROOT
 from ufcctl.report.output import print_json, print_table
@@ -72,7 +73,7 @@ def image_cmd(rebuild: bool) -> None:
 
 @lab.command("up")
 @lab_options
-@click.option("--nodes", type=click.IntRange(1, 999), default=None,
+@click.option("--nodes", type=integer(1, 999), default=None,
               help=f"Worker containers [default: {DEFAULT_WORKERS}, or as many as the running lab has].")
 @click.option("--subnet", default=None, metavar="CIDR",
               help=f"Network of the lab [default: {DEFAULT_SUBNET}, or the running lab's].")

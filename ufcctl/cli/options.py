@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ufcctl.cli.numbers import integer
 from ufcctl.paths import resolve_inventory
 
 
@@ -36,7 +37,7 @@ def output_option() -> Callable[[Any], Any]:
 
 def forks_option() -> Callable[[Any], Any]:
     return click.option(
-        "--forks", type=click.IntRange(1, 1000), default=50, show_default=True,
+        "--forks", type=integer(1, 1000), default=50, show_default=True,
         help="Parallel hosts per Ansible run (about 100 MB of controller memory each).",
     )
 

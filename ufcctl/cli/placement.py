@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ufcctl.app.placement import validate_files
+from ufcctl.cli.numbers import integer
 from ufcctl.domain.placement import DEFAULT_SUPER_POD_SIZE
 from ufcctl.errors import EXIT_FAILED, EXIT_OK
 from ufcctl.report.placement import render_json, render_text
@@ -27,7 +28,7 @@ def placement_group() -> None:
 )
 @click.option(
     "--super-pod-size",
-    type=click.IntRange(min=1),
+    type=integer(1),
     default=DEFAULT_SUPER_POD_SIZE,
     show_default=True,
     help="Nodes per physical SuperPoD (Volcano init-param super-pod-size).",

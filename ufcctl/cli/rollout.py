@@ -9,8 +9,8 @@ from typing import Any
 import click
 
 from ufcctl.app import upgrade_drivers as app
+from ufcctl.cli.numbers import integer, number, percent
 from ufcctl.cli.options import inventory_option, output_option
-from ufcctl.domain.rollout.budget import BudgetError, parse_percent
 from ufcctl.domain.rollout.plan import ALIGN_VARS
 from ufcctl.domain.rollout.summary import RolloutSummary
 from ufcctl.engine.state import StateStore
@@ -26,25 +26,18 @@ from ufcctl.report.rollout import (
 )
 
 
-def _percent(ctx: click.Context, param: click.Parameter, value: str) -> float:
-    try:
-        return parse_percent(value)
-    except BudgetError as err:
-        raise click.BadParameter(str(err)) from err
-
-
 def _plan_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Flags shared by upgrade-drivers and plan upgrade-drivers (declared once)."""
     options = [
         inventory_option(),
-        click.option("--batch", "-b", type=click.IntRange(1, 10000), required=True,
+        click.option("--batch", "-b", type=integer(1, 10000), required=True,
                      help="Nodes per batch: the unit of planning, alignment and of one Ansible run."),
-        click.option("--window", "-w", type=click.IntRange(1, 100), default=1, show_default=True,
+        click.option("--window", "-w", type=integer(1, 100), default=1, show_default=True,
                      help="Batches' worth of nodes in flight at once (window x batch node slots)."),
-        click.option("--max-fail", default="0%", show_default=True, callback=_percent,
+        click.option("--max-fail", type=percent(), default="0%", show_default=True,
                      help="Stop starting nodes once failed nodes exceed this share of processed ones "
                           "(measured against at least one batch)."),
-        click.option("--canary", type=click.IntRange(0, None), default=0, show_default=True,
+        click.option("--canary", type=integer(0), default=0, show_default=True,
                      help="Nodes upgraded first, alone; any failure among them stops the rollout."),
         click.option("--by", "align", type=click.Choice(list(ALIGN_VARS)), default="none", show_default=True,
                      help="Cut batches along ToR switches or super pods (npu_tor_id / npu_super_pod_id)."),
@@ -81,9 +74,9 @@ def _summary_out(summary: RolloutSummary, output: str) -> None:
               help="Drain nodes even when NPU pods run on them (needs a kubeconfig).")
 @click.option("--retry-failed", is_flag=True,
               help="A new run over only the nodes that failed or were skipped in the newest run.")
-@click.option("--node-timeout", type=click.IntRange(10, None), default=app.DEFAULT_NODE_TIMEOUT,
+@click.option("--node-timeout", type=integer(10), default=app.DEFAULT_NODE_TIMEOUT,
               show_default=True, help="Seconds one installer may run before the node is failed as hung.")
-@click.option("--forks", type=click.IntRange(1, 1000), default=None,
+@click.option("--forks", type=integer(1, 1000), default=None,
               help="Parallel hosts per Ansible run (default: the batch size).")
 @output_option()
 def upgrade_drivers(inventory: Path, batch: int, window: int, max_fail: float, canary: int, align: str,
@@ -113,7 +106,7 @@ def plan() -> None:
 
 @plan.command("upgrade-drivers")
 @_plan_options
-@click.option("--node-seconds", type=click.FloatRange(0.001, None), default=None,
+@click.option("--node-seconds", type=number(0.001), default=None,
               help="Time one node takes (default: the median of the newest measured run).")
 @click.option("--all", "all_rows", is_flag=True, help="List every batch, not only the first 50.")
 @output_option()
@@ -131,7 +124,7 @@ def plan_upgrade_drivers(inventory: Path, batch: int, window: int, max_fail: flo
 
 
 @click.command("runs")
-@click.option("--last", "limit", type=click.IntRange(1, 10000), default=50, show_default=True,
+@click.option("--last", "limit", type=integer(1, 10000), default=50, show_default=True,
               help="How many of the newest runs to list.")
 @output_option()
 def runs(limit: int, output: str) -> None:

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from ufcctl.domain.inventory.model import Host
 from ufcctl.domain.inventory.values import to_ansible_json
+from ufcctl.engine import statedir
 from ufcctl.errors import EnvironmentMissing, InputError
 from ufcctl.paths import PROJECT_ROOT, state_dir
 
@@ -46,6 +47,17 @@ SSH_ARGS = "-o ControlMaster=auto -o ControlPersist=15m -o ServerAliveInterval=1
 TAIL_LINES = 40
 
 HOST_STATUSES = ("ok", "changed", "failed", "unreachable", "skipped")
+
+# Tasks Ansible inserts itself and runs whatever --tags says: a role's argument check (tagged
+# `always`) and implicit fact gathering. They do not count as work done on a host.
+IMPLICIT_ACTIONS = frozenset({
+    "ansible.builtin.validate_argument_spec", "validate_argument_spec",
+    "ansible.builtin.gather_facts", "gather_facts",
+})
+IMPLICIT_TASKS = frozenset({"Gathering Facts"})
+# What failures.jsonl and summary.json keep of a `no_log: true` task's result: Ansible's own
+# censored note, never its msg/stdout/stderr.
+NO_LOG_MESSAGE = "output hidden: the task has no_log: true"
 
 
 class RunObserver(Protocol):
@@ -72,6 +84,9 @@ class HostResult:
     unreachable: bool = False
     failed_task: str | None = None
     message: str | None = None
+    # host-tasks that ran (ok, changed, failed, unreachable), leaving out the ones Ansible adds by
+    # itself (role argument checks, fact gathering): 0 means the selection left nothing to do here
+    ran: int = 0
 
     @property
     def status(self) -> str:
@@ -111,6 +126,16 @@ class RunResult:
     def succeeded(self) -> bool:
         return self.rc == 0 and not self.failed_hosts
 
+    @property
+    def nothing_ran(self) -> bool:
+        """No task ran on any host (tags or --limit matched nothing there, or all was skipped)."""
+        return not any(r.ran for r in self.hosts.values())
+
+    @property
+    def outcome(self) -> str:
+        """What to tell the user: runner's status, except that a run of no task is not "successful"."""
+        return "nothing ran" if self.succeeded and self.nothing_ran else self.status
+
     def totals(self) -> dict[str, int]:
         totals = {"ok": 0, "changed": 0, "failed": 0, "skipped": 0, "unreachable": 0}
         for r in self.hosts.values():
@@ -131,6 +156,7 @@ class RunResult:
             "seconds": round(self.seconds, 3),
             "totals": self.totals(),
             "hosts": {h: {**asdict(r), "status": r.status} for h, r in self.hosts.items()},
+            "nothing_ran": self.nothing_ran,
             "not_run": self.not_run,
             "output_tail": self.output_tail,
             "run_dir": str(self.run_dir),
@@ -272,6 +298,8 @@ class _EventSink:
                 message = _message(res) if status == "failed" else None
             else:
                 return
+            if status != "skipped" and not _implicit(data, task):
+                result.ran += 1
             if message is not None and result.failed_task is None:
                 result.failed_task, result.message = task, message
             if message is not None:
@@ -295,7 +323,19 @@ class _EventSink:
             result.unreachable = self.stats["dark"].get(host, 0) > 0
 
 
+def _implicit(data: Mapping[str, Any], task: str) -> bool:
+    action = data.get("resolved_action") or data.get("task_action") or ""
+    return action in IMPLICIT_ACTIONS or (task in IMPLICIT_TASKS and action.endswith("setup"))
+
+
+def _no_log(res: Mapping[str, Any]) -> bool:
+    """Ansible replaces a no_log result with {"censored": ...}; `_ansible_no_log` marks the rest."""
+    return "censored" in res or bool(res.get("_ansible_no_log"))
+
+
 def _message(res: Mapping[str, Any]) -> str:
+    if _no_log(res):
+        return NO_LOG_MESSAGE
     parts = [str(res.get("msg") or "").strip()]
     for key in ("stderr", "stdout"):
         text = str(res.get(key) or "").strip()
@@ -324,6 +364,21 @@ def run_playbook(
     cancel: Callable[[], bool] | None = None,
 ) -> RunResult:
     """Run `playbook` on exactly `hosts` and return one HostResult per host that reported."""
+    # Private (0600/0700): the run directory, ansible-runner's files in it (env/extravars, ...) and
+    # whatever the Ansible process writes under .ufc/ (PKI, manifests); it inherits the umask.
+    with statedir.private_files():
+        return _run_playbook(playbook, hosts, options, run_id=run_id, observer=observer, cancel=cancel)
+
+
+def _run_playbook(
+    playbook: Path,
+    hosts: list[Host],
+    options: RunOptions,
+    *,
+    run_id: str | None,
+    observer: RunObserver | None,
+    cancel: Callable[[], bool] | None,
+) -> RunResult:
     import ansible_runner  # the only import of ansible_runner in the package
 
     if not playbook.is_file():
@@ -331,8 +386,8 @@ def run_playbook(
     if not hosts:
         raise InputError(f"no hosts selected for {playbook.name}", "check --limit and the inventory groups")
     run_id = run_id or new_run_id(playbook.stem)
-    run_dir = state_dir() / "runs" / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = statedir.ensure_private_dir(statedir.prepare(state_dir()) / "runs") / run_id
+    run_dir.mkdir(mode=0o700, exist_ok=True)
     inventory_path = run_dir / "inventory" / "hosts.json"
     _write_inventory(inventory_path, hosts)
 

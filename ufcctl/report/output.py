@@ -35,7 +35,7 @@ def print_run_summary(result: RunResult, max_rows: int = 50) -> None:
     totals = result.totals()
     mode = " (check mode)" if result.check else ""
     console.print(
-        f"[bold]{result.playbook}[/]{mode}: {result.status} in {result.seconds:.1f}s — "
+        f"[bold]{result.playbook}[/]{mode}: {result.outcome} in {result.seconds:.1f}s — "
         f"{len(result.hosts)} host(s): ok={totals['ok']} changed={totals['changed']} "
         f"failed={totals['failed']} unreachable={totals['unreachable']} skipped={totals['skipped']}",
         highlight=False,

@@ -97,9 +97,9 @@ class RunProgress:
             state = self._runs.get(result.run_id)
             if state is None:
                 return
-            self._progress.update(state.task_id, completed=state.hosts, current=result.status)
+            self._progress.update(state.task_id, completed=state.hosts, current=result.outcome)
         totals = result.totals()
         self._say(
-            f"[{result.run_id}] {result.status}: ok={totals['ok']} changed={totals['changed']} "
+            f"[{result.run_id}] {result.outcome}: ok={totals['ok']} changed={totals['changed']} "
             f"failed={totals['failed']} unreachable={totals['unreachable']} in {result.seconds:.1f}s"
         )

@@ -19,12 +19,14 @@ SAMPLE = Path(__file__).resolve().parents[3] / "inventories" / "sample"
         pytest.param({"ufc_inventory_name": "prod-a"}, "prod-a", id="explicit-wins"),
     ],
 )
-def test_inventory_name_reaches_the_playbook(monkeypatch, extravars: dict, expected: str) -> None:
+def test_inventory_name_reaches_the_playbook(monkeypatch, tmp_path: Path, extravars: dict,
+                                             expected: str) -> None:
+    monkeypatch.setenv("UFC_STATE_DIR", str(tmp_path))  # deploy locks its hosts under the state directory
     seen = {}
     monkeypatch.setattr(
         deploy_app,
         "run_playbook",
-        lambda pb, hosts, options, observer=None: seen.update(options=options) or "result",
+        lambda pb, hosts, options, run_id=None, observer=None: seen.update(options=options) or "result",
     )
     assert deploy_app.deploy(SAMPLE, RunOptions(extravars=extravars), limit="cp1") == "result"
     assert seen["options"].extravars["ufc_inventory_name"] == expected

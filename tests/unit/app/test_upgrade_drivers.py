@@ -24,6 +24,7 @@ from ufcctl.app.upgrade_drivers import (
     upgrade,
 )
 from ufcctl.domain.inventory.model import Group, Host, Inventory
+from ufcctl.engine.locks import hold_nodes
 from ufcctl.engine.runner import HostResult, RunOptions, RunResult
 from ufcctl.engine.state import StateStore
 from ufcctl.errors import InputError
@@ -246,9 +247,18 @@ def test_resume_never_redoes_done_nodes(store: StateStore) -> None:
 
 def test_resume_refuses_a_run_whose_controller_is_alive(store: StateStore) -> None:
     run_id = _crashed_run(store)
-    store.claim_run(run_id)  # now owned by this (living) process
-    with pytest.raises(InputError, match="still being run"):
-        resume(run_id, store, run_fn=FakeRunner(), loader=lambda _p: make_inventory(8))
+    with hold_nodes(run_id, ["w03"], directory=store.lock_dir):  # as its living controller does
+        with pytest.raises(InputError, match=f"run {run_id} is already being run"):
+            resume(run_id, store, run_fn=FakeRunner(), loader=lambda _p: make_inventory(8))
+    assert store.nodes(run_id, ("running",))  # refused before touching a node
+
+
+def test_resume_after_a_crash_ignores_a_reused_pid(store: StateStore) -> None:
+    """The lock, not the pid, tells whether a run is alive: here its pid is this very process."""
+    run_id = _crashed_run(store)
+    store.claim_run(run_id)  # the recorded pid is alive (as a reused pid would be), no lock is held
+    summary = resume(run_id, store, run_fn=FakeRunner(), loader=lambda _p: make_inventory(8))
+    assert summary.status == "done"
 
 
 def test_resume_unknown_run(store: StateStore) -> None:

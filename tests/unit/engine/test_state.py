@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ufcctl.engine.state import StateError, StateStore
+from ufcctl.engine.state import StateError, StateFileError, StateStore
 
 
 @pytest.fixture()
@@ -170,5 +170,5 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
     conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema'")
     conn.commit()
     conn.close()
-    with pytest.raises(StateError, match="newer than this ufcctl"):
+    with pytest.raises(StateFileError, match="schema 99, newer than this ufcctl"):
         StateStore(tmp_path / "s.db")

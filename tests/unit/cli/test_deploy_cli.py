@@ -1,0 +1,71 @@
+"""`ufcctl deploy` flags: unknown tags exit 2 before anything runs; a run that ran nothing exits 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ufcctl.cli.main import cli
+from ufcctl.engine.runner import HostResult, RunResult
+
+SAMPLE = Path(__file__).resolve().parents[3] / "inventories" / "sample"
+
+
+class FakeEngine:
+    """run_playbook stand-in: every host reports `ran` tasks."""
+
+    def __init__(self, ran: int):
+        self.ran = ran
+        self.calls: list[tuple[str, ...]] = []
+
+    def __call__(self, playbook, hosts, options, *, run_id=None, observer=None):  # type: ignore[no-untyped-def]
+        self.calls.append(options.tags)
+        results = {h.name: HostResult(h.name, ok=self.ran, ran=self.ran) for h in hosts}
+        return RunResult(run_id, playbook.name, "successful", 0, results, Path("/x"), 0.1)
+
+
+@pytest.fixture()
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("UFC_STATE_DIR", str(tmp_path / "ufc"))
+    return tmp_path / "ufc"
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "unknown"),
+    [
+        pytest.param("--tags", "nfs,addon", "--tags addon", id="tags-typo"),
+        pytest.param("--skip-tags", "volcanoo", "--skip-tags volcanoo", id="skip-tags-typo"),
+        pytest.param("--tags", "nope,nada", "--tags nope, nada", id="two-unknown"),
+    ],
+)
+def test_unknown_tag_exits_2_listing_known_tags(state: Path, monkeypatch: pytest.MonkeyPatch, flag: str,
+                                                value: str, unknown: str) -> None:
+    engine = FakeEngine(ran=1)
+    monkeypatch.setattr("ufcctl.app.deploy.run_playbook", engine)
+    result = CliRunner().invoke(cli, ["deploy", "-i", str(SAMPLE), flag, value])
+    assert result.exit_code == 2, result.output
+    assert f"Error: {unknown}: no play, role or task of deploy.yml has" in result.output
+    assert "Hint: known tags: addons, apiserver_lb, ascend_components" in result.output
+    assert "Ansible's own: all, always, never, tagged, untagged" in result.output
+    assert engine.calls == [] and not (state / "runs").exists()
+
+
+@pytest.mark.parametrize("tags", ["nfs", "always", "never,addons", "tagged", "untagged", "all"])
+def test_known_and_special_tags_are_accepted(state: Path, monkeypatch: pytest.MonkeyPatch, tags: str) -> None:
+    engine = FakeEngine(ran=1)
+    monkeypatch.setattr("ufcctl.app.deploy.run_playbook", engine)
+    result = CliRunner().invoke(cli, ["deploy", "-i", str(SAMPLE), "--tags", tags, "--limit", "cp1"])
+    assert result.exit_code == 0, result.output
+    assert engine.calls == [tuple(tags.split(","))]
+
+
+def test_a_run_in_which_nothing_ran_exits_2(state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("ufcctl.app.deploy.run_playbook", FakeEngine(ran=0))
+    result = CliRunner().invoke(cli, ["deploy", "-i", str(SAMPLE), "--tags", "nfs_server", "--limit", "cp1"])
+    assert result.exit_code == 2, result.output
+    assert "deploy.yml: nothing ran" in result.output
+    assert ("Error: deploy ran no task on any of its 1 host(s) (--tags nfs_server; --limit cp1): "
+            "nothing was deployed") in result.output
+    assert "Hint: " in result.output
