@@ -158,7 +158,7 @@ def strings(value: Any) -> Iterator[str]:
             yield from strings(v)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _names(source: str) -> frozenset[str]:
     return frozenset(jinja2.meta.find_undeclared_variables(_ENV.parse(source)))
 

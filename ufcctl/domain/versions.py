@@ -17,4 +17,6 @@ def version_problem(value: str) -> str | None:
     """Why `value` is not an acceptable version string, or None when it is."""
     if _VERSION.fullmatch(value):
         return None
-    return f"{value!r} is not a version: use letters, digits, '.', '_' and '-', starting with a letter or digit"
+    return (
+        f"{value!r} is not a version: use letters, digits, '.', '_' and '-', starting with a letter or digit"
+    )

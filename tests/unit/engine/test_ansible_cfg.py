@@ -27,7 +27,7 @@ PLUGINS = (("connection", "ssh"), ("callback", "default"))
 def _cfg() -> dict[tuple[str, str], str]:
     parser = configparser.ConfigParser(interpolation=None)
     parser.read(CFG)
-    return {(section, key): parser.get(section, key) for section in parser.sections() for key in parser[section]}
+    return {(s, key): parser.get(s, key) for s in parser.sections() for key in parser[s]}
 
 
 def _definitions() -> list[tuple[str, str | None, str | None, dict[str, Any]]]:
@@ -39,9 +39,8 @@ def _definitions() -> list[tuple[str, str | None, str | None, dict[str, Any]]]:
     callback_loader.get("default", class_only=True)
     found = [(name, None, None, d) for name, d in C.config.get_configuration_definitions().items()]
     for kind, plugin in PLUGINS:
-        found += [
-            (name, kind, plugin, d) for name, d in C.config.get_configuration_definitions(kind, plugin).items()
-        ]
+        options = C.config.get_configuration_definitions(kind, plugin)
+        found += [(name, kind, plugin, d) for name, d in options.items()]
     return found
 
 

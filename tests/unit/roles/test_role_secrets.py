@@ -42,21 +42,26 @@ KUBEADM_SECRET = re.compile(
 )
 # Variables whose name says secret but whose value is not one.
 NOT_SECRET = {
-    "nfs_provisioner_image_pull_secrets": "names of Kubernetes Secrets (imagePullSecrets), not their contents",
+    "nfs_provisioner_image_pull_secrets": "names of Kubernetes Secrets (imagePullSecrets), not contents",
     "node_tuning_sysctl_floor_keys": "sysctl key names",
 }
 # Tasks that print a secret-derived value on purpose: where -> why that is safe.
-MASKED = "prints kubeadm's output through ufcctl_kcp_kubeadm_failure, which masks the token secret and the certificate key"
+MASKED = (
+    "prints kubeadm's output through ufcctl_kcp_kubeadm_failure, which masks the token secret and the "
+    "certificate key"
+)
+BOOTSTRAP = "kube_control_plane/tasks/bootstrap.yml"
 EXCEPTIONS = {
     "apiserver_lb/tasks/facts.yml: Check the VIP plan, the backends and the settings": (
         "prints the plan's problems; ufcctl/domain/controlplane/vrrp.py states the password's rule, "
         "never its value"
     ),
-    "kube_control_plane/tasks/bootstrap.yml: Report the bootstrap as SKIPPED (configuration rendered and "
-    "schema-validated only)": "prints only the rendered files' names (map(attribute='name'))",
-    "kube_control_plane/tasks/bootstrap.yml: Fail when kubeadm refused the configuration (token and certificate key masked)": MASKED,
-    "kube_control_plane/tasks/bootstrap.yml: Fail when kubeadm init failed (token and certificate key masked)": MASKED,
-    "kube_control_plane/tasks/bootstrap.yml: Fail when kubeadm join failed (token and certificate key masked)": MASKED,
+    f"{BOOTSTRAP}: Report the bootstrap as SKIPPED (configuration rendered and schema-validated only)": (
+        "prints only the rendered files' names (map(attribute='name'))"
+    ),
+    f"{BOOTSTRAP}: Fail when kubeadm refused the configuration (token and certificate key masked)": MASKED,
+    f"{BOOTSTRAP}: Fail when kubeadm init failed (token and certificate key masked)": MASKED,
+    f"{BOOTSTRAP}: Fail when kubeadm join failed (token and certificate key masked)": MASKED,
     "kube_control_plane/tasks/render.yml: Validate each file against the strict schema before writing it": (
         "its loop items are the file names (map(attribute='name')); it prints the schema errors of the "
         "rendered documents, and the token and the certificate key come from the password lookup in "
@@ -197,6 +202,11 @@ def test_the_secrets_the_roles_hold_are_recognised() -> None:
     assert "kube_control_plane_config_dir" not in tainted
 
 
+CMD = "ansible.builtin.command"
+SHELL = "ansible.builtin.shell"
+DEBUG = "ansible.builtin.debug"
+
+
 def _task(name: str, body: dict[str, Any], **block: Any) -> TaskRef:
     return TaskRef(f"t: {name}", ROOT, {"name": name, **body}, **block)
 
@@ -204,22 +214,23 @@ def _task(name: str, body: dict[str, Any], **block: Any) -> TaskRef:
 @pytest.mark.parametrize(
     ("task", "flagged"),
     [
-        (_task("init", {"ansible.builtin.command": "kubeadm init --config x --upload-certs"}), True),
-        (_task("join argv", {"ansible.builtin.command": {"argv": ["kubeadm", "join", "--config", "x"]}}), True),
-        (_task("token create", {"ansible.builtin.shell": {"cmd": "kubeadm token create --print-join-command"}}), True),
-        (_task("version", {"ansible.builtin.command": "kubeadm version"}), False),
-        (_task("init no_log", {"ansible.builtin.command": "kubeadm init", "no_log": True}), False),
-        (_task("in a no_log block", {"ansible.builtin.command": "kubeadm init"}, block_no_log=True), False),
-        (_task("prints", {"ansible.builtin.debug": {"msg": "{{ __kube_control_plane_token }}"}}), True),
-        (_task("debug var", {"ansible.builtin.debug": {"var": "apiserver_lb_vrrp_auth_pass"}}), True),
-        (_task("loop item", {"ansible.builtin.debug": {"msg": "x"}, "loop": "{{ __kube_control_plane_files }}"}), True),
-        (_task("condition only", {"ansible.builtin.debug": {"msg": "x"}, "when": "__kube_control_plane_token"}), False),
-        (_task("assert that", {"ansible.builtin.assert": {"that": "__kube_control_plane_token | length == 23"}}), False),
+        (_task("init", {CMD: "kubeadm init --config x --upload-certs"}), True),
+        (_task("join argv", {CMD: {"argv": ["kubeadm", "join", "--config", "x"]}}), True),
+        (_task("token", {SHELL: {"cmd": "kubeadm token create --print-join-command"}}), True),
+        (_task("version", {CMD: "kubeadm version"}), False),
+        (_task("init no_log", {CMD: "kubeadm init", "no_log": True}), False),
+        (_task("in a no_log block", {CMD: "kubeadm init"}, block_no_log=True), False),
+        (_task("prints", {DEBUG: {"msg": "{{ __kube_control_plane_token }}"}}), True),
+        (_task("debug var", {DEBUG: {"var": "apiserver_lb_vrrp_auth_pass"}}), True),
+        (_task("loop item", {DEBUG: {"msg": "x"}, "loop": "{{ __kube_control_plane_files }}"}), True),
+        (_task("condition only", {DEBUG: {"msg": "x"}, "when": "__kube_control_plane_token"}), False),
+        (_task("assert that", {ASSERT: {"that": "__kube_control_plane_token != ''"}}), False),
         (_task("local var", {"ansible.builtin.copy": {"content": "{{ x }}", "dest": "/y"},
                              "vars": {"x": "{{ __kube_control_plane_certificate_key }}"}}), True),
-        (_task("public file", {"ansible.builtin.copy": {"src": "{{ kube_control_plane_pki_controller_dir }}/ca.crt",
-                                                        "dest": "/etc/kubernetes/pki/ca.crt"}}), False),
-        (_task("not a secret", {"ansible.builtin.debug": {"msg": "{{ nfs_provisioner_image_pull_secrets }}"}}), False),
+        (_task("public file", {"ansible.builtin.copy": {
+            "src": "{{ kube_control_plane_pki_controller_dir }}/ca.crt", "dest": "/etc/kubernetes/pki/ca.crt",
+        }}), False),
+        (_task("not a secret", {DEBUG: {"msg": "{{ nfs_provisioner_image_pull_secrets }}"}}), False),
     ],
     ids=lambda v: v.where if isinstance(v, TaskRef) else str(v),
 )

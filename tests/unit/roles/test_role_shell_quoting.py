@@ -82,8 +82,8 @@ def findings() -> list[tuple[str, str]]:
             continue
         found += unquoted(text, task.where, {**_role_vars_of(task), **task.vars})
     for path in SCRIPT_TEMPLATES:
-        role = path.relative_to(ROOT / "roles").parts[0]
-        found += unquoted(path.read_text(), str(path.relative_to(ROOT / "roles")), role_vars(ROOT / "roles" / role))
+        where = path.relative_to(ROOT / "roles")
+        found += unquoted(path.read_text(), str(where), role_vars(ROOT / "roles" / where.parts[0]))
     return [_split(f) for f in found]
 
 
@@ -131,7 +131,9 @@ def test_the_scan_reads_the_root_shell_of_the_driver_role_and_its_snippets() -> 
          "snippet-unquoted", "snippet-quoted", "snippet-not-text", "snippet-cycle", "concat-quoted",
          "quote-not-last"],
 )
-def test_the_scanner_flags_exactly_the_unquoted_values(text: str, snippets: dict[str, Any], flagged: list[str]) -> None:
+def test_the_scanner_flags_exactly_the_unquoted_values(
+    text: str, snippets: dict[str, Any], flagged: list[str]
+) -> None:
     found = unquoted(text, "t", snippets)
     assert [f.split(": ", 1)[1] for f in found] == flagged
 
