@@ -9,17 +9,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ufcctl.app.etcd_agent import AgentConfig, DefragRun, RunReport
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.etcd.defrag import ClusterView, LastDefrag, health_problems, status_errors
 from ufcctl.domain.etcd.settings import SettingsError, controller_pki_dir, defrag_config
+from ufcctl.domain.etcd.snapshot import Assembled, EndpointProbe, assemble
 from ufcctl.domain.etcd.topology import KINDS_BY_NAME, EtcdCluster, etcd_clusters
 from ufcctl.domain.inventory.model import Inventory
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError, TlsFiles
+from ufcctl.engine.etcd_probe import probe_all
 from ufcctl.errors import InputError, RunFailed
 from ufcctl.paths import state_dir
+
+# Seconds each member has to answer `ufcctl etcd status` (all of its calls together). A healthy
+# member answers in milliseconds; 5 s is generous for a loaded one, and a dead network costs
+# about 5 s in total because every member is asked at once.
+STATUS_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True)
@@ -112,6 +119,10 @@ def _tls(inventory: Inventory, cluster: EtcdCluster) -> TlsFiles:
     return files
 
 
+def _unreachable_row(member: str, endpoint: str, error: str) -> MemberRow:
+    return MemberRow(member, endpoint, f"unreachable: {error}", False, None, None, None, (), None)
+
+
 def _status_of(name: str, view: ClusterView) -> MemberRow:
     member = view.member(name)
     endpoint = member.endpoint if member else ""
@@ -136,30 +147,66 @@ def _status_of(name: str, view: ClusterView) -> MemberRow:
     )
 
 
-def etcd_status(inventory_dir: Path, cluster: str | None = None) -> list[ClusterStatus]:
-    """Health, leader, sizes, fragmentation, alarms and last defrag of every member of every cluster."""
-    result = []
-    for target in _targets(inventory_dir, cluster):
-        try:
-            view = target.client.view()
-        except EtcdError as err:
-            rows = tuple(
-                MemberRow(
-                    m.host, m.client_url, f"unreachable: {err.message}", False, None, None, None, (), None
-                )
-                for m in target.cluster.members
-            )
-            result.append(
-                ClusterStatus(target.cluster.name, False, (f"no member answered: {err}",), None, (), rows)
-            )
-            continue
-        problems = tuple(health_problems(view))
-        names = [m.name or m.member_id for m in view.members]
-        rows = tuple(_status_of(n, view) for n in names)
-        result.append(
-            ClusterStatus(target.cluster.name, not problems, problems, view.leader, view.alarm_names, rows)
-        )
-    return result
+class StatusObserver(Protocol):
+    """Told when the status queries start and as each endpoint answers, fails or runs out of time."""
+
+    def started(self, endpoints: int, timeout: float) -> None: ...
+
+    def answered(self, cluster: str, endpoint: str, error: str | None, seconds: float) -> None: ...
+
+
+def etcd_status(
+    inventory_dir: Path,
+    cluster: str | None = None,
+    timeout: float = STATUS_TIMEOUT,
+    observer: StatusObserver | None = None,
+) -> list[ClusterStatus]:
+    """Health, leader, sizes, fragmentation, alarms and last defrag of every member of every cluster.
+
+    Every member is asked at once, each within `timeout` seconds, so the answer takes about
+    `timeout` however many members are down (members added since the inventory was written are
+    asked in a second round, once some member has listed them).
+    """
+    targets = _targets(inventory_dir, cluster)
+
+    def answered(probe: EndpointProbe) -> None:
+        if observer:
+            error = probe.error if probe.status is None else None
+            observer.answered(probe.cluster, probe.endpoint, error, probe.seconds)
+
+    def ask(asked: list[tuple[str, str]]) -> dict[tuple[str, str], EndpointProbe]:
+        if observer:
+            observer.started(len(asked), timeout)
+        return probe_all(asked, targets[0].client.tls, timeout, answered)
+
+    probes = ask([(t.cluster.name, url) for t in targets for url in t.cluster.client_urls])
+    names = [t.cluster.name for t in targets]
+    assembled = {name: assemble(name, _probes_of(name, probes)) for name in names}
+    later = [(name, url) for name, a in assembled.items() for url in a.unprobed]
+    if later:
+        probes.update(ask(later))
+        for name in {n for n, _ in later}:
+            assembled[name] = assemble(name, _probes_of(name, probes))
+    return [_cluster_status(t.cluster, assembled[t.cluster.name]) for t in targets]
+
+
+def _probes_of(cluster: str, probes: dict[tuple[str, str], EndpointProbe]) -> list[EndpointProbe]:
+    """The cluster's probes in the order asked (configured endpoints first: their member list wins)."""
+    return [p for (name, _), p in probes.items() if name == cluster]
+
+
+def _cluster_status(cluster: EtcdCluster, assembled: Assembled) -> ClusterStatus:
+    view = assembled.view
+    if view is None:
+        errors = {m.host: assembled.errors.get(m.client_url, "no answer") for m in cluster.members}
+        rows = tuple(_unreachable_row(m.host, m.client_url, errors[m.host]) for m in cluster.members)
+        summary = "; ".join(f"{host}: {error}" for host, error in errors.items())
+        return ClusterStatus(cluster.name, False, (f"no member answered: {summary}",), None, (), rows)
+    problems = tuple(health_problems(view))
+    if not assembled.alarms_read:
+        problems += ("no member returned the alarm list",)
+    rows = tuple(_status_of(m.name or m.member_id, view) for m in view.members)
+    return ClusterStatus(cluster.name, not problems, problems, view.leader, view.alarm_names, rows)
 
 
 def etcd_defrag(

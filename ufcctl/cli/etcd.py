@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
 import click
 
-from ufcctl.app.etcd_maint import etcd_defrag, etcd_prune, etcd_status, summarize_reports
+from ufcctl.app.etcd_maint import STATUS_TIMEOUT, etcd_defrag, etcd_prune, etcd_status, summarize_reports
 from ufcctl.cli.options import inventory_option, output_option
-from ufcctl.errors import RunFailed
+from ufcctl.errors import InputError, RunFailed
+from ufcctl.report.etcd import StatusProgress
 from ufcctl.report.output import print_json, print_table
 
 CLUSTERS = click.Choice(["core", "events", "pods"])
@@ -29,13 +31,27 @@ def etcd() -> None:
     """Status and maintenance of the three etcd clusters (core, events, pods)."""
 
 
+def _timeout(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"--timeout {value}: not a positive number of seconds", "e.g. --timeout 5")
+    return value
+
+
 @etcd.command()
 @inventory_option()
 @click.option("--cluster", type=CLUSTERS, default=None, help="Only this cluster.")
+@click.option(
+    "--timeout", type=float, default=STATUS_TIMEOUT, show_default=True, callback=_timeout,
+    help="Seconds each member has to answer; every member is asked at once.",
+)
 @output_option()
-def status(inventory: Path, cluster: str | None, output: str) -> None:
-    """Health, leader, db size, in use, fragmentation, alarms and last defrag per member."""
-    clusters = etcd_status(inventory, cluster)
+def status(inventory: Path, cluster: str | None, timeout: float, output: str) -> None:
+    """Health, leader, db size, in use, fragmentation, alarms and last defrag per member.
+
+    Exits 1 when a cluster is unhealthy, an unreachable member included.
+    """
+    with StatusProgress(quiet=output == "json") as progress:
+        clusters = etcd_status(inventory, cluster, timeout, progress)
     if output == "json":
         print_json([c.to_json() for c in clusters])
     else:

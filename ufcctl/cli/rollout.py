@@ -13,8 +13,9 @@ from ufcctl.cli.numbers import integer, number, percent
 from ufcctl.cli.options import inventory_option, output_option
 from ufcctl.domain.rollout.plan import ALIGN_VARS
 from ufcctl.domain.rollout.summary import RolloutSummary
+from ufcctl.domain.versions import version_problem
 from ufcctl.engine.state import StateStore
-from ufcctl.errors import RunFailed
+from ufcctl.errors import InputError, RunFailed
 from ufcctl.report.output import print_json
 from ufcctl.report.rollout import (
     RolloutProgress,
@@ -24,6 +25,14 @@ from ufcctl.report.rollout import (
     print_summary,
     runs_json,
 )
+
+
+def _version(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A version goes into package names and root's installer command on every node: plain words only."""
+    problem = None if value is None else version_problem(value)
+    if problem:
+        raise InputError(f"--{param.name.replace('_', '-')} {problem}", "e.g. --version 24.1.rc3")
+    return value
 
 
 def _plan_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -66,8 +75,10 @@ def _summary_out(summary: RolloutSummary, output: str) -> None:
 
 @click.command("upgrade-drivers")
 @_plan_options
-@click.option("--version", "version", default=None, help="Driver version (default: the inventory's).")
-@click.option("--firmware-version", default=None, help="Firmware version (default: the inventory's).")
+@click.option("--version", "version", default=None, callback=_version,
+              help="Driver version (default: the inventory's).")
+@click.option("--firmware-version", default=None, callback=_version,
+              help="Firmware version (default: the inventory's).")
 @click.option("--dry-run", is_flag=True,
               help="Ansible check mode: report what would change, install nothing.")
 @click.option("--force", is_flag=True,

@@ -74,10 +74,16 @@ class Gateway:
     def __init__(self, endpoint: str, tls: TlsFiles | None, timeout: float = DEFAULT_TIMEOUT):
         self.endpoint = endpoint.rstrip("/")
         url = urllib.parse.urlsplit(self.endpoint)
-        if url.scheme not in ("https", "http") or not url.hostname:
+        try:
+            port = url.port
+        except ValueError:  # not a number, or out of range
+            port = None
+        # the port is always explicit: client URLs come from the member list or from the topology
+        # (domain/etcd/topology.py), so no default port is assumed here
+        if url.scheme not in ("https", "http") or not url.hostname or port is None:
             raise EtcdError(endpoint, "endpoint must be https://HOST:PORT")
         self._host = url.hostname
-        self._port = url.port or 2379
+        self._port = port
         self._tls = url.scheme == "https"
         self.timeout = timeout
         self._context: ssl.SSLContext | None = None

@@ -29,9 +29,9 @@ from typing import Any, Protocol
 
 from ufcctl.domain.inventory.model import Host
 from ufcctl.domain.inventory.values import to_ansible_json
-from ufcctl.engine import statedir
+from ufcctl.engine import ansible_cfg, statedir
 from ufcctl.errors import EnvironmentMissing, InputError
-from ufcctl.paths import PROJECT_ROOT, state_dir
+from ufcctl.paths import state_dir
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +40,6 @@ log = logging.getLogger(__name__)
 DEFAULT_FORKS = 50
 # Messages kept per failure: enough to read the cause, bounded so 16k failures stay small.
 MAX_MESSAGE_CHARS = 2000
-# ControlPersist must outlive the longest gap between two tasks of one host (docs/reference/scale.md §1.1).
-SSH_ARGS = "-o ControlMaster=auto -o ControlPersist=15m -o ServerAliveInterval=15"
 
 # Lines of Ansible's own output kept for error messages (a syntax error prints a few lines).
 TAIL_LINES = 40
@@ -391,16 +389,15 @@ def _run_playbook(
     inventory_path = run_dir / "inventory" / "hosts.json"
     _write_inventory(inventory_path, hosts)
 
-    # ansible-runner finds ansible-playbook through PATH: put this environment's first
+    # ansible-runner finds ansible-playbook through PATH: put this environment's first.
+    # Ansible's settings (SSH, pipelining, forks, roles path...) come from ansible.cfg alone, as
+    # for a plain ansible-playbook run; ansible_cfg.runner_env() passes on the ones ansible-runner
+    # would otherwise replace (tests/unit/engine/test_ansible_cfg.py checks the whole environment).
     env = {
         "PATH": f"{Path(ansible_binary()).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"),
-        "ANSIBLE_ROLES_PATH": str(PROJECT_ROOT / "roles"),
-        "ANSIBLE_PIPELINING": "True",
-        "ANSIBLE_SSH_ARGS": SSH_ARGS,
-        # a short ControlPath: long run dirs would overflow the 108-byte unix socket limit
-        "ANSIBLE_SSH_CONTROL_PATH_DIR": str(Path.home() / ".ansible" / "cp"),
-        "ANSIBLE_RETRY_FILES_ENABLED": "False",
+        "ANSIBLE_CONFIG": str(ansible_cfg.ANSIBLE_CFG),
+        **ansible_cfg.runner_env(),
+        # the output is parsed from events, never shown as a terminal
         "ANSIBLE_FORCE_COLOR": "False",
     }
     if options.accelerate == "mitogen":

@@ -14,11 +14,11 @@ from ansible.errors import AnsibleFilterError
 
 try:
     from ufcctl.domain.addons import compat, labels, tor
-    from ufcctl.domain.placement.profiles import PROFILES
+    from ufcctl.domain.placement.profiles import chips_by_type
 except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
     from ufcctl.domain.addons import compat, labels, tor
-    from ufcctl.domain.placement.profiles import PROFILES
+    from ufcctl.domain.placement.profiles import chips_by_type
 
 _TOPOLOGY_KEYS = (
     "npu_tor_id",
@@ -53,8 +53,7 @@ def ufcctl_ascend_tor_configmap(
 ) -> dict:
     """{'body', 'data_bytes', 'servers', 'tors'} for kube-system/basic-tor-node-cm (kube_node hosts)."""
     names = list(groups.get("kube_node", ()))
-    chips = {p.accelerator_type: p.chips_per_node for p in PROFILES}
-    servers, problems = tor.servers_from_hostvars(names, _plain(groups, hostvars, names), chips)
+    servers, problems = tor.servers_from_hostvars(names, _plain(groups, hostvars, names), chips_by_type())
     if problems:
         _fail(problems)
     try:

@@ -116,6 +116,23 @@ def ufcctl_kcp_ca_hash(pem: str) -> str:
     return "sha256:" + hashlib.sha256(spki).hexdigest()
 
 
+# Lines of kubeadm's output kept in a failure message: its error is at the end.
+KUBEADM_TAIL_LINES = 30
+
+
+def ufcctl_kcp_kubeadm_failure(result: Mapping[str, Any], secrets: Sequence[str]) -> str:
+    """What a no_log kubeadm task may show when it failed: rc, command and output, every secret masked."""
+    argv = result.get("cmd") or []
+    command = " ".join(argv) if isinstance(argv, list) else str(argv)
+    lines = (str(result.get("stdout") or "") + "\n" + str(result.get("stderr") or "")).strip().splitlines()
+    text = "\n".join(lines[-KUBEADM_TAIL_LINES:]) or str(result.get("msg") or "no output")
+    for secret in secrets:
+        if secret:
+            text = text.replace(str(secret), "<masked>")
+            command = command.replace(str(secret), "<masked>")
+    return f"{command} failed (rc {result.get('rc')}):\n{text}"
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
@@ -128,4 +145,5 @@ class FilterModule:
             "ufcctl_kcp_cert_sans": ufcctl_kcp_cert_sans,
             "ufcctl_kcp_schema_errors": ufcctl_kcp_schema_errors,
             "ufcctl_kcp_ca_hash": ufcctl_kcp_ca_hash,
+            "ufcctl_kcp_kubeadm_failure": ufcctl_kcp_kubeadm_failure,
         }

@@ -9,6 +9,8 @@ from __future__ import annotations
 import datetime
 import json
 import socket
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -151,3 +153,53 @@ def test_prune_refuses_other_clusters(tmp_path: Path, args: list[str], message: 
 def test_missing_inventory_exits_2(tmp_path: Path) -> None:
     code, out = _run("etcd", "status", "-i", str(tmp_path / "none"))
     assert code == 2 and "no such directory" in out
+
+
+@pytest.fixture()
+def black_holes(tmp_path: Path) -> Iterator[Path]:
+    """An inventory of 9 members (3 clusters x 127.0.0.1-3) whose client ports accept TCP into the
+    backlog and never speak TLS: the shape of a black-holed network, on loopback only."""
+    inv = _inventory(tmp_path)
+    values = yaml.safe_load((inv / "group_vars" / "all" / "vars.yml").read_text())
+    sockets = []
+    for cluster in ("core", "events", "pods"):
+        for i in (1, 2, 3):
+            s = socket.socket()
+            s.bind((f"127.0.0.{i}", values[f"etcd_{cluster}_client_port"]))
+            s.listen(8)
+            sockets.append(s)
+    yield inv
+    for s in sockets:
+        s.close()
+
+
+def test_status_against_black_holes_answers_within_the_timeout_and_names_every_member(
+    black_holes: Path,
+) -> None:
+    started = time.monotonic()
+    code, data, err = _run_json("etcd", "status", "-i", str(black_holes), "--timeout", "1", "-o", "json")
+    elapsed = time.monotonic() - started
+    assert elapsed < 1 * 3 + 10  # a hang guard (90 s before the members were asked at once)
+    assert code == 1
+    assert isinstance(data, list) and [c["cluster"] for c in data] == ["core", "events", "pods"]
+    for cluster in data:
+        assert [m["member"] for m in cluster["members"]] == ["m1", "m2", "m3"]
+        assert all(m["health"] == "unreachable: no answer within 1 s" for m in cluster["members"])
+        assert cluster["problems"][0].startswith("no member answered: m1: no answer within 1 s")
+    assert "asking" not in err  # --output json: no progress
+    assert "Error: unhealthy etcd cluster(s): core, events, pods" in err
+
+
+def test_status_shows_progress_on_stderr(black_holes: Path) -> None:
+    result = CliRunner().invoke(cli, ["etcd", "status", "-i", str(black_holes), "--timeout", "0.5"])
+    assert result.exit_code == 1
+    assert "asking 9 etcd member(s) at once, at most 0.5 s each" in result.stderr
+    assert result.stderr.count(": no answer within 0.5 s") == 9
+    assert "etcd core: UNHEALTHY" in result.stdout
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1", "0"])
+def test_status_refuses_a_timeout_that_is_not_a_positive_number(tmp_path: Path, value: str) -> None:
+    code, out = _run("etcd", "status", "-i", str(_inventory(tmp_path)), f"--timeout={value}")
+    assert code == 2
+    assert "Error: --timeout" in out and "not a positive number of seconds" in out

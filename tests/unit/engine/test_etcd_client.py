@@ -209,7 +209,9 @@ def test_unreachable_endpoints_fall_through_then_fail() -> None:
         client.first("status")
 
 
-@pytest.mark.parametrize("endpoint", ["127.0.0.1:2379", "ftp://x:1", "https://"])
+@pytest.mark.parametrize(
+    "endpoint", ["127.0.0.1:2379", "ftp://x:1", "https://", "https://10.0.0.1", "https://x:99999", "https://x:a"]
+)
 def test_bad_endpoints_are_rejected(endpoint: str) -> None:
     with pytest.raises(EtcdError, match="endpoint must be https://HOST:PORT"):
         Gateway(endpoint, None)

@@ -18,7 +18,7 @@ if str(ROOT) not in sys.path:  # tests.lab is imported from the repository root
 from tests.lab.npu_emulator import npu_smi  # noqa: E402
 from tests.lab.npu_emulator.packages import CHECKSUM_FILE, RELEASES, Release, build  # noqa: E402
 
-# The same pattern as __ascend_driver_chips in roles/ascend_driver/vars/main.yml (checked below).
+# The same pattern as __ascend_driver_chips in roles/ascend_driver/vars/main/main.yml (checked below).
 CHIP_ROW = r"(?m)^\|\s+(\d+)\s+\S+\s+\|\s+(\w+)\s+\|"
 
 
@@ -55,5 +55,5 @@ def test_role_pattern_reads_every_chip_and_its_health(chips: int, bad: set[int])
 
 
 def test_role_uses_the_same_pattern() -> None:
-    role_vars = (ROOT / "roles" / "ascend_driver" / "vars" / "main.yml").read_text()
+    role_vars = (ROOT / "roles" / "ascend_driver" / "vars" / "main" / "main.yml").read_text()
     assert r"regex_findall('(?m)^\|\s+(\d+)\s+\S+\s+\|\s+(\w+)\s+\|')" in role_vars

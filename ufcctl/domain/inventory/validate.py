@@ -12,26 +12,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ufcctl.domain.etcd.topology import CLUSTER_KINDS
 from ufcctl.domain.inventory.model import CONTROL_PLANE, ETCD_GROUPS, KUBE_NODE, NPU_NODE, Inventory
 from ufcctl.domain.inventory.ranges import compact_host_names
 from ufcctl.domain.inventory.sources import Problem
+from ufcctl.domain.placement.profiles import ACCELERATOR_TYPES
 
-# docs/reference/npu-placement.md, "Hardware profiles": the `accelerator-type` node label values the
-# MindCluster scheduler knows for the training families ufcctl deploys.
-ACCELERATOR_TYPES = (
-    "module",
-    "half",
-    "card",
-    "card-910b-2",
-    "module-910b-8",
-    "module-910b-16",
-    "module-a3-16",
-    "module-a3-16-super-pod",
-    "module-a3-8-super-pod",
-)
-# Default (client, peer) port of each etcd cluster (docs/architecture.md; events as Kubespray uses),
-# overridable per group or host with `<cluster>_client_port` / `<cluster>_peer_port`.
-ETCD_DEFAULT_PORTS = {"etcd_core": (2379, 2380), "etcd_events": (2383, 2382), "etcd_pods": (2385, 2384)}
+# npu_accelerator_type must be one of ACCELERATOR_TYPES, the hardware profile registry's types
+# (imported above): a type the inventory accepts is one the placement rules and the driver health
+# gate (roles/ascend_driver) know.
+
+# Default (client, peer) port of each etcd cluster, from the one table of etcd ports
+# (domain/etcd/topology.py CLUSTER_KINDS); overridable per group or host with
+# `<cluster>_client_port` / `<cluster>_peer_port`.
+ETCD_DEFAULT_PORTS = {k.group: (k.client_port, k.peer_port) for k in CLUSTER_KINDS}
 ALLOW_SINGLE_ETCD = "ufc_allow_single_etcd"
 MAX_HOSTS_NAMED = 12  # in one folded line
 

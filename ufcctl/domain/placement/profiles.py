@@ -91,6 +91,9 @@ class ProfileRegistry:
 
 _AFV = "ascend-for-volcano internal/npu/"
 
+# chips_per_node of each profile: docs/reference/npu-placement.md, "Hardware profiles" (chips/node),
+# which restates the scheduler's per-handler maximum (`source` below names the handler).
+
 PROFILES = ProfileRegistry()
 for _profile in (
     # Atlas 800 training server, 910A: rings {0-3},{4-7}; invalid counts {3,5,6,7}.
@@ -156,6 +159,17 @@ for _profile in (
     ),
 ):
     PROFILES.register(_profile)
+
+
+# Every `accelerator-type` ufcctl knows, in registration order: what `inventory check` accepts for
+# npu_accelerator_type and what roles/ascend_driver's health gate counts chips for (its generated
+# vars/main/chips_by_type.yml; `python -m ufcctl.app.role_vars` rewrites it from this registry).
+ACCELERATOR_TYPES: tuple[str, ...] = tuple(p.accelerator_type for p in PROFILES)
+
+
+def chips_by_type() -> dict[str, int]:
+    """Chips per node of every registered type (the health gate's expected `npu-smi info` rows)."""
+    return {p.accelerator_type: p.chips_per_node for p in PROFILES}
 
 
 def profile_for(accelerator_type: str | None) -> HardwareProfile:

@@ -1,0 +1,242 @@
+"""roles/ascend_driver agrees with ufcctl: the rollout's marker task, the generated chips table and
+version pattern, and the validate step and installer script evaluated by Ansible on localhost."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ufcctl.app import role_vars
+from ufcctl.app.upgrade_drivers import MARKER_TASK
+from ufcctl.domain.inventory.validate import ACCELERATOR_TYPES
+from ufcctl.domain.placement.profiles import chips_by_type
+from ufcctl.domain.versions import VERSION_PATTERN
+
+ROOT = Path(__file__).resolve().parents[3]
+ROLE = ROOT / "roles" / "ascend_driver"
+GENERATED = yaml.safe_load((ROLE / "vars" / "main" / "generated.yml").read_text())
+PLAYBOOK_BIN = Path(sys.executable).parent / "ansible-playbook"
+GOOD = {
+    "ansible_connection": "local",
+    "ansible_python_interpreter": sys.executable,
+    "ascend_driver_version": "24.1.rc3",
+    "ascend_driver_firmware_version": "7.5.0.2.220",
+    "ascend_driver_artifact_url": "http://127.0.0.1:1/hdk",
+    "npu_accelerator_type": "module-910b-8",
+}
+
+
+def test_the_rollout_marker_is_the_last_task_of_the_role_and_always_runs() -> None:
+    tasks = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
+    last = tasks[-1]
+    assert last["name"] == MARKER_TASK, "ufcctl/app/upgrade_drivers.py MARKER_TASK must name the last task"
+    assert "when" not in last and "block" not in last
+    assert [t["name"] for t in tasks].count(MARKER_TASK) == 1
+
+
+def test_generated_role_vars_are_current() -> None:
+    assert role_vars.stale() == [], f"regenerate with `{role_vars.COMMAND}` and commit the result"
+
+
+def test_the_role_counts_chips_for_exactly_the_types_inventory_check_accepts() -> None:
+    table = GENERATED["__ascend_driver_registry_chips_by_type"]
+    assert table == chips_by_type()
+    assert list(table) == list(ACCELERATOR_TYPES)
+    assert yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())["ascend_driver_chips_by_type"] == {}
+
+
+def test_the_role_checks_versions_with_ufcctls_pattern() -> None:
+    assert GENERATED["__ascend_driver_version_pattern"] == VERSION_PATTERN
+    assert "__ascend_driver_version_pattern" in (ROLE / "tasks" / "validate.yml").read_text()
+
+
+VALIDATE_PLAY = """
+- name: The role's validate step only
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Validate
+      ansible.builtin.include_role:
+        name: ascend_driver
+        tasks_from: validate.yml
+        public: true
+    - name: Chips the health gate expects
+      ansible.builtin.debug:
+        msg: "{{ __ascend_driver_expected | int }}"
+"""
+
+
+def _play(tmp_path: Path, play: str, hosts: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Run `play` with ansible-playbook on local-connection hosts; the json callback's report."""
+    (tmp_path / "play.yml").write_text(play)
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")},
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+    }
+    proc = subprocess.run(
+        [str(PLAYBOOK_BIN), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )
+    start = proc.stdout.find("{\n")  # ansible.cfg's profile_tasks prints its recap too
+    assert start >= 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    report, _ = json.JSONDecoder().raw_decode(proc.stdout[start:])
+    return dict(report)
+
+
+def _results(report: dict[str, Any], task: str) -> dict[str, dict[str, Any]]:
+    return {
+        host: result
+        for play in report["plays"]
+        for t in play["tasks"]
+        if t["task"]["name"].endswith(task)
+        for host, result in t["hosts"].items()
+    }
+
+
+def _failures(report: dict[str, Any]) -> dict[str, str]:
+    """host -> message of its failed task."""
+    failed: dict[str, str] = {}
+    for play in report["plays"]:
+        for t in play["tasks"]:
+            for host, result in t["hosts"].items():
+                if result.get("failed"):
+                    items = result.get("results") or [result]
+                    failed[host] = " ".join(str(r.get("msg", "")) for r in items if r.get("failed"))
+    return failed
+
+
+@pytest.fixture(scope="module")
+def validated(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    tmp = tmp_path_factory.mktemp("validate")
+    pwned = tmp / "pwned"
+    hosts = {f"type-{t}": {**GOOD, "npu_accelerator_type": t} for t in ACCELERATOR_TYPES}
+    hosts.update({
+        "bad-type": {**GOOD, "npu_accelerator_type": "card-300i"},
+        "evil-version": {**GOOD, "ascend_driver_version": f"1.0; touch {pwned}"},
+        "evil-firmware": {**GOOD, "ascend_driver_firmware_version": f"$(touch {pwned})"},
+        "evil-chip": {**GOOD, "ascend_driver_chip": "../910b"},
+        "evil-arch": {**GOOD, "ascend_driver_arch": "x86_64 --evil"},
+        "firmware-off": {
+            **GOOD, "ascend_driver_firmware_enabled": False, "ascend_driver_firmware_version": ""
+        },
+        "site-type": {
+            **GOOD, "npu_accelerator_type": "card-300i", "ascend_driver_chips_by_type": {"card-300i": 4}
+        },
+    })
+    return _play(tmp, VALIDATE_PLAY, hosts), pwned
+
+
+def test_the_gate_knows_the_chips_of_every_type_inventory_check_accepts(validated) -> None:
+    report, _ = validated
+    expected = _results(report, "Chips the health gate expects")
+    assert {h: int(r["msg"]) for h, r in expected.items() if h.startswith("type-")} == {
+        f"type-{t}": n for t, n in chips_by_type().items()
+    }
+    assert int(expected["site-type"]["msg"]) == 4  # the inventory's table is merged over the registry's
+
+
+def test_an_unknown_type_fails_validation_naming_the_known_ones(validated) -> None:
+    message = _failures(validated[0])["bad-type"]
+    assert "npu_accelerator_type 'card-300i' has no chip count" in message
+    assert "module-910b-8" in message
+
+
+@pytest.mark.parametrize(
+    ("host", "variable"),
+    [
+        ("evil-version", "ascend_driver_version"),
+        ("evil-firmware", "ascend_driver_firmware_version"),
+        ("evil-chip", "ascend_driver_chip"),
+        ("evil-arch", "ascend_driver_arch"),
+    ],
+)
+def test_a_value_that_is_not_a_plain_word_is_refused_by_the_validate_step(validated, host, variable) -> None:
+    report, pwned = validated
+    message = _failures(report)[host]
+    assert f"{variable} " in message and "is not a plain word" in message
+    assert host not in _results(report, "Chips the health gate expects")  # the host stopped there
+    assert not pwned.exists()
+
+
+def test_plain_values_pass_validation(validated) -> None:
+    failures = _failures(validated[0])
+    assert not [h for h in failures if h.startswith("type-") or h in ("firmware-off", "site-type")], failures
+
+
+RENDER_PLAY = """
+- name: Render the installer script as the install task would
+  hosts: all
+  gather_facts: false
+  vars:
+    __ascend_driver_probe: {driver: "", firmware: "", arch: x86_64, uid: "1000", gid: "1000"}
+  tasks:
+    - name: Load the role's variables (user.yml does nothing for an existing user)
+      ansible.builtin.include_role:
+        name: ascend_driver
+        tasks_from: user.yml
+        public: true
+    - name: Write the script
+      ansible.builtin.copy:
+        content: "{{ __ascend_driver_install_script }}"
+        dest: "{{ out }}"
+        mode: "0600"
+      vars:
+        __ascend_driver_kind: driver
+        __ascend_driver_read: "{{ __ascend_driver_read_driver }}"
+        __ascend_driver_target: "{{ ascend_driver_version }}"
+        __ascend_driver_installer: "{{ __ascend_driver_driver_package }}"
+        __ascend_driver_flags: >-
+          {{ ['--nox11', '--full', '--install-for-all', '--install-username=' + ascend_driver_user,
+              '--install-usergroup=' + ascend_driver_group, '--quiet'] }}
+"""
+FAKE_INSTALLER = """#!/bin/sh
+for arg in "$@"; do printf '%s\\n' "$arg"; done > "$(dirname "$0")/args"
+"""
+
+
+@pytest.mark.skipif(not (shutil.which("flock") and shutil.which("timeout")), reason="needs flock and timeout")
+def test_the_installer_script_passes_odd_values_as_single_words(tmp_path: Path) -> None:
+    """Rendered by Ansible, run by bash against a fake installer: a space or `;` stays inside its word."""
+    download = tmp_path / "cache dir; touch pwned"
+    download.mkdir()
+    package = download / "Ascend-hdk-910b-npu-driver_24.1.rc3_linux-x86_64.run"
+    package.write_text(FAKE_INSTALLER)
+    package.chmod(0o700)
+    install = tmp_path / "Ascend $(touch pwned)"
+    host = {
+        **GOOD,
+        "out": str(tmp_path / "install.sh"),
+        "ascend_driver_download_dir": str(download),
+        "ascend_driver_install_path": str(install),
+        "ascend_driver_user": "Hw User",
+        "__ascend_driver_lock": str(tmp_path / "lock file"),
+        "ascend_driver_install_timeout": 60,
+    }
+    report = _play(tmp_path, RENDER_PLAY, {"localhost": host})
+    assert not _failures(report), _failures(report)
+    script = tmp_path / "install.sh"
+
+    proc = subprocess.run(["bash", str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert (download / "args").read_text().splitlines() == [
+        "--nox11", "--full", "--install-for-all", "--install-username=Hw User",
+        "--install-usergroup=HwHiAiUser", "--quiet",
+    ]
+    assert not (tmp_path / "pwned").exists()
+
+    (install / "driver").mkdir(parents=True)
+    (install / "driver" / "version.info").write_text("Version=24.1.rc3\n")
+    (download / "args").unlink()
+    proc = subprocess.run(["bash", str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "ufcctl: already at driver 24.1.rc3" in proc.stdout
+    assert not (download / "args").exists()  # already at the target: the installer did not run
