@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
 import click
 
 from ufcctl.app.etcd_maint import STATUS_TIMEOUT, etcd_defrag, etcd_prune, etcd_status, summarize_reports
+from ufcctl.cli import numbers
 from ufcctl.cli.options import inventory_option, output_option
-from ufcctl.errors import InputError, RunFailed
+from ufcctl.errors import RunFailed
 from ufcctl.report.etcd import StatusProgress
 from ufcctl.report.output import print_json, print_table
 
@@ -31,17 +31,11 @@ def etcd() -> None:
     """Status and maintenance of the three etcd clusters (core, events, pods)."""
 
 
-def _timeout(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    if not math.isfinite(value) or value <= 0:
-        raise InputError(f"--timeout {value}: not a positive number of seconds", "e.g. --timeout 5")
-    return value
-
-
 @etcd.command()
 @inventory_option()
 @click.option("--cluster", type=CLUSTERS, default=None, help="Only this cluster.")
 @click.option(
-    "--timeout", type=float, default=STATUS_TIMEOUT, show_default=True, callback=_timeout,
+    "--timeout", type=numbers.number(0.001), default=STATUS_TIMEOUT, show_default=True,
     help="Seconds each member has to answer; every member is asked at once.",
 )
 @output_option()
