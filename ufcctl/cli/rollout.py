@@ -8,13 +8,11 @@ from typing import Any
 
 import click
 
-from ufcctl.app import upgrade_drivers as app
 from ufcctl.cli.numbers import integer, number, percent
 from ufcctl.cli.options import inventory_option, output_option
 from ufcctl.domain.rollout.plan import ALIGN_VARS
 from ufcctl.domain.rollout.summary import RolloutSummary
 from ufcctl.domain.versions import version_problem
-from ufcctl.engine.state import StateStore
 from ufcctl.errors import InputError, RunFailed
 from ufcctl.report.output import print_json
 from ufcctl.report.rollout import (
@@ -25,6 +23,8 @@ from ufcctl.report.rollout import (
     print_summary,
     runs_json,
 )
+from ufcctl.rollout.kinds import upgrade_drivers as app
+from ufcctl.rollout.store import StateStore
 
 
 def _version(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

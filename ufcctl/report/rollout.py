@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ufcctl.domain.rollout.plan import Projection, RolloutPlan
 from ufcctl.domain.rollout.summary import RolloutSummary
-from ufcctl.engine.state import RunRecord
+from ufcctl.rollout.store import RunRecord
 
 STATE_STYLE = {"done": "green", "failed": "red", "skipped": "yellow", "pending": "dim", "running": "cyan"}
 MAX_ROWS = 50  # rows of a table before "... N more" (JSON output always has everything)

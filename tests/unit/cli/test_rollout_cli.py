@@ -85,7 +85,7 @@ def test_plan_rejects_bad_flags_with_exit_2(env: Path, args: list[str], message:
 
 def test_upgrade_runs_every_node_and_lists_the_run(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     engine = fake_engine(set())
-    monkeypatch.setattr("ufcctl.app.upgrade_drivers.run_playbook", engine)
+    monkeypatch.setattr("ufcctl.rollout.kinds.upgrade_drivers.run_playbook", engine)
     result = invoke("upgrade-drivers", "-i", str(env), "--batch", "8", "--output", "json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
@@ -97,13 +97,13 @@ def test_upgrade_runs_every_node_and_lists_the_run(env: Path, monkeypatch: pytes
 
 
 def test_failed_rollout_exits_1_and_resume_retries(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("ufcctl.app.upgrade_drivers.run_playbook", fake_engine({"npu00003"}))
+    monkeypatch.setattr("ufcctl.rollout.kinds.upgrade_drivers.run_playbook", fake_engine({"npu00003"}))
     result = CliRunner().invoke(cli, ["upgrade-drivers", "-i", str(env), "--batch", "8", "--max-fail", "50%"])
     assert result.exit_code == 1
     assert "1 node(s) failed: npu00003" in result.output and "ufcctl resume" in result.output
     run_id = json.loads(invoke("runs", "--output", "json").output)[0]["run_id"]
     engine = fake_engine(set())
-    monkeypatch.setattr("ufcctl.app.upgrade_drivers.run_playbook", engine)
+    monkeypatch.setattr("ufcctl.rollout.kinds.upgrade_drivers.run_playbook", engine)
     again = invoke("resume", run_id, "--retry-failed")
     assert again.exit_code == 0, again.output
     assert engine.calls == [["npu00003"]]

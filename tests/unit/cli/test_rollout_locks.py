@@ -33,7 +33,7 @@ MARKER = "Report the node done to the rollout engine"
 _BLOCKED_ROLLOUT = """
 import sys, time
 from pathlib import Path
-import ufcctl.app.upgrade_drivers as app
+import ufcctl.rollout.kinds.upgrade_drivers as app
 STARTED = Path(sys.argv[1])
 def blocked(playbook, hosts, options, *, run_id, observer, cancel):
     STARTED.touch()
@@ -93,7 +93,7 @@ def _only_run_id() -> str:
 def test_second_rollout_is_refused_and_kill_9_lets_resume_finish(env: Path, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
-    monkeypatch.setattr("ufcctl.app.upgrade_drivers.run_playbook", _done_engine(calls))
+    monkeypatch.setattr("ufcctl.rollout.kinds.upgrade_drivers.run_playbook", _done_engine(calls))
     monkeypatch.setattr("ufcctl.app.deploy.run_playbook", _done_engine(calls))
     first = _start_blocked(env, tmp_path)
     try:

@@ -29,7 +29,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[dic
         results = {h.name: HostResult(h.name, ok=1) for h in hosts}
         return RunResult(run_id, playbook.name, "successful", 0, results, Path("/x"), 0.1)
 
-    monkeypatch.setattr("ufcctl.app.upgrade_drivers.run_playbook", engine)
+    monkeypatch.setattr("ufcctl.rollout.kinds.upgrade_drivers.run_playbook", engine)
     shape = ClusterShape(npu_nodes=4, nodes_per_tor=4)
     return write_cluster_inventory(tmp_path / "inv", shape, "explicit"), calls
 

@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from ufcctl.app import role_vars
-from ufcctl.app.upgrade_drivers import MARKER_TASK
 from ufcctl.domain.inventory.validate import ACCELERATOR_TYPES
 from ufcctl.domain.placement.profiles import chips_by_type
 from ufcctl.domain.versions import VERSION_PATTERN
+from ufcctl.rollout.kinds.upgrade_drivers import MARKER_TASK
 
 ROOT = Path(__file__).resolve().parents[3]
 ROLE = ROOT / "roles" / "ascend_driver"
@@ -37,7 +37,8 @@ GOOD = {
 def test_the_rollout_marker_is_the_last_task_of_the_role_and_always_runs() -> None:
     tasks = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
     last = tasks[-1]
-    assert last["name"] == MARKER_TASK, "ufcctl/app/upgrade_drivers.py MARKER_TASK must name the last task"
+    assert last["name"] == MARKER_TASK, (
+        "ufcctl/rollout/kinds/upgrade_drivers.py MARKER_TASK must name the last task")
     assert "when" not in last and "block" not in last
     assert [t["name"] for t in tasks].count(MARKER_TASK) == 1
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from ufcctl.app.kube_guard import DrainGuard, drain_guard
 from ufcctl.domain.inventory.model import Host
 from ufcctl.engine.kubectl import Kubectl, find_kubeconfig
 from ufcctl.errors import EnvironmentMissing, RunFailed
+from ufcctl.rollout.drain import DrainGuard, drain_guard
 
 
 class FakeKubectlCommand:
@@ -108,9 +108,9 @@ def test_drain_guard_choices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     cfg = tmp_path / "kc"
     cfg.write_text("x")
     monkeypatch.setenv("KUBECONFIG", str(cfg))
-    monkeypatch.setattr("ufcctl.app.kube_guard.find_kubectl", lambda: None)
+    monkeypatch.setattr("ufcctl.rollout.drain.find_kubectl", lambda: None)
     with pytest.raises(EnvironmentMissing, match="kubectl is not installed"):
         drain_guard(force=False, dry_run=False)
-    monkeypatch.setattr("ufcctl.app.kube_guard.find_kubectl", lambda: "/usr/bin/kubectl")
+    monkeypatch.setattr("ufcctl.rollout.drain.find_kubectl", lambda: "/usr/bin/kubectl")
     chosen, step = drain_guard(force=True, dry_run=False)
     assert isinstance(chosen, DrainGuard) and "force=True" in step

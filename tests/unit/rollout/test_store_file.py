@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from ufcctl.cli.main import cli
-from ufcctl.engine.state import SCHEMA_VERSION, StateFileError, StateStore
+from ufcctl.rollout.store import SCHEMA_VERSION, StateFileError, StateStore
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -15,7 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from ufcctl.app.upgrade_drivers import (
+from ufcctl.domain.inventory.model import Group, Host, Inventory
+from ufcctl.engine.locks import hold_nodes
+from ufcctl.engine.runner import HostResult, RunOptions, RunResult
+from ufcctl.errors import InputError
+from ufcctl.rollout.kinds.upgrade_drivers import (
     MARKER_TASK,
     UpgradeRequest,
     plan_upgrade,
@@ -23,11 +27,7 @@ from ufcctl.app.upgrade_drivers import (
     summarize,
     upgrade,
 )
-from ufcctl.domain.inventory.model import Group, Host, Inventory
-from ufcctl.engine.locks import hold_nodes
-from ufcctl.engine.runner import HostResult, RunOptions, RunResult
-from ufcctl.engine.state import StateStore
-from ufcctl.errors import InputError
+from ufcctl.rollout.store import StateStore
 
 
 def make_inventory(n: int, per_tor: int = 2) -> Inventory:
@@ -356,7 +356,8 @@ class RecordingGuard:
 
 def test_guard_skips_fails_and_releases(store: StateStore, monkeypatch: pytest.MonkeyPatch) -> None:
     guard = RecordingGuard()
-    monkeypatch.setattr("ufcctl.app.upgrade_drivers.drain_guard", lambda **_: (guard, "cordon + drain"))
+    monkeypatch.setattr("ufcctl.rollout.kinds.upgrade_drivers.drain_guard",
+                        lambda **_: (guard, "cordon + drain"))
     fake = FakeRunner({"w03": Behaviour("failed")})
     summary = run(store, fake, n=4, max_fail=100)
     states = {n.host: (n.state, n.reason) for n in summary.nodes}

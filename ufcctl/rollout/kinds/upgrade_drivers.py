@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ufcctl.app.kube_guard import drain_guard
-from ufcctl.app.rollout import NodeGuard, RolloutJob, RolloutObserver, RunFn, execute_rollout
 from ufcctl.domain.inventory.model import NPU_NODE, Host, Inventory
 from ufcctl.domain.inventory.patterns import PatternError, select_hosts
 from ufcctl.domain.rollout.budget import FailureBudget
@@ -28,13 +26,15 @@ from ufcctl.domain.rollout.states import DONE, FAILED, PENDING, RUNNING, SKIPPED
 from ufcctl.domain.rollout.summary import NodeOutcome, RolloutSummary
 from ufcctl.engine.locks import hold_nodes
 from ufcctl.engine.runner import RunOptions, new_run_id, run_playbook
-from ufcctl.engine.state import RunRecord, StateStore
 from ufcctl.errors import InputError
 from ufcctl.paths import playbook
+from ufcctl.rollout.drain import drain_guard
+from ufcctl.rollout.executor import NodeGuard, RolloutJob, RolloutObserver, RunFn, execute_rollout
+from ufcctl.rollout.store import RunRecord, StateStore
 
 KIND = "upgrade-drivers"
 PLAYBOOK = "upgrade-drivers.yml"
-# The last task of roles/ascend_driver: its ok/changed event means the node is done (see app/rollout.py).
+# The last task of roles/ascend_driver: its ok/changed event means the node is done (see rollout/executor.py).
 MARKER_TASK = "Report the node done to the rollout engine"
 DEFAULT_NODE_TIMEOUT = 1800  # seconds one installer may run before the node is failed as hung
 

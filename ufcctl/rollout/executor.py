@@ -31,7 +31,7 @@ from ufcctl.domain.rollout.plan import RolloutPlan
 from ufcctl.domain.rollout.states import DONE, FAILED, SKIPPED
 from ufcctl.domain.rollout.window import RolloutWindow, WindowPolicy
 from ufcctl.engine.runner import RunOptions, RunResult
-from ufcctl.engine.state import StateError, StateStore
+from ufcctl.rollout.store import StateError, StateStore
 
 log = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from typing import Any
 
 from ufcctl.domain.rollout.states import NODE_STATES, PENDING, RUNNING, previous_states
 from ufcctl.engine import statedir
-from ufcctl.engine.statefile import StateFileError, aside_hint, corrupt, identify
 from ufcctl.paths import state_dir
+from ufcctl.rollout.storefile import StateFileError, aside_hint, corrupt, identify
 
 __all__ = ["NodeRecord", "RunRecord", "StateError", "StateFileError", "StateStore"]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ufcctl.engine.state import StateError, StateFileError, StateStore
+from ufcctl.rollout.store import StateError, StateFileError, StateStore
 
 
 @pytest.fixture()
@@ -140,7 +140,7 @@ def test_concurrent_writers_lose_nothing(store: StateStore) -> None:
 _WRITER = """
 import os, signal, sys
 from pathlib import Path
-from ufcctl.engine.state import StateStore
+from ufcctl.rollout.store import StateStore
 s = StateStore(Path(sys.argv[1]))
 hosts = [f"h{i}" for i in range(50)]
 s.create_run("r1", "k", "inv", {}, [(h, 0, i) for i, h in enumerate(hosts)])
