@@ -1,10 +1,21 @@
 #!/usr/bin/env bash
 # Every test on a fresh Debian machine: set up, build the lab image, then one pytest run covering
 # unit tests, every molecule scenario (tests/integration/test_molecule.py) and the lab integration tests.
+#   scripts/test.sh          the full lane (CI runs exactly this)
+#   scripts/test.sh --fast   lint + unit tests only: no containers, no lab image (a few minutes)
+# Other arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+fast=0
+if [ "${1:-}" = "--fast" ]; then
+  fast=1
+  shift
+fi
 ./scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
+if [ "$fast" = 1 ]; then
+  exec pytest -p no:cacheprovider -ra --durations=15 -n "${UFC_TEST_WORKERS:-2}" "$@" tests/unit
+fi
 export CONTAINERS_CONF="$PWD/templates/lab/containers.conf"
 ufcctl lab image
 # Parallel workers (pytest-xdist): each lab test module stays on one worker (tests/integration/

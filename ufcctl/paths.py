@@ -1,4 +1,13 @@
-"""Where ufcctl finds the project (roles, playbooks, inventories) and keeps its state (.ufc/)."""
+"""Where ufcctl finds what it ships (Ansible content) and where it keeps what belongs to the user.
+
+- Shipped with ufcctl: `ansible.cfg`, `playbooks/`, `roles/` and `inventories/sample/`. An installed
+  wheel carries them in `ufcctl/share/` (pyproject.toml, `force-include`); a source checkout
+  (`pip install -e .`) has the same files at its root, where plain `ansible-playbook` runs find
+  them too. SHARE is whichever of the two holds them.
+- The user's: inventories (`./inventories/NAME`) and run state (`./.ufc/`, or `UFC_STATE_DIR`), in
+  the working directory, so a platform team keeps `inventories/prod` in its own repository and runs
+  `ufcctl deploy --inventory prod` there.
+"""
 
 from __future__ import annotations
 
@@ -7,28 +16,52 @@ from pathlib import Path
 
 from ufcctl.errors import InputError
 
-# ufcctl runs from a checkout (pip install -e .): roles/ and playbooks/ sit beside the package.
-PROJECT_ROOT = Path(os.environ.get("UFC_PROJECT_ROOT", Path(__file__).resolve().parent.parent))
+PACKAGE_DIR = Path(__file__).resolve().parent
+_INSTALLED = PACKAGE_DIR / "share"
+_SOURCE = PACKAGE_DIR.parent
+# A source checkout: the package sits beside roles/ and pyproject.toml (None in an installed wheel).
+CHECKOUT: Path | None = (
+    _SOURCE if (_SOURCE / "pyproject.toml").is_file() and (_SOURCE / "roles").is_dir() else None
+)
+SHARE = _INSTALLED if (_INSTALLED / "ansible.cfg").is_file() else (CHECKOUT or _INSTALLED)
+
+ANSIBLE_CFG = SHARE / "ansible.cfg"
+ROLES_DIR = SHARE / "roles"
+SAMPLE_INVENTORY = SHARE / "inventories" / "sample"
 
 
 def state_dir() -> Path:
-    """The .ufc/ directory (runs, rollout state, manifests); UFC_STATE_DIR overrides it."""
-    return Path(os.environ.get("UFC_STATE_DIR", PROJECT_ROOT / ".ufc"))
+    """The .ufc/ directory (runs, rollout state, manifests, lab files): UFC_STATE_DIR, else ./.ufc."""
+    return Path(os.environ.get("UFC_STATE_DIR") or Path.cwd() / ".ufc")
+
+
+def inventories_dir() -> Path:
+    """Where `--inventory NAME` and `ufcctl init NAME` look first: ./inventories of the working directory."""
+    return Path.cwd() / "inventories"
 
 
 def playbook(name: str) -> Path:
-    return PROJECT_ROOT / "playbooks" / name
+    return SHARE / "playbooks" / name
 
 
 def resolve_inventory(value: str) -> Path:
-    """`--inventory NAME` means inventories/NAME; anything that looks like a path is used as given."""
+    """`--inventory NAME`: ./inventories/NAME, else an inventory shipped with ufcctl (`sample`);
+    anything that looks like a path is used as given."""
+    if not value.strip():
+        raise InputError("--inventory is empty", "pass a name under ./inventories/ or a directory path")
     looks_like_path = os.sep in value or value.startswith(".") or Path(value).is_dir()
-    path = Path(value) if looks_like_path else PROJECT_ROOT / "inventories" / value
-    if not path.is_dir():
-        hint = (
-            "run `ufcctl lab up` to create inventories/lab"
-            if value == "lab"
-            else "pass a directory holding hosts.yml, or a name under inventories/"
-        )
-        raise InputError(f"inventory {value!r}: no such directory ({path})", hint)
-    return path
+    if looks_like_path:
+        candidates = [Path(value)]
+    else:
+        candidates = [inventories_dir() / value, SHARE / "inventories" / value]
+    for path in candidates:
+        if path.is_dir():
+            return path
+    if value == "lab":
+        hint = "run `ufcctl lab up` here to create inventories/lab"
+    elif looks_like_path:
+        hint = "pass a directory holding hosts.yml"
+    else:
+        hint = f"create it with `ufcctl init {value}`, or pass a directory path"
+    looked = " or ".join(str(p) for p in dict.fromkeys(candidates))
+    raise InputError(f"inventory {value!r}: no such directory ({looked})", hint)

@@ -24,7 +24,7 @@ from ufcctl.domain.inventory.model import Inventory
 from ufcctl.domain.inventory.resolve import resolve
 from ufcctl.domain.inventory.values import to_ansible_json
 from ufcctl.engine.inventory_files import read_inventory_dir
-from ufcctl.paths import PROJECT_ROOT
+from ufcctl.paths import SAMPLE_INVENTORY
 
 ANSIBLE_INVENTORY = shutil.which("ansible-inventory", path=os.path.dirname(sys.executable))
 pytestmark = pytest.mark.skipif(
@@ -104,7 +104,7 @@ def differences(ours: Inventory, theirs: dict[str, Any]) -> list[str]:
 
 
 CASES: dict[str, Callable[[Path], Path]] = {
-    "sample": lambda tmp: PROJECT_ROOT / "inventories" / "sample",
+    "sample": lambda tmp: SAMPLE_INVENTORY,
     "messy-2000-hosts-seed-1": lambda tmp: write_messy_inventory(tmp / "inv", seed=1, hosts=2000),
     "messy-600-hosts-seed-7": lambda tmp: write_messy_inventory(tmp / "inv", seed=7, hosts=600),
     "cluster-2000-npu-ranges": lambda tmp: write_cluster_inventory(tmp / "inv", ClusterShape(npu_nodes=2000)),
@@ -124,7 +124,7 @@ def test_ufcctl_resolves_like_ansible_inventory(case: str, tmp_path: Path) -> No
 
 def test_the_comparison_catches_a_difference(tmp_path: Path) -> None:
     """The comparison can fail: one changed var, one moved host and one lost child are all reported."""
-    directory = PROJECT_ROOT / "inventories" / "sample"
+    directory = SAMPLE_INVENTORY
     theirs = ansible_list(directory, tmp_path / "work")
     theirs["_meta"]["hostvars"]["cp1"]["ufc_vip"] = "10.9.9.9"
     theirs["tor_01"]["hosts"].remove("npu001")

@@ -11,7 +11,7 @@ from ufcctl.engine.locks import hold_nodes
 from ufcctl.engine.playbook_tags import SPECIAL_TAGS, playbook_tags, unknown_tags
 from ufcctl.engine.runner import RunObserver, RunOptions, RunResult, new_run_id, run_playbook
 from ufcctl.errors import InputError
-from ufcctl.paths import PROJECT_ROOT, playbook
+from ufcctl.paths import ROLES_DIR, playbook
 
 
 def deploy(
@@ -49,7 +49,7 @@ def check_tags(path: Path, options: RunOptions) -> None:
     """--tags/--skip-tags must name tags the playbook or Ansible defines (a typo would select nothing)."""
     if not options.tags and not options.skip_tags:
         return
-    known = playbook_tags(path, PROJECT_ROOT / "roles")
+    known = playbook_tags(path, ROLES_DIR)
     for flag, requested in (("--tags", options.tags), ("--skip-tags", options.skip_tags)):
         unknown = unknown_tags(requested, known)
         if unknown:

@@ -41,7 +41,7 @@ from ufcctl.app.lab_nodes import (
 from ufcctl.engine.podman import ContainerInfo, NetworkInfo, Podman, require_tools
 from ufcctl.engine.sshkey import ensure_keypair
 from ufcctl.errors import InputError
-from ufcctl.paths import PROJECT_ROOT, state_dir
+from ufcctl.paths import inventories_dir, state_dir
 
 Notify = Callable[[str], None]
 
@@ -70,7 +70,7 @@ class LabSettings:
         if self.inventory_dir is not None:
             return self.inventory_dir.resolve()
         name = "lab" if self.lab == DEFAULT_LAB else f"lab-{self.lab}"
-        return PROJECT_ROOT / "inventories" / name
+        return inventories_dir() / name
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import yaml
 
 from ufcctl.domain.placement.profiles import chips_by_type
 from ufcctl.domain.versions import VERSION_PATTERN
-from ufcctl.paths import PROJECT_ROOT
+from ufcctl.paths import SHARE
 
 COMMAND = "python -m ufcctl.app.role_vars"
 
@@ -37,13 +37,13 @@ def ascend_driver_vars() -> str:
     return header + yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
 
 
-# file (relative to the project root) -> its text
+# file (relative to SHARE: a checkout's root, or an installed wheel's share/) -> its text
 GENERATED: dict[str, Callable[[], str]] = {
     "roles/ascend_driver/vars/main/generated.yml": ascend_driver_vars,
 }
 
 
-def stale(root: Path = PROJECT_ROOT) -> list[str]:
+def stale(root: Path = SHARE) -> list[str]:
     """Generated files whose text differs from what would be written now."""
     return [
         name for name, render in GENERATED.items()
@@ -51,7 +51,7 @@ def stale(root: Path = PROJECT_ROOT) -> list[str]:
     ]
 
 
-def write(root: Path = PROJECT_ROOT) -> list[str]:
+def write(root: Path = SHARE) -> list[str]:
     """Rewrite the stale files; returns their names."""
     names = stale(root)
     for name in names:

@@ -22,7 +22,6 @@ from ufcctl.app.lab_layout import DEFAULT_LAB, DEFAULT_SUBNET, DEFAULT_WORKERS
 from ufcctl.app.lab_nodes import LABEL_ROLE
 from ufcctl.cli.numbers import integer
 from ufcctl.cli.options import output_option
-from ufcctl.paths import PROJECT_ROOT
 from ufcctl.report.output import print_json, print_table
 
 
@@ -44,7 +43,7 @@ def lab_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _rel(path: Path) -> str:
     try:
-        return str(path.relative_to(PROJECT_ROOT))
+        return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
 

@@ -59,9 +59,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 def _register() -> None:
     # One line per command module; each module owns its flags and printing only.
-    from ufcctl.cli import deploy, etcd, inventory, lab, placement, rollout
+    from ufcctl.cli import deploy, etcd, init, inventory, lab, placement, rollout
 
-    for module in (inventory, deploy, lab, placement, etcd, rollout):
+    for module in (init, inventory, deploy, lab, placement, etcd, rollout):
         for command in module.COMMANDS:
             cli.add_command(command)
 

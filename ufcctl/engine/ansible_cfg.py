@@ -1,7 +1,7 @@
 """ansible.cfg, the one place Ansible's settings live: what a ufcctl run must hand ansible-runner from it.
 
-ufcctl runs the playbooks through ansible-runner with ANSIBLE_CONFIG pointing at the repository's
-ansible.cfg, so a run and a plain `ansible-playbook` from the checkout read the same file. A few
+ufcctl runs the playbooks through ansible-runner with ANSIBLE_CONFIG pointing at the ansible.cfg it
+ships (ufcctl/paths.py), so a run and a plain `ansible-playbook` with that file read the same settings. A few
 settings ansible-runner replaces with its own value unless the environment names them; for those,
 ufcctl passes ansible.cfg's value on (never one of its own).
 """
@@ -11,9 +11,7 @@ from __future__ import annotations
 import configparser
 from pathlib import Path
 
-from ufcctl.paths import PROJECT_ROOT
-
-ANSIBLE_CFG = PROJECT_ROOT / "ansible.cfg"
+from ufcctl.paths import ANSIBLE_CFG
 
 # env var -> (section, key, Ansible's default when ansible.cfg does not set it).
 # host_key_checking: ansible-runner sets ANSIBLE_HOST_KEY_CHECKING=False unless the environment

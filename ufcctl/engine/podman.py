@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from ufcctl.errors import EnvironmentMissing, RunFailed
-from ufcctl.paths import PROJECT_ROOT
+from ufcctl.paths import CHECKOUT, SHARE
 
 log = logging.getLogger(__name__)
 
 # Podman here needs runc and explicit ulimits (docs/architecture.md, "Verified facts"); the settings
 # live in this file, which every podman call gets through CONTAINERS_CONF instead of /etc edits.
-CONTAINERS_CONF = PROJECT_ROOT / "templates" / "lab" / "containers.conf"
+CONTAINERS_CONF = (CHECKOUT or SHARE) / "templates" / "lab" / "containers.conf"
 
 # Tool -> the Debian package that provides it, for the "not installed" hint.
 APT_PACKAGE = {

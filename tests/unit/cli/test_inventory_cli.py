@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 from tests.helpers.gen_inventory import ClusterShape, write_cluster_inventory
 from ufcctl.cli.main import cli
-from ufcctl.paths import PROJECT_ROOT
+from ufcctl.paths import SAMPLE_INVENTORY
 
-SAMPLE = PROJECT_ROOT / "inventories" / "sample"
+SAMPLE = SAMPLE_INVENTORY
 
 
 @pytest.fixture()
