@@ -25,21 +25,24 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 LAB = "itwheel"
 SUBNET = "10.89.73.0/24"  # a test-owned podman network; nothing else is ever targeted
+Site = tuple[Path, dict[str, str]]  # an unrelated working directory and the installed ufcctl's environment
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None,
          timeout: int = 1200) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+                          check=False)
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with the wheel built from this checkout; returns its bin directory."""
     work = tmp_path_factory.mktemp("wheel")
-    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(work / "dist"), str(ROOT)],
+    dist = work / "dist"
+    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(ROOT)],
                  cwd=work)
     assert built.returncode == 0, built.stdout + built.stderr
-    wheels = list((work / "dist").glob("ufcctl-*.whl"))
+    wheels = list(dist.glob("ufcctl-*.whl"))
     assert len(wheels) == 1, wheels
     venv = work / "venv"
     made = _run([sys.executable, "-m", "venv", str(venv)], cwd=work)
@@ -50,18 +53,18 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def site(installed: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+def site(installed: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     """An unrelated working directory and the environment of the installed ufcctl (no checkout on PATH)."""
     where = tmp_path_factory.mktemp("platform-repo")
     env = {k: v for k, v in os.environ.items()
            if k not in ("UFC_STATE_DIR", "UFC_LAB_INVENTORY", "CONTAINERS_CONF", "PYTHONPATH", "VIRTUAL_ENV")}
-    env.update({"PATH": f"{installed}{os.pathsep}/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                "UFC_LAB_NAME": LAB})
+    system_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    env.update({"PATH": f"{installed}{os.pathsep}{system_path}", "UFC_LAB_NAME": LAB})
     yield where, env
     _run([str(installed / "ufcctl"), "lab", "down"], cwd=where, env=env)
 
 
-def test_the_installed_package_is_not_this_checkout(installed: Path, site: tuple[Path, dict[str, str]]) -> None:
+def test_the_installed_package_is_not_this_checkout(installed: Path, site: Site) -> None:
     where, env = site
     proc = _run([str(installed / "python"), "-c", "import ufcctl, ufcctl.paths as p; "
                  "print(ufcctl.__file__); print(p.SHARE); print(p.CHECKOUT)"], cwd=where, env=env)
@@ -73,7 +76,7 @@ def test_the_installed_package_is_not_this_checkout(installed: Path, site: tuple
 
 
 def test_init_then_inventory_check_from_an_unrelated_directory(
-        installed: Path, site: tuple[Path, dict[str, str]]) -> None:
+        installed: Path, site: Site) -> None:
     where, env = site
     ufcctl = str(installed / "ufcctl")
     proc = _run([ufcctl, "init", "demo"], cwd=where, env=env)
@@ -85,7 +88,7 @@ def test_init_then_inventory_check_from_an_unrelated_directory(
     assert check.returncode == 0, check.stdout + check.stderr
 
 
-def test_deploy_check_with_the_shipped_roles_on_a_lab(installed: Path, site: tuple[Path, dict[str, str]]) -> None:
+def test_deploy_check_with_the_shipped_roles_on_a_lab(installed: Path, site: Site) -> None:
     where, env = site
     ufcctl = str(installed / "ufcctl")
     if shutil.which("podman") is None:

@@ -22,7 +22,8 @@ def _tree_digest(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_init_scaffolds_the_sample_and_it_checks_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_init_scaffolds_the_sample_and_it_checks_clean(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("UFC_STATE_DIR", raising=False)
     code, out = _invoke("init", "prod")
@@ -46,7 +47,8 @@ def test_init_never_overwrites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 @pytest.mark.parametrize("name", ["", "../x", "a/b", ".hidden", "-rf", "a b"])
-def test_init_refuses_names_that_are_not_plain(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_init_refuses_names_that_are_not_plain(
+        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     code, out = _invoke("init", name)
     assert code == 2, out
