@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ufcctl.domain.inventory.model import Group, Host, Inventory
-from ufcctl.domain.inventory.ranges import HostPatternError, expand_host_pattern, split_port
+from ufcctl.domain.inventory.ranges import (
+    MAX_HOSTS,
+    HostCountError,
+    HostPatternError,
+    expand_host_pattern,
+    split_port,
+)
 from ufcctl.domain.inventory.sources import (
     VARS_SUFFIXES,
     InventorySources,
@@ -31,6 +37,9 @@ from ufcctl.domain.inventory.sources import (
 )
 
 SECTIONS = ("vars", "children", "hosts")
+HOST_CAP_FIX = (
+    f"check the range bounds for a typo; one inventory holds at most {MAX_HOSTS:,} hosts (README \"Limits\")"
+)
 
 
 @dataclass(frozen=True)
@@ -80,6 +89,7 @@ class _Structure:
         self.groups: dict[str, _GroupDraft] = {}
         self.hosts: dict[str, _HostDraft] = {}
         self.problems: list[Problem] = []
+        self.full = False  # MAX_HOSTS reached: further host entries are not read
         for name in ("all", "ungrouped"):
             self.groups[name] = _GroupDraft(name, "")
         self.add_child("all", "ungrouped", "")
@@ -258,9 +268,14 @@ class _Structure:
                     f"write `{entry}:` followed by indented `key: value` lines",
                 )
                 continue
+            if self.full:
+                return
             pattern, port = split_port(entry)
             try:
                 names = expand_host_pattern(pattern)
+            except HostCountError as err:
+                self.problem(path, f"group {group}", str(err), HOST_CAP_FIX)
+                continue
             except HostPatternError as err:
                 self.problem(
                     path,
@@ -270,6 +285,14 @@ class _Structure:
                 )
                 continue
             self.add_hosts(names, group, port, path, host_vars)
+            if len(self.hosts) > MAX_HOSTS:  # counted as they come: the rest of the files are not read
+                self.full = True
+                self.problem(
+                    path,
+                    f"group {group}",
+                    f"the inventory has more than {MAX_HOSTS:,} hosts once {_short(entry)!r} is added",
+                    HOST_CAP_FIX,
+                )
 
     def reconcile(self) -> None:
         for name, draft in list(self.groups.items()):
@@ -284,6 +307,10 @@ class _Structure:
                 host.groups.remove("ungrouped")
             elif not real and "ungrouped" not in host.groups:
                 self.add_host(host.name, "ungrouped", None, host.source)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _kind(value: Any) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ufcctl.domain.inventory.connection import RULES as CONNECTION_RULES
 from ufcctl.domain.inventory.model import CONTROL_PLANE, ETCD_GROUPS, KUBE_NODE, NPU_NODE, Inventory
 from ufcctl.domain.inventory.ranges import compact_host_names
 from ufcctl.domain.inventory.sources import Problem
@@ -339,3 +340,5 @@ RULES: tuple[Rule, ...] = (
     check_npu_nodes,
     check_topology_values,
 )
+# Connection variables and controller-side lookups (ufcctl/domain/inventory/connection.py).
+RULES += CONNECTION_RULES
