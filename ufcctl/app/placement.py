@@ -14,7 +14,7 @@ from ufcctl.app.gcpause import cyclic_gc_paused
 from ufcctl.domain.placement import DEFAULT_SUPER_POD_SIZE, ParseError, Report, validate_documents
 from ufcctl.domain.placement.parse import iter_objects
 from ufcctl.domain.placement.reader import position_text
-from ufcctl.engine.yaml_loader import LimitError, load_yaml_documents
+from ufcctl.engine.yaml_loader import DEPTH_FIX, LimitError, load_yaml_documents
 from ufcctl.errors import InputError
 
 STDIN = "-"
@@ -24,7 +24,9 @@ SNAPSHOT_HINT = (
 )
 # kubectl writes nothing to stdout when `get` fails (wrong context, no access, unknown resource).
 EMPTY_HINT = "the `kubectl get` that wrote it probably failed: rerun it and read its error; " + SNAPSHOT_HINT
-LIMITS_HINT = "README.md, \"Limits\", says why ufcctl stops there"
+EMPTY_LIST_HINT = (
+    "the `kubectl get` found nothing: check its context and namespace (-A for all); " + SNAPSHOT_HINT
+)
 
 
 def validate_files(paths: Sequence[str], *, super_pod_size: int = DEFAULT_SUPER_POD_SIZE) -> Report:
@@ -38,7 +40,8 @@ def validate_files(paths: Sequence[str], *, super_pod_size: int = DEFAULT_SUPER_
             documents.extend((path, document) for document in found)
         try:
             if not _count_objects(documents):
-                raise InputError(f"{', '.join(paths)}: no Kubernetes objects (only empty Lists)", EMPTY_HINT)
+                names = ", ".join(paths)
+                raise InputError(f"{names}: no Kubernetes objects (only empty Lists)", EMPTY_LIST_HINT)
             return validate_documents(documents, super_pod_size=super_pod_size)
         except ParseError as err:
             hint = err.hint or "fix or remove that object; the placement rules need it readable"
@@ -67,11 +70,11 @@ def read_documents(path: str) -> list[Any]:
                 f"{path}: not valid JSON: {err.msg} at line {err.lineno} column {err.colno}", SNAPSHOT_HINT
             ) from None
         except RecursionError:  # Python's JSON reader stops near its recursion limit (1,000 levels)
-            raise InputError(f"{path}: JSON nested too deeply to read", LIMITS_HINT) from None
+            raise InputError(f"{path}: JSON nested too deeply to read", DEPTH_FIX) from None
     try:
         return [document for document in load_yaml_documents(text) if document is not None]
     except LimitError as err:
-        raise InputError(f"{path}: {_yaml_reason(err)}", LIMITS_HINT) from None
+        raise InputError(f"{path}: {_yaml_reason(err)}", err.fix) from None
     except yaml.YAMLError as err:
         raise InputError(f"{path}: not valid YAML: {_yaml_reason(err)}", SNAPSHOT_HINT) from None
 

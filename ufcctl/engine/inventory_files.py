@@ -20,7 +20,14 @@ import yaml
 
 from ufcctl.domain.inventory.sources import InventorySources, Problem, SourceFile, VarsEntry
 from ufcctl.domain.inventory.values import VaultedValue
-from ufcctl.engine.yaml_loader import MAX_DEPTH, DuplicateKeyError, LimitError, load_yaml, mark_unsafe
+from ufcctl.engine.yaml_loader import (
+    DEPTH_FIX,
+    MAX_DEPTH,
+    DuplicateKeyError,
+    LimitError,
+    load_yaml,
+    mark_unsafe,
+)
 
 YAML_SUFFIXES = (".yml", ".yaml", ".json")
 # ansible-core's REJECT_EXTS plus INVENTORY_IGNORE_EXTS defaults.
@@ -40,7 +47,6 @@ IGNORED_SUFFIXES = (
 )
 IGNORED_NAMES = ("host_vars", "group_vars", "vars_plugins")
 VAULT_HEADER = "$ANSIBLE_VAULT;"
-LIMITS_FIX = "README.md, \"Limits\", says why ufcctl stops there; flatten or write out the data"
 _TOO_DEEP = object()
 
 
@@ -91,7 +97,7 @@ def _parse_json(text: str, display: str) -> tuple[Any, Problem | None] | None:
     except ValueError:
         return None
     if data is _TOO_DEEP or _json_depth_exceeds(data, MAX_DEPTH):
-        return None, Problem(display, "", f"nested more than {MAX_DEPTH} levels deep", LIMITS_FIX)
+        return None, Problem(display, "", f"nested more than {MAX_DEPTH} levels deep", DEPTH_FIX)
     return data, None
 
 
@@ -117,7 +123,7 @@ def parse_text(text: str, display: str) -> tuple[Any, Problem | None]:
             "keep one of them: YAML allows a key once per mapping and Ansible would use the last",
         )
     except LimitError as err:
-        return None, Problem(_where(display, err), "", err.problem or "past a limit", LIMITS_FIX)
+        return None, Problem(_where(display, err), "", err.problem or "past a limit", err.fix)
     except yaml.MarkedYAMLError as err:
         what = " ".join(filter(None, [err.context, err.problem]))
         return None, Problem(_where(display, err), "", f"invalid YAML: {what}", "fix the syntax at that line")

@@ -3,8 +3,9 @@
 Results equal `yaml.safe_load`'s (plus Ansible's `!unsafe`/`!vault` tags for inventories;
 tests/unit/engine/test_yaml_loader.py compares them), within three limits that PyYAML does not
 have. Documents are built straight from libyaml's parser events in one loop, with no recursion and
-no intermediate node graph, which is both what makes the limits cheap and faster than PyYAML's
-compose-then-construct (a 16,000-host inventory loads in less time than before, README "Limits"):
+no node graph in between: the limits cost nothing measurable, and a 16,000-host inventory loads as
+fast as with PyYAML's compose-then-construct (0.50-0.56 s CPU for the 3 MB explicit hosts.yml of
+tests/benchmarks/bench_inventory.py either way). The limits (README.md, "Limits"):
 - nesting: at most MAX_DEPTH levels of mappings and lists. libyaml's composer recurses in C, one
   stack frame per level, and crashes the process (SIGSEGV) past about 20,000 levels; PyYAML's
   constructor and Ansible recurse in Python. Checked on the parser's events, before any composing.
@@ -54,7 +55,7 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
 # Low enough that PyYAML's recursive constructor (3 frames a level) and Ansible stay inside
 # Python's default recursion limit of 1,000.
 MAX_DEPTH = 100
-# A 16,000-host inventory writing `<<: *defaults` (6 vars) under every host adds about 110,000
+# A 16,000-host inventory writing `<<: *defaults` (6 vars, 13 nodes) under every host adds 208,000
 # nodes by alias; kubectl never writes aliases. A bomb passes this in well under a second.
 MAX_ALIAS_NODES = 1_000_000
 
@@ -67,6 +68,15 @@ VALUE_TAG = "tag:yaml.org,2002:value"
 
 class LimitError(yaml.MarkedYAMLError):
     """A document past one of the limits above (too deep, aliases expanding too far, recursive)."""
+
+    def __init__(self, problem: str, mark: Mark | None, fix: str) -> None:
+        super().__init__(None, None, problem, mark)
+        self.fix = fix
+
+
+DEPTH_FIX = f'flatten it: ufcctl reads {MAX_DEPTH} levels at most (README.md, "Limits", says why)'
+ALIAS_FIX = "write the values out instead of aliases of aliases (README.md, \"Limits\", says why)"
+RECURSION_FIX = "remove that alias: nothing can write out a value that contains itself"
 
 
 class DuplicateKeyError(yaml.MarkedYAMLError):
@@ -163,7 +173,7 @@ def _load(text: str, loader_class: Any, *, single: bool) -> list[Any]:
             return [yaml.load(text, Loader=base)]  # noqa: S506 - a SafeLoader subclass
         return list(yaml.load_all(text, Loader=base))  # noqa: S506 - a SafeLoader subclass
     except RecursionError:
-        raise LimitError(None, None, "nested too deeply for PyYAML's constructor", None) from None
+        raise LimitError("nested too deeply for PyYAML's constructor", None, DEPTH_FIX) from None
 
 
 def _build_stream(loader: Any, text: str, single: bool) -> tuple[list[Any], bool]:
@@ -244,7 +254,7 @@ def _build_document(loader: Any, text: str) -> tuple[Any, bool]:  # noqa: C901 -
                     "while constructing a mapping", stack[-1][7], "found unhashable key", event.start_mark
                 )
             if len(stack) >= MAX_DEPTH:
-                raise LimitError(None, None, f"nested more than {MAX_DEPTH} levels deep", event.start_mark)
+                raise LimitError(f"nested more than {MAX_DEPTH} levels deep", event.start_mark, DEPTH_FIX)
             mapping = kind is MappingStartEvent
             tag = event.tag
             if tag is not None and tag != "!" and tag != (MAP_TAG if mapping else SEQ_TAG):
@@ -269,16 +279,18 @@ def _build_document(loader: Any, text: str) -> tuple[Any, bool]:  # noqa: C901 -
                 raise ComposerError(None, None, f"found undefined alias {name!r}", event.start_mark)
             if entry is _OPEN:
                 raise LimitError(
-                    None, None, f"alias *{name} is inside the value it names (a recursive structure)",
+                    f"alias *{name} is inside the value it names (a recursive structure)",
                     event.start_mark,
+                    RECURSION_FIX,
                 )
             value, size = entry
             count += size
             added += size
             if added > MAX_ALIAS_NODES:
                 raise LimitError(
-                    None, None, f"aliases expand to more than {MAX_ALIAS_NODES:,} nodes (an alias bomb?)",
+                    f"aliases expand to more than {MAX_ALIAS_NODES:,} nodes (an alias bomb?)",
                     event.start_mark,
+                    ALIAS_FIX,
                 )
         else:  # pragma: no cover - libyaml gives only node events inside a document
             raise ComposerError(None, None, f"unexpected {kind.__name__}", event.start_mark)

@@ -72,7 +72,9 @@ def _port_problem(value: Any) -> str | None:
     else:
         number = value
     if isinstance(number, bool) or not isinstance(number, int):
-        return f"{value!r} is not a port number" if value else f"is {_kind(value)}, not a port"
+        if isinstance(value, str) and value:
+            return f"{value!r} is not a port number"
+        return f"is {_kind(value)}, not a port"
     if not 0 < number < 65536:
         return f"{value!r} is outside 1..65535"
     return None

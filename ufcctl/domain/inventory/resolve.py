@@ -115,11 +115,38 @@ class _Structure:
                 todo.extend(self.groups[parent].parents)
         return seen
 
+    def _closes_loop(self, parent: str, child: str) -> bool:
+        """Would `child` under `parent` close a loop (is `parent` already below `child`)?
+
+        Two searches in step, up from the parent and down from the child; the first to run out
+        decides. Adding a group at either end of a long chain then costs a step or two, not the
+        chain's length (10,000 nested groups read in a fraction of a second, not minutes).
+        """
+        if child == parent:
+            return True
+        groups = self.groups
+        up, down = [parent], [child]
+        seen_up, seen_down = {parent}, {child}
+        while up and down:
+            for above in groups[up.pop()].parents:
+                if above == child:
+                    return True
+                if above not in seen_up:
+                    seen_up.add(above)
+                    up.append(above)
+            for below in groups[down.pop()].children:
+                if below == parent:
+                    return True
+                if below not in seen_down:
+                    seen_down.add(below)
+                    down.append(below)
+        return False
+
     def add_child(self, parent: str, child: str, source: str) -> None:
         pgroup, cgroup = self.groups[parent], self.groups[child]
         if child in pgroup.child_set:
             return
-        if child == parent or child in self.ancestors(parent):
+        if self._closes_loop(parent, child):
             self.problem(
                 source,
                 f"group {parent}",
