@@ -3,9 +3,10 @@
 Results equal `yaml.safe_load`'s (plus Ansible's `!unsafe`/`!vault` tags for inventories;
 tests/unit/engine/test_yaml_loader.py compares them), within three limits that PyYAML does not
 have. Documents are built straight from libyaml's parser events in one loop, with no recursion and
-no node graph in between: the limits cost nothing measurable, and a 16,000-host inventory loads as
-fast as with PyYAML's compose-then-construct (0.50-0.56 s CPU for the 3 MB explicit hosts.yml of
-tests/benchmarks/bench_inventory.py either way). The limits (README.md, "Limits"):
+no node graph in between. That makes the limits free, and loading faster than PyYAML's
+compose-then-construct: the 3 MB hosts.yml of 16,000 explicit hosts (tests/benchmarks/
+bench_inventory.py) takes 0.39 s CPU instead of 0.52 s, 0.44 s instead of 0.89 s with a
+`<<: *defaults` under every host. The limits (README.md, "Limits"):
 - nesting: at most MAX_DEPTH levels of mappings and lists. libyaml's composer recurses in C, one
   stack frame per level, and crashes the process (SIGSEGV) past about 20,000 levels; PyYAML's
   constructor and Ansible recurse in Python. Checked on the parser's events, before any composing.
@@ -18,15 +19,16 @@ tests/benchmarks/bench_inventory.py either way). The limits (README.md, "Limits"
 - duplicate keys in one mapping (inventories only): YAML forbids them and PyYAML silently keeps
   the last, so a host listed twice quietly gets the second address.
 Plain scalars whose first character starts no implicit type (bool, int, float, null, ...) are
-strings without trying the type regexes, which is most of a large inventory. Anything unusual
-(merge keys `<<`, tagged collections such as `!unsafe [..]` or `!!set`) is built afterwards by
-PyYAML's own constructor, once the event pass has checked the limits.
+strings without trying the type regexes, which is most of a large inventory. Merge keys `<<` are
+applied as PyYAML's flatten_mapping does. Tagged collections (`!unsafe [..]`, `!!set`, ...) are
+rare: such a document is built afterwards by PyYAML's own constructor, once the event pass has
+checked the limits.
 """
 
 from __future__ import annotations
 
 import types
-from typing import Any
+from typing import Any, Final
 
 import yaml
 from yaml.composer import ComposerError
@@ -199,9 +201,10 @@ def _build_stream(loader: Any, text: str, single: bool) -> tuple[list[Any], bool
 
 
 # One stack entry per open collection: the enclosing collection's state to restore at its end
-# (container, is_map, pending key, key pending, key mark), then this collection's anchor, the node
-# count before it and its start mark.
-_Frame = tuple[Any, bool, Any, bool, "Mark | None", "str | None", int, "Mark | None"]
+# (container, is_map, pending key, key pending, key mark, merge sources), then this collection's
+# anchor, the node count before it and its start mark.
+_Frame = tuple[Any, bool, Any, bool, "Mark | None", Any, "str | None", int, "Mark | None"]
+_START: Final = 8  # index of the start mark in a _Frame
 
 
 def _build_document(loader: Any, text: str) -> tuple[Any, bool]:  # noqa: C901 - one flat loop, on purpose
@@ -222,6 +225,7 @@ def _build_document(loader: Any, text: str) -> tuple[Any, bool]:  # noqa: C901 -
     key: Any = None  # a mapping's pending key, read before its value
     have_key = False
     key_mark: Mark | None = None
+    merges: list[list[dict[Any, Any]]] | None = None  # the mapping's `<<` values, in order
     while True:
         event = get()
         kind = event.__class__
@@ -238,7 +242,7 @@ def _build_document(loader: Any, text: str) -> tuple[Any, bool]:  # noqa: C901 -
             if tag == STR_TAG:
                 value = raw
             elif is_map and not have_key and tag == MERGE_TAG:
-                value, unusual = _MERGE, True
+                value = _MERGE
             elif is_map and not have_key and tag == VALUE_TAG:  # `=` as a key is the string (flatten_mapping)
                 value = raw
             else:
@@ -250,8 +254,9 @@ def _build_document(loader: Any, text: str) -> tuple[Any, bool]:  # noqa: C901 -
         elif kind is MappingStartEvent or kind is SequenceStartEvent:
             count += 1
             if is_map and not have_key:
+                mapping_mark = stack[-1][_START]
                 raise ConstructorError(
-                    "while constructing a mapping", stack[-1][7], "found unhashable key", event.start_mark
+                    "while constructing a mapping", mapping_mark, "found unhashable key", event.start_mark
                 )
             if len(stack) >= MAX_DEPTH:
                 raise LimitError(f"nested more than {MAX_DEPTH} levels deep", event.start_mark, DEPTH_FIX)
@@ -263,13 +268,14 @@ def _build_document(loader: Any, text: str) -> tuple[Any, bool]:  # noqa: C901 -
             if anchor is not None:
                 _new_anchor(anchors, anchor_marks, anchor, event.start_mark)
                 anchors[anchor] = _OPEN
-            stack.append((current, is_map, key, have_key, key_mark, anchor, count - 1, event.start_mark))
+            frame = (current, is_map, key, have_key, key_mark, merges, anchor, count - 1, event.start_mark)
+            stack.append(frame)
             current = {} if mapping else []
-            is_map, have_key = mapping, False
+            is_map, have_key, merges = mapping, False, None
             continue
         elif kind is MappingEndEvent or kind is SequenceEndEvent:
-            value = current
-            current, is_map, key, have_key, key_mark, anchor, before, _ = stack.pop()
+            value = current if merges is None else _merged(merges, current)
+            current, is_map, key, have_key, key_mark, merges, anchor, before, _ = stack.pop()
             if anchor is not None:
                 anchors[anchor] = (value, count - before)
         elif kind is AliasEvent:
@@ -303,15 +309,45 @@ def _build_document(loader: Any, text: str) -> tuple[Any, bool]:  # noqa: C901 -
         else:
             have_key = False
             if key is _MERGE:
+                sources = _merge_sources(value)
+                if sources is None and not unusual:  # (PyYAML decides documents with tags)
+                    raise ConstructorError(
+                        "while constructing a mapping", stack[-1][_START],
+                        "expected a mapping or list of mappings for merging", event.start_mark,
+                    )
+                merges = (merges or []) + [sources or []]
                 continue
             try:
                 if reject_duplicates and key in current:
-                    raise DuplicateKeyError(key, key_mark, _first_key_line(loader, text, stack[-1][7], key))
+                    first = _first_key_line(loader, text, stack[-1][_START], key)
+                    raise DuplicateKeyError(key, key_mark, first)
                 current[key] = value
             except TypeError:
                 raise ConstructorError(
-                    "while constructing a mapping", stack[-1][7], "found unhashable key", key_mark
+                    "while constructing a mapping", stack[-1][_START], "found unhashable key", key_mark
                 ) from None
+
+
+def _merge_sources(value: Any) -> list[dict[Any, Any]] | None:
+    """The mappings a `<<` value merges, lowest priority first, or None if it is no mapping or list of them.
+
+    PyYAML's flatten_mapping: with `<<: [*a, *b]` the keys of *a win over those of *b.
+    """
+    if isinstance(value, dict):
+        return [value]
+    if isinstance(value, list) and all(isinstance(item, dict) for item in value):
+        return value[::-1]
+    return None
+
+
+def _merged(merges: list[list[dict[Any, Any]]], explicit: dict[Any, Any]) -> dict[Any, Any]:
+    """The mapping with its `<<` sources under it: merged keys first, explicit keys win."""
+    result: dict[Any, Any] = {}
+    for sources in merges:
+        for source in sources:
+            result.update(source)
+    result.update(explicit)
+    return result
 
 
 def _construct_scalar(loader: Any, constructors: dict[Any, Any], tag: str, event: Any) -> Any:

@@ -26,6 +26,8 @@ SAME_AS_SAFE_LOAD = [
     pytest.param("base: &b {a: 1, b: 2}\nx:\n  <<: *b\n  b: 3\n", id="merge key, explicit wins"),
     pytest.param("a: &a {k: 1, x: a}\nb: &b {k: 2, y: b}\nc:\n  <<: [*a, *b]\n", id="merge list, first wins"),
     pytest.param("a: &a {k: 1}\nc:\n  <<: *a\n  <<: {k: 2, j: 3}\n", id="two merge keys"),
+    pytest.param("a: &x {<<: {k: 1, j: 1}, j: 2}\nb: *x\nc: {<<: [*x, {k: 3, m: 4}], m: 5}\n", id="nested"),
+    pytest.param("a: &o !!omap [{k: 1}]\nb: {<<: *o}\n", id="merging an omap (PyYAML builds it)"),
     pytest.param("=: 1\n", id="equals sign as a key"),
     pytest.param(
         "a: !!set {x, y}\nb: !!omap [{p: 1}, {q: 2}]\nc: !!pairs [{p: 1}, {p: 2}]\n", id="tagged collections"
@@ -61,6 +63,8 @@ ERRORS_AS_SAFE_LOAD = [
     pytest.param("a: !nosuchtag x\n", id="unknown tag"),
     pytest.param("a: [1\n", id="syntax"),
     pytest.param("x: &a [1]\ny: {<<: *a}\n", id="merging a list"),
+    pytest.param("x: {<<: [{a: 1}, 2]}\n", id="merging a list with a scalar"),
+    pytest.param("x: {<<: null}\n", id="merging null"),
 ]
 
 
