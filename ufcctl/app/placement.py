@@ -14,7 +14,7 @@ from ufcctl.app.gcpause import cyclic_gc_paused
 from ufcctl.domain.placement import DEFAULT_SUPER_POD_SIZE, ParseError, Report, validate_documents
 from ufcctl.domain.placement.parse import iter_objects
 from ufcctl.domain.placement.reader import position_text
-from ufcctl.engine.yaml_loader import DEPTH_FIX, LimitError, load_yaml_documents
+from ufcctl.engine.yaml_loader import LimitError, load_yaml_documents
 from ufcctl.errors import InputError
 
 STDIN = "-"
@@ -53,7 +53,7 @@ def _count_objects(documents: Sequence[tuple[str | None, Any]]) -> int:
     count = 0
     for number, (source, document) in enumerate(documents, 1):
         if document == {}:
-            raise ParseError(position_text((number,)), "an empty object ({}), no Kubernetes object", source,
+            raise ParseError(position_text((number,)), "an empty object ({}): no Kubernetes object", source,
                              EMPTY_HINT)
         count += sum(1 for _ in iter_objects(document, source, (number,)))
     return count
@@ -70,7 +70,10 @@ def read_documents(path: str) -> list[Any]:
                 f"{path}: not valid JSON: {err.msg} at line {err.lineno} column {err.colno}", SNAPSHOT_HINT
             ) from None
         except RecursionError:  # Python's JSON reader stops near its recursion limit (1,000 levels)
-            raise InputError(f"{path}: JSON nested too deeply to read", DEPTH_FIX) from None
+            raise InputError(
+                f"{path}: JSON nested too deeply to read (about 1,000 levels)",
+                "kubectl objects nest about 15 levels: this is no kubectl snapshot (README.md, \"Limits\")",
+            ) from None
     try:
         return [document for document in load_yaml_documents(text) if document is not None]
     except LimitError as err:

@@ -229,6 +229,15 @@ def test_inventory_input(inv: Path, files: dict[str, str], code: int, texts: lis
         assert text in result.output, result.output
 
 
+def test_a_file_that_does_not_parse_brings_no_ghost_warnings(inv: Path) -> None:
+    # Its hosts are missing, so their host_vars/ would look unused: only the file's error is shown.
+    hosts = (inv / "hosts.yml").read_text()
+    result = check(inv, {"hosts.yml": hosts + "all:\n  vars: {}\n", "host_vars/npu00001.yml": "rack: r1\n"})
+    assert result.exit_code == 2, result.output
+    assert "hosts.yml:" in result.output and "duplicate key 'all' (also at line 1)" in result.output
+    assert "Warning" not in result.output, result.output
+
+
 def test_unsafe_lookup_is_no_warning(inv: Path) -> None:
     result = check(inv, {"group_vars/npu_node.yml": "t: !unsafe \"{{ lookup('file', '/x') }}\"\n"})
     assert result.exit_code == 0 and "Warning" not in result.output, result.output
