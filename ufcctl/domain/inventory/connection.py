@@ -3,7 +3,8 @@
 Connection variables reach ssh as its host, port and user arguments, so a value that is no
 address (`10.0.0.300`, `1.2.3.4; rm -rf /`), no port or no user name is refused before any host
 is contacted. A value that is a Jinja template (`{{ ... }}`) only has a value once Ansible renders
-it at run time: ufcctl cannot check it and says so in a warning, once per variable and file.
+it at run time: ufcctl cannot check it and says so in a warning (one line per file and variable,
+the hosts folded into ranges), and accepts it.
 `!unsafe` values are never templated by Ansible, so they are checked as written; `!vault` values
 are encrypted and left to Ansible.
 """

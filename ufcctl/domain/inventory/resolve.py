@@ -120,7 +120,7 @@ class _Structure:
 
         Two searches in step, up from the parent and down from the child; the first to run out
         decides. Adding a group at either end of a long chain then costs a step or two, not the
-        chain's length (10,000 nested groups read in a fraction of a second, not minutes).
+        chain's length (10,000 chained groups read in about a second instead of a minute).
         """
         if child == parent:
             return True
@@ -279,6 +279,8 @@ class _Structure:
 
     def read_hosts(self, path: str, group: str, entries: Mapping[Any, Any]) -> None:
         for entry, host_vars in entries.items():
+            if self.full:
+                return
             if not isinstance(entry, str):
                 self.problem(
                     path,
@@ -295,8 +297,6 @@ class _Structure:
                     f"write `{entry}:` followed by indented `key: value` lines",
                 )
                 continue
-            if self.full:
-                return
             pattern, port = split_port(entry)
             try:
                 names = expand_host_pattern(pattern)
