@@ -22,6 +22,10 @@ def playbook(name: str) -> Path:
 
 def resolve_inventory(value: str) -> Path:
     """`--inventory NAME` means inventories/NAME; anything that looks like a path is used as given."""
+    if not value.strip():  # Path("") is the working directory: never read it by accident
+        raise InputError(
+            f"--inventory {value!r}: empty", "give an inventory name (inventories/NAME) or a directory path"
+        )
     looks_like_path = os.sep in value or value.startswith(".") or Path(value).is_dir()
     path = Path(value) if looks_like_path else PROJECT_ROOT / "inventories" / value
     if not path.is_dir():
