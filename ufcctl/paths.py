@@ -47,8 +47,10 @@ def playbook(name: str) -> Path:
 def resolve_inventory(value: str) -> Path:
     """`--inventory NAME`: ./inventories/NAME, else an inventory shipped with ufcctl (`sample`);
     anything that looks like a path is used as given."""
-    if not value.strip():
-        raise InputError("--inventory is empty", "pass a name under ./inventories/ or a directory path")
+    if not value.strip():  # Path("") is the working directory: never read it by accident
+        raise InputError(
+            f"--inventory {value!r}: empty", "give an inventory name (inventories/NAME) or a directory path"
+        )
     looks_like_path = os.sep in value or value.startswith(".") or Path(value).is_dir()
     if looks_like_path:
         candidates = [Path(value)]

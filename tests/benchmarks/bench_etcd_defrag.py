@@ -24,13 +24,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 from etcd_writer import Writer, percentile  # noqa: E402
 
-from ufcctl.app.etcd_agent import AgentConfig, DefragRun  # noqa: E402
 from ufcctl.app.inventory import load_inventory  # noqa: E402
 from ufcctl.domain.etcd.defrag import DefragSettings  # noqa: E402
 from ufcctl.domain.etcd.rule import parse_rule  # noqa: E402
 from ufcctl.domain.etcd.settings import controller_pki_dir  # noqa: E402
 from ufcctl.domain.etcd.topology import etcd_clusters  # noqa: E402
 from ufcctl.engine.etcd_client import ClusterClient, Gateway, TlsFiles  # noqa: E402
+from ufcctl.nodeside.etcd_agent import AgentConfig, DefragRun  # noqa: E402
 from ufcctl.paths import resolve_inventory, state_dir  # noqa: E402
 
 MiB = 1024 * 1024

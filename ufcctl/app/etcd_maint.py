@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ufcctl.app.etcd_agent import AgentConfig, DefragRun, RunReport
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.etcd.defrag import ClusterView, LastDefrag, health_problems, status_errors
 from ufcctl.domain.etcd.settings import SettingsError, controller_pki_dir, defrag_config
@@ -21,6 +20,7 @@ from ufcctl.domain.inventory.model import Inventory
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError, TlsFiles
 from ufcctl.engine.etcd_probe import probe_all
 from ufcctl.errors import InputError, RunFailed
+from ufcctl.nodeside.etcd_agent import AgentConfig, DefragRun, RunReport
 from ufcctl.paths import state_dir
 
 # Seconds each member has to answer `ufcctl etcd status` (all of its calls together). A healthy

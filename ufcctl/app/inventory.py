@@ -64,8 +64,10 @@ def _check(path: Path) -> CheckResult:
     inventory: Inventory | None = resolution.inventory
     if sources.problems:
         # A file that does not parse would make every cluster rule report ghosts (no control
-        # plane, no etcd...): report the unreadable files alone.
+        # plane, no etcd...), and host_vars/ of the hosts it defines look unused: report the
+        # unreadable files alone.
         inventory = None
+        warnings = list(sources.warnings)
     else:
         report = validate(resolution.inventory)
         problems += report.problems

@@ -20,7 +20,14 @@ import yaml
 
 from ufcctl.domain.inventory.sources import InventorySources, Problem, SourceFile, VarsEntry
 from ufcctl.domain.inventory.values import VaultedValue
-from ufcctl.engine.yaml_loader import load_yaml, mark_unsafe
+from ufcctl.engine.yaml_loader import (
+    DEPTH_FIX,
+    MAX_DEPTH,
+    DuplicateKeyError,
+    LimitError,
+    load_yaml,
+    mark_unsafe,
+)
 
 YAML_SUFFIXES = (".yml", ".yaml", ".json")
 # ansible-core's REJECT_EXTS plus INVENTORY_IGNORE_EXTS defaults.
@@ -40,9 +47,21 @@ IGNORED_SUFFIXES = (
 )
 IGNORED_NAMES = ("host_vars", "group_vars", "vars_plugins")
 VAULT_HEADER = "$ANSIBLE_VAULT;"
+_TOO_DEEP = object()
 
 
-def _json_hook(obj: dict[str, Any]) -> Any:
+class _DuplicateJsonKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _json_pairs(pairs: list[tuple[str, Any]]) -> Any:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _DuplicateJsonKey(key)
+        obj[key] = value
     # Ansible's JSON decoder turns these two objects back into tagged values.
     if len(obj) == 1:
         if "__ansible_unsafe" in obj:
@@ -50,6 +69,36 @@ def _json_hook(obj: dict[str, Any]) -> Any:
         if "__ansible_vault" in obj:
             return VaultedValue(str(obj["__ansible_vault"]))
     return obj
+
+
+def _json_depth_exceeds(data: Any, limit: int) -> bool:
+    """True when `data` nests more than `limit` lists and mappings deep (walked without recursion)."""
+    todo = [(data, 1)]
+    while todo:
+        value, depth = todo.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        todo.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def _parse_json(text: str, display: str) -> tuple[Any, Problem | None] | None:
+    """The parsed JSON, a Problem, or None when the text is not JSON after all (YAML decides)."""
+    try:
+        data = json.loads(text, object_pairs_hook=_json_pairs)
+    except _DuplicateJsonKey as err:
+        message = f"duplicate key {err.key!r} in one JSON object"
+        return None, Problem(display, "", message, "keep one of them (JSON readers keep the last)")
+    except RecursionError:
+        data = _TOO_DEEP
+    except ValueError:
+        return None
+    if data is _TOO_DEEP or _json_depth_exceeds(data, MAX_DEPTH):
+        return None, Problem(display, "", f"nested more than {MAX_DEPTH} levels deep", DEPTH_FIX)
+    return data, None
 
 
 def parse_text(text: str, display: str) -> tuple[Any, Problem | None]:
@@ -63,19 +112,28 @@ def parse_text(text: str, display: str) -> tuple[Any, Problem | None]:
             "decrypt it and vault only the secret values (`ansible-vault encrypt_string`)",
         )
     if stripped[:1] in ("{", "["):
-        try:
-            return json.loads(text, object_hook=_json_hook), None
-        except ValueError:
-            pass  # not JSON after all: YAML decides
+        parsed = _parse_json(text, display)
+        if parsed is not None:
+            return parsed
     try:
         return load_yaml(text), None
+    except DuplicateKeyError as err:
+        return None, Problem(
+            _where(display, err), "", err.problem or "duplicate key",
+            "keep one of them: YAML allows a key once per mapping and Ansible would use the last",
+        )
+    except LimitError as err:
+        return None, Problem(_where(display, err), "", err.problem or "past a limit", err.fix)
     except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        where = f"{display}:{mark.line + 1}:{mark.column + 1}" if mark else display
         what = " ".join(filter(None, [err.context, err.problem]))
-        return None, Problem(where, "", f"invalid YAML: {what}", "fix the syntax at that line")
+        return None, Problem(_where(display, err), "", f"invalid YAML: {what}", "fix the syntax at that line")
     except yaml.YAMLError as err:
         return None, Problem(display, "", f"invalid YAML: {err}", "fix the syntax")
+
+
+def _where(display: str, err: yaml.MarkedYAMLError) -> str:
+    mark = err.problem_mark or err.context_mark
+    return f"{display}:{mark.line + 1}:{mark.column + 1}" if mark else display
 
 
 def _read(path: Path, root: Path) -> tuple[SourceFile | None, Problem | None]:

@@ -2,7 +2,7 @@
 
 Pure functions over snapshots of a cluster (no I/O). The agent on every etcd member and
 `ufcctl etcd defrag` on the controller both decide with these functions; the sequence of
-operations (lock, compaction, defrag, record) lives in ufcctl/app/etcd_agent.py.
+operations (lock, compaction, defrag, record) lives in ufcctl/nodeside/etcd_agent.py.
 
 Standard library only: this module is shipped to etcd nodes with the agent.
 """

@@ -43,9 +43,15 @@ def _match(inventory: Inventory, term: str) -> list[str]:
 
 
 def select_hosts(inventory: Inventory, pattern: str | None) -> list[str]:
-    """Hosts matching an Ansible pattern (union, `&` intersection, `!` exclusion), in inventory order."""
-    if not pattern:
+    """Hosts matching an Ansible pattern (union, `&` intersection, `!` exclusion), in inventory order.
+
+    None means every host; an empty pattern is an error, not a wildcard (an unset shell variable
+    in `--limit "$NODES"` must not widen a run to the whole fleet).
+    """
+    if pattern is None:
         return list(inventory.hosts)
+    if not _terms(pattern):
+        raise PatternError("the pattern is empty; leave --limit out (or write `all`) to select every host")
     included: dict[str, None] = {}
     intersections: list[set[str]] = []
     excluded: set[str] = set()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ufcctl.domain.etcd.topology import CLUSTER_KINDS
+from ufcctl.domain.inventory.connection import RULES as CONNECTION_RULES
 from ufcctl.domain.inventory.model import CONTROL_PLANE, ETCD_GROUPS, KUBE_NODE, NPU_NODE, Inventory
 from ufcctl.domain.inventory.ranges import compact_host_names
 from ufcctl.domain.inventory.sources import Problem
@@ -333,3 +334,5 @@ RULES: tuple[Rule, ...] = (
     check_npu_nodes,
     check_topology_values,
 )
+# Connection variables and controller-side lookups (ufcctl/domain/inventory/connection.py).
+RULES += CONNECTION_RULES

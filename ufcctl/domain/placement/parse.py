@@ -21,7 +21,11 @@ from ufcctl.domain.placement.model import (
 from ufcctl.domain.placement.profiles import DEFAULT_ACCELERATOR_TYPE, PROFILES
 from ufcctl.domain.placement.reader import ParseError, Reader, kind_of, position_text
 
-__all__ = ["ParseError", "ParsedObjects", "iter_objects", "parse_objects"]
+__all__ = ["MAX_LIST_DEPTH", "ParseError", "ParsedObjects", "iter_objects", "parse_objects"]
+
+# kubectl writes one List per `get` and never nests them; a hand-joined snapshot may wrap Lists in
+# a List. Deeper is a mistake, and the bound keeps reading them flat and cheap (README "Limits").
+MAX_LIST_DEPTH = 4
 
 # Field paths named in errors, built once rather than per object.
 _GROUP_NAME = f"annotation {keys.GROUP_NAME_ANNOTATION}"
@@ -49,7 +53,8 @@ class ParsedObjects:
 def iter_objects(
     document: Any, source: str | None, position: tuple[int, ...]
 ) -> Iterator[tuple[tuple[int, ...], dict[str, Any]]]:
-    """The objects of one decoded document: itself, or its `items` when it is a List."""
+    """The objects of one decoded document: itself, or its `items` when it is a List (Lists nested
+    at most MAX_LIST_DEPTH deep)."""
     if document is None:  # an empty YAML document
         return
     if not isinstance(document, dict):
@@ -60,6 +65,13 @@ def iter_objects(
     if not isinstance(kind, str) or not kind:
         raise ParseError(position_text(position), "not a Kubernetes object (no `kind`)", source)
     if kind.endswith("List") and "items" in document:
+        if len(position) > MAX_LIST_DEPTH:  # position: the document's number, then one index per List
+            raise ParseError(
+                position_text(position),
+                f"Lists nested more than {MAX_LIST_DEPTH} deep",
+                source,
+                "put the objects in one List, as `kubectl get` writes them",
+            )
         items = document["items"]
         if not isinstance(items, list):
             raise ParseError(

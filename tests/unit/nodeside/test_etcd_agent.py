@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from ufcctl.app.etcd_agent import AgentConfig, DefragRun, load_config, main
 from ufcctl.domain.etcd.defrag import Alarm, ClusterView, DefragSettings, LastDefrag, Member, MemberStatus
 from ufcctl.domain.etcd.rule import parse_rule
 from ufcctl.engine.etcd_client import EtcdError
+from ufcctl.nodeside.etcd_agent import AgentConfig, DefragRun, load_config, main
 
 MiB = 1024 * 1024
 NAMES = ("m1", "m2", "m3")

@@ -4,7 +4,7 @@
 and writes the bootstrap environment file with `ETCD_INITIAL_CLUSTER_STATE=existing`; the role
 starts the unit right after, one joining host at a time.
 
-Standard library only: shipped to etcd nodes with the agent.
+Runs on the nodes: imports follow the rule in ufcctl/nodeside/__init__.py.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import sys
 import time
 from typing import Any
 
-from ufcctl.app.etcd_agent import load_config
 from ufcctl.domain.etcd.membership import initial_cluster, plan_join
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError
+from ufcctl.nodeside.etcd_agent import load_config
 
 EXIT_REFUSED = 2
 ADD_RETRY_SECONDS = 60.0

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from ufcctl.app import etcd_join
 from ufcctl.engine.etcd_client import EtcdError
+from ufcctl.nodeside import etcd_join
 
 
 class FakeClient:

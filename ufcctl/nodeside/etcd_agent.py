@@ -1,11 +1,11 @@
 """The defrag procedure (lock, compaction, defrag one member at a time, record, disarm) and its node CLI.
 
 One procedure, two callers: the agent that a systemd timer runs on every etcd member
-(`python3 -m ufcctl.app.etcd_agent --config FILE`, which acts on its own member only) and
+(`python3 -m ufcctl.nodeside.etcd_agent --config FILE`, which acts on its own member only) and
 `ufcctl etcd defrag` on the controller (every member of a cluster, leader last). Decisions come
 from ufcctl.domain.etcd.defrag; etcd is reached through ufcctl.engine.etcd_client.
 
-Standard library only: the role ships this module with the two above to the nodes.
+Runs on the nodes: imports follow the rule in ufcctl/nodeside/__init__.py.
 """
 
 from __future__ import annotations

@@ -1,0 +1,17 @@
+"""Programs that run on the nodes, with the node's own python3 and nothing installed beside it.
+
+Today: the etcd defrag agent (`etcd_agent`, run by the `ufcctl-etcd-defrag@<cluster>` timer) and
+the member probe/join command (`etcd_join`, run by roles/etcd). roles/etcd ships this package and
+every ufcctl module it imports as one zip (roles/etcd/files/build_agent.py computes that set).
+
+The rule, so the zip runs on a bare interpreter: a module here imports the standard library and,
+from ufcctl, only these modules (each of which imports only the standard library and the others):
+
+- ufcctl.domain.etcd.rule, .defrag, .membership: the rule grammar, defrag policy, join decision
+  (pure functions);
+- ufcctl.engine.etcd_client: the HTTPS client of etcd's JSON gateway (http.client, ssl);
+- the packages on the way (ufcctl, ufcctl.domain, ufcctl.domain.etcd, ufcctl.engine: docstrings).
+
+tests/unit/test_layers.py enforces it over the whole import closure. The controller uses the same
+code: `ufcctl etcd defrag` (ufcctl/app/etcd_maint.py) runs the agent's procedure from here.
+"""
