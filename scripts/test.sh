@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
-export CONTAINERS_CONF="$PWD/templates/lab/containers.conf"
+export CONTAINERS_CONF="$PWD/ufcctl/lab/containers.conf"
 ufcctl lab image
 # Parallel workers (pytest-xdist): each lab test module stays on one worker (tests/integration/
 # conftest.py); molecule scenarios and unit tests spread. UFC_TEST_WORKERS=0 runs serially.

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from ufcctl.cli.main import cli
-from ufcctl.engine.podman import CONTAINERS_CONF
+from ufcctl.lab.podman import CONTAINERS_CONF
 
 pytestmark = pytest.mark.integration
 

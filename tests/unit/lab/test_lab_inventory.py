@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ufcctl.app.lab_inventory import (
+from ufcctl.lab.inventory import (
     MARKER,
     NFS_EXPORT_DIR,
     InventoryPaths,
     known_hosts_text,
     render_inventory,
 )
-from ufcctl.app.lab_layout import LabLayout, plan_layout
+from ufcctl.lab.layout import LabLayout, plan_layout
 
 KEY_A = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJWGdKHEdfnQVDHELz28y7c0cT8EmKmiiUzZw8uAy8zd"
 

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from ufcctl.app.lab_inventory import NFS_EXPORT_DIR
-from ufcctl.app.lab_layout import LabLayout, LabNode, mac_for_ip
-from ufcctl.engine.hostlimits import inotify_usage
-from ufcctl.engine.podman import ContainerSpec, Podman
-from ufcctl.engine.sshkey import wait_for_sshd
 from ufcctl.errors import EnvironmentMissing, RunFailed
+from ufcctl.lab.hostlimits import inotify_usage
+from ufcctl.lab.inventory import NFS_EXPORT_DIR
+from ufcctl.lab.layout import LabLayout, LabNode, mac_for_ip
+from ufcctl.lab.podman import ContainerSpec, Podman
+from ufcctl.lab.sshkey import wait_for_sshd
 
 # keepalived's VRRP needs the NET_* set (docs/architecture.md: VIP failover verified with exactly it).
 # SYS_PTRACE: root on a real node may read /proc/PID/fd and /proc/PID/exe of every user's process;

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ufcctl.engine.hostlimits import inotify_usage
+from ufcctl.lab.hostlimits import inotify_usage
 
 
 def _proc(tmp_path: Path, limit: int, processes: dict[str, tuple[int, list[str]]]) -> Path:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ufcctl.engine.podman import require_tools
 from ufcctl.errors import EnvironmentMissing
+from ufcctl.lab.podman import require_tools
 
 
 @pytest.mark.parametrize(
@@ -23,7 +23,7 @@ from ufcctl.errors import EnvironmentMissing
 def test_missing_tools_name_their_packages(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                            tools: list[str], named: str, install: str) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr("ufcctl.engine.podman.EXTRA_BIN_DIRS", ())
+    monkeypatch.setattr("ufcctl.lab.podman.EXTRA_BIN_DIRS", ())
     with pytest.raises(EnvironmentMissing) as err:
         require_tools(tools)
     assert err.value.message.startswith(f"{named} not found")
@@ -35,5 +35,5 @@ def test_present_tools_pass(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     tool.write_text("#!/bin/sh\n")
     tool.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr("ufcctl.engine.podman.EXTRA_BIN_DIRS", ())
+    monkeypatch.setattr("ufcctl.lab.podman.EXTRA_BIN_DIRS", ())
     require_tools(["podman"])

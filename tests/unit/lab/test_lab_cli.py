@@ -39,7 +39,7 @@ def test_nodes_must_be_a_positive_number(args: list[str]) -> None:
 
 def test_missing_podman_names_the_apt_package(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # nothing on PATH
-    monkeypatch.setattr("ufcctl.engine.podman.EXTRA_BIN_DIRS", ())  # nor in /usr/sbin
+    monkeypatch.setattr("ufcctl.lab.podman.EXTRA_BIN_DIRS", ())  # nor in /usr/sbin
     result = CliRunner().invoke(cli, ["lab", "status"])
     assert result.exit_code == 1
     assert "Error: podman not found" in result.output

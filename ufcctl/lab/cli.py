@@ -1,4 +1,4 @@
-"""`ufcctl lab image|up|down|status`: flags and printing for the container lab."""
+"""`ufcctl lab image|up|down|status`: flags and printing for the container lab (registered in cli/main.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from typing import Any
 
 import click
 
-from ufcctl.app.lab import (
+from ufcctl.cli.numbers import integer
+from ufcctl.cli.options import output_option
+from ufcctl.lab.lab import (
     DownResult,
     LabSettings,
     LabStatus,
@@ -18,10 +20,8 @@ from ufcctl.app.lab import (
     lab_status,
     lab_up,
 )
-from ufcctl.app.lab_layout import DEFAULT_LAB, DEFAULT_SUBNET, DEFAULT_WORKERS
-from ufcctl.app.lab_nodes import LABEL_ROLE
-from ufcctl.cli.numbers import integer
-from ufcctl.cli.options import output_option
+from ufcctl.lab.layout import DEFAULT_LAB, DEFAULT_SUBNET, DEFAULT_WORKERS
+from ufcctl.lab.nodes import LABEL_ROLE
 from ufcctl.paths import PROJECT_ROOT
 from ufcctl.report.output import print_json, print_table
 
@@ -78,7 +78,7 @@ def image_cmd(rebuild: bool) -> None:
 @click.option("--subnet", default=None, metavar="CIDR",
               help=f"Network of the lab [default: {DEFAULT_SUBNET}, or the running lab's].")
 def up_cmd(lab_name: str, inventory_dir: Path | None, nodes: int | None, subnet: str | None) -> None:
-    """Start 3 control-plane and N worker containers and write the lab inventory."""
+    """Start 3 control-plane and N worker containers and the NPU emulator's mirror; write the inventory."""
     settings = LabSettings(lab=lab_name, inventory_dir=inventory_dir)
     result = lab_up(settings, _say, workers=nodes, subnet=subnet)
     _print_up(result)
@@ -104,6 +104,7 @@ def _print_up(result: UpResult) -> None:
         columns = ("name", "role", "ip", "tor", "super pod", "rack")
         print_table(f"lab {layout.lab} (VIP {layout.vip})", columns, rows)
         click.echo(f"inventory: {inventory}   try: ufcctl deploy --inventory {inventory}")
+    click.echo(f"NPU emulator: {result.npu_emulator.describe()}")
     if result.stale_image:
         click.echo(f"note: {', '.join(result.stale_image)} run an older image build; "
                    "`ufcctl lab down && ufcctl lab up` recreates them", err=True)
@@ -116,7 +117,7 @@ def _print_up(result: UpResult) -> None:
 @click.option("--image", "remove_images", is_flag=True,
               help="Also remove the lab images and the cached root filesystem tarball.")
 def down_cmd(lab_name: str, inventory_dir: Path | None, remove_images: bool) -> None:
-    """Remove the lab's containers, network and inventory (only what `lab up` created)."""
+    """Remove the lab's containers (emulators' too), network and inventory: only what `lab up` created."""
     result = lab_down(LabSettings(lab=lab_name, inventory_dir=inventory_dir), _say, remove_images)
     _print_down(result)
 
@@ -154,9 +155,13 @@ def status_cmd(lab_name: str, inventory_dir: Path | None, output: str) -> None:
                f"{running}/{len(status.containers)} running, inventory {status.inventory_dir or '(none)'}")
     print_table("", ("name", "role", "state", "ip"),
                 [(c.name, c.labels.get(LABEL_ROLE, ""), c.state, c.ip or "") for c in status.containers])
+    mirror = status.npu_mirror
+    click.echo(f"NPU emulator: mirror {mirror.name} {mirror.state} on {mirror.ip}" if mirror
+               else "NPU emulator: no mirror (`ufcctl lab up` starts it from a source checkout)")
 
 
 def _status_json(status: LabStatus) -> dict[str, Any]:
+    mirror = status.npu_mirror
     return {
         "lab": status.lab,
         "network": status.network,
@@ -166,6 +171,7 @@ def _status_json(status: LabStatus) -> dict[str, Any]:
             {"name": c.name, "role": c.labels.get(LABEL_ROLE), "state": c.state, "ip": c.ip, "image": c.image}
             for c in status.containers
         ],
+        "npu_mirror": {"name": mirror.name, "state": mirror.state, "ip": mirror.ip} if mirror else None,
     }
 
 

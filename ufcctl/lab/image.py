@@ -12,14 +12,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ufcctl.engine.debootstrap import RootfsSpec, build_rootfs_tarball
-from ufcctl.engine.podman import Podman, require_tools
-from ufcctl.paths import PROJECT_ROOT
+from ufcctl.lab.debootstrap import RootfsSpec, build_rootfs_tarball
+from ufcctl.lab.podman import Podman, require_tools
 
 # Fixed names: molecule scenarios reference NODE_IMAGE exactly.
 BASE_IMAGE = "localhost/ufcctl-base:bookworm"
 NODE_IMAGE = "localhost/ufcctl-node:bookworm"
-IMAGE_DIR = PROJECT_ROOT / "templates" / "lab" / "image"
+# The image recipe is package data beside this module (found the same way in a checkout and a wheel).
+IMAGE_DIR = Path(__file__).resolve().parent / "image"
 HASH_LABEL = "ufcctl.image-hash"
 ROOTFS_LABEL = "ufcctl.rootfs-hash"
 
@@ -84,7 +84,7 @@ def ensure_image(podman: Podman, cache_dir: Path, notify: Notify, force: bool = 
             return ImageResult(NODE_IMAGE, want, built=False)
         cache_dir.mkdir(parents=True, exist_ok=True)
         debootstrap_s, import_s = _ensure_base(podman, cache_dir, notify)
-        notify(f"building {NODE_IMAGE} from {IMAGE_DIR.relative_to(PROJECT_ROOT)}/Containerfile "
+        notify(f"building {NODE_IMAGE} from {IMAGE_DIR}/Containerfile "
                f"(log: {cache_dir / 'image-build.log'})")
         started = time.monotonic()
         podman.build(IMAGE_DIR, NODE_IMAGE, {HASH_LABEL: want}, cache_dir / "image-build.log")

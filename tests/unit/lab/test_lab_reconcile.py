@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from ufcctl.app.lab import _check_inventory_dir, _choose_shape, _write_files, lab_containers
-from ufcctl.app.lab_inventory import MARKER
-from ufcctl.app.lab_nodes import check_inotify_room
-from ufcctl.engine.hostlimits import InotifyUsage
-from ufcctl.engine.podman import ContainerInfo, NetworkInfo
 from ufcctl.errors import EnvironmentMissing, InputError
+from ufcctl.lab.hostlimits import InotifyUsage
+from ufcctl.lab.inventory import MARKER
+from ufcctl.lab.lab import _check_inventory_dir, _choose_shape, _write_files, lab_containers
+from ufcctl.lab.nodes import check_inotify_room
+from ufcctl.lab.podman import ContainerInfo, NetworkInfo
 
 
 def _c(name: str, **labels: str) -> ContainerInfo:
@@ -109,7 +109,7 @@ def test_write_files_is_idempotent_and_prunes_stale_files(tmp_path: Path) -> Non
     ids=["fits", "one-too-many", "nearly-full-fits", "nearly-full-refused", "nothing-to-start"],
 )
 def test_inotify_room(monkeypatch: pytest.MonkeyPatch, limit, in_use, starting, ok) -> None:
-    monkeypatch.setattr("ufcctl.app.lab_nodes.inotify_usage", lambda: InotifyUsage(limit, in_use))
+    monkeypatch.setattr("ufcctl.lab.nodes.inotify_usage", lambda: InotifyUsage(limit, in_use))
     if ok:
         check_inotify_room(starting)
     else:

@@ -13,8 +13,10 @@ DEFAULT_LAB = "ufc"
 DEFAULT_SUBNET = "10.89.64.0/24"
 DEFAULT_WORKERS = 6
 CONTROL_PLANE_COUNT = 3  # three etcd members per cluster: quorum survives one lost node
-# Address plan, as offsets from the subnet's network address: the gateway podman takes is +1,
-# control planes +11..+13, workers from +21, the keepalived VIP 6 below the end (.250 in a /24).
+# Address plan, as offsets from the subnet's network address: the gateway podman takes is +1, the
+# NPU emulator's package mirror +5, control planes +11..+13, workers from +21, the keepalived VIP 6
+# below the end (.250 in a /24).
+NPU_MIRROR_OFFSET = 5
 CP_OFFSET = 11
 WORKER_OFFSET = 21
 VIP_FROM_END = 6
@@ -26,6 +28,7 @@ ACCELERATOR_TYPE = "module-910b-8"  # Atlas 800T A2, 8 chips (docs/reference/asc
 
 ROLE_CONTROL_PLANE = "control_plane"
 ROLE_WORKER = "worker"
+ROLE_NPU_MIRROR = "npu_mirror"  # the lab NPU emulator's package mirror: a lab container, not a node
 
 _LAB_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 
@@ -58,6 +61,7 @@ class LabLayout:
     vip: str
     nodes: tuple[LabNode, ...]
     nfs_server: str  # the node that exports a bind-mounted directory over NFS (ganesha)
+    npu_mirror: LabNode  # where the NPU emulator serves its packages; not in `nodes` (no inventory host)
 
     @property
     def control_planes(self) -> tuple[LabNode, ...]:
@@ -108,6 +112,10 @@ def worker_name(lab: str, index: int) -> str:
 
 def control_plane_name(lab: str, index: int) -> str:
     return f"{container_prefix(lab)}cp{index}"
+
+
+def npu_mirror_name(lab: str) -> str:
+    return f"{container_prefix(lab)}hdk-mirror"
 
 
 def parse_subnet(value: str) -> ipaddress.IPv4Network:
@@ -195,4 +203,5 @@ def plan_layout(
         nodes=tuple(nodes),
         # NFS on the first control plane: workers are the nodes rollouts reboot and break on purpose.
         nfs_server=control_plane_name(lab, 1),
+        npu_mirror=LabNode(npu_mirror_name(lab), ROLE_NPU_MIRROR, str(base + NPU_MIRROR_OFFSET)),
     )

@@ -10,7 +10,6 @@ from typing import Any
 
 import yaml
 
-from ufcctl.app.lab_layout import LabLayout, LabNode
 from ufcctl.domain.inventory.model import (
     APISERVER_LB,
     CONTROL_PLANE,
@@ -19,6 +18,7 @@ from ufcctl.domain.inventory.model import (
     NFS_SERVER,
     NPU_NODE,
 )
+from ufcctl.lab.layout import LabLayout, LabNode
 
 MARKER = ".ufcctl-lab"  # marks a directory as generated, so `lab down` never deletes a user's inventory
 NFS_EXPORT_DIR = "/srv/nfs"  # bind mount on the nfs_server node: ganesha's VFS backend fails on overlayfs
@@ -26,6 +26,9 @@ NFS_CLIENT_PATH = "/data"  # the NFSv4 path clients use, the seed's /data (roles
 
 
 KNOWN_HOSTS = "known_hosts.txt"
+# The NPU emulator's vars (its mirror's URL, the release to install); `lab up` writes the file as part
+# of the inventory, so its pruning of files it did not write keeps it.
+NPU_NODE_VARS = "group_vars/npu_node.yml"
 
 # Lab containers share this machine's disk; preflight's production minimums (70 GiB on a host
 # carrying the three etcd clusters, roles/preflight/defaults) would fail a laptop or CI runner for
@@ -135,13 +138,21 @@ def known_hosts_text(layout: LabLayout, host_keys: Mapping[str, str]) -> str:
 
 
 def render_inventory(
-    layout: LabLayout, paths: InventoryPaths, host_keys: Mapping[str, str]
+    layout: LabLayout, paths: InventoryPaths, host_keys: Mapping[str, str],
+    npu_node_vars: Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
-    """Relative file name -> content for the whole inventory directory."""
-    return {
+    """Relative file name -> content for the whole inventory directory; `npu_node_vars` are what the
+    NPU emulator reported (None: no emulator, no group_vars/npu_node.yml)."""
+    files = {
         "hosts.yml": _header(layout) + _dump(hosts_document(layout)),
         "group_vars/all/connection.yml": _header(layout) + _dump(connection_vars(paths)),
         "group_vars/all/cluster.yml": _header(layout) + _dump(cluster_vars(layout)),
         KNOWN_HOSTS: known_hosts_text(layout, host_keys),
         MARKER: f"{layout.lab}\n",
     }
+    if npu_node_vars is not None:
+        files[NPU_NODE_VARS] = (
+            _header(layout) + "# From the lab NPU emulator (lab/npu_emulator, not Huawei software): its "
+            f"package mirror {layout.npu_mirror.name}, the release to install.\n" + _dump(npu_node_vars)
+        )
+    return files

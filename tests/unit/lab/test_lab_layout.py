@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ufcctl.app.lab_layout import (
+from ufcctl.errors import InputError
+from ufcctl.lab.layout import (
     ROLE_CONTROL_PLANE,
     ROLE_WORKER,
     check_lab_name,
@@ -20,7 +21,6 @@ from ufcctl.app.lab_layout import (
     plan_layout,
     spread_topology,
 )
-from ufcctl.errors import InputError
 
 
 @pytest.mark.parametrize(

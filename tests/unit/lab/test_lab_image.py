@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ufcctl.app.lab_image import IMAGE_DIR, ROOTFS, image_hash, rootfs_hash
-from ufcctl.engine.debootstrap import RootfsSpec
+from ufcctl.lab.debootstrap import RootfsSpec
+from ufcctl.lab.image import IMAGE_DIR, ROOTFS, image_hash, rootfs_hash
 
 
 @pytest.fixture

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from ufcctl.errors import EnvironmentMissing, RunFailed
-from ufcctl.paths import PROJECT_ROOT
 
 log = logging.getLogger(__name__)
 
 # Podman here needs runc and explicit ulimits (docs/architecture.md, "Verified facts"); the settings
 # live in this file, which every podman call gets through CONTAINERS_CONF instead of /etc edits.
-CONTAINERS_CONF = PROJECT_ROOT / "templates" / "lab" / "containers.conf"
+# Package data beside this module, so an installed wheel finds it as well as a checkout.
+CONTAINERS_CONF = Path(__file__).resolve().parent / "containers.conf"
 
 # Tool -> the Debian package that provides it, for the "not installed" hint.
 APT_PACKAGE = {
@@ -186,6 +186,11 @@ class Podman:
             args += ["--filter", f"label={label}"]
         names = self.run(args).stdout.split()
         return self.inspect(names, network) if names else []
+
+    def containers_on(self, network: str) -> list[str]:
+        """Names of all containers (running or not) attached to `network`, whoever created them."""
+        args = ["ps", "-a", "--filter", f"network={network}", "--format", "{{.Names}}"]
+        return sorted(self.run(args).stdout.split())
 
     def inspect(self, names: Sequence[str], network: str | None = None) -> list[ContainerInfo]:
         proc = self.run(["container", "inspect", *names], check=False)

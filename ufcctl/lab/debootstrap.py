@@ -10,8 +10,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ufcctl.engine.podman import require_tools
 from ufcctl.errors import EnvironmentMissing, RunFailed
+from ufcctl.lab.podman import require_tools
 
 log = logging.getLogger(__name__)
 

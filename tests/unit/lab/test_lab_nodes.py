@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ufcctl.app.lab_nodes import PREPARE_SCRIPT, Prepared, parse_prepare_output
+from ufcctl.lab.nodes import PREPARE_SCRIPT, Prepared, parse_prepare_output
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJWGdKHEdfnQVDHELz28y7c0cT8EmKmiiUzZw8uAy8zd"
 

@@ -8,8 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from ufcctl.engine.podman import require_tools
 from ufcctl.errors import RunFailed
+from ufcctl.lab.podman import require_tools
 
 
 def ensure_keypair(private_key: Path, comment: str = "ufcctl-lab") -> str:

@@ -1,4 +1,9 @@
-"""Use cases of the container lab: up (create or reconcile), down (remove exactly what up made), status."""
+"""Use cases of the container lab: up (create or reconcile), down (remove exactly what up made), status.
+
+A lab is its nodes (control planes and workers, the inventory's hosts) plus the containers of the
+lab's emulators (the NPU emulator's package mirror); all carry the lab's labels, and `lab down`
+removes both kinds.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +15,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ufcctl.app import lab_image
-from ufcctl.app.lab_inventory import MARKER, InventoryPaths, render_inventory
-from ufcctl.app.lab_layout import (
+from ufcctl.errors import InputError, RunFailed
+from ufcctl.lab import image as node_image
+from ufcctl.lab.inventory import MARKER, InventoryPaths, render_inventory
+from ufcctl.lab.layout import (
     DEFAULT_LAB,
     DEFAULT_SUBNET,
     DEFAULT_WORKERS,
     ROLE_CONTROL_PLANE,
+    ROLE_NPU_MIRROR,
     ROLE_WORKER,
     LabLayout,
     check_lab_name,
@@ -25,7 +32,7 @@ from ufcctl.app.lab_layout import (
     parse_subnet,
     plan_layout,
 )
-from ufcctl.app.lab_nodes import (
+from ufcctl.lab.nodes import (
     LABEL_IMAGE_HASH,
     LABEL_INVENTORY,
     LABEL_LAB,
@@ -38,9 +45,9 @@ from ufcctl.app.lab_nodes import (
     make_ready,
     parallel,
 )
-from ufcctl.engine.podman import ContainerInfo, NetworkInfo, Podman, require_tools
-from ufcctl.engine.sshkey import ensure_keypair
-from ufcctl.errors import InputError
+from ufcctl.lab.npu import NpuEmulator, prepare_npu_emulator
+from ufcctl.lab.podman import ContainerInfo, NetworkInfo, Podman, require_tools
+from ufcctl.lab.sshkey import ensure_keypair
 from ufcctl.paths import PROJECT_ROOT, state_dir
 
 Notify = Callable[[str], None]
@@ -66,6 +73,11 @@ class LabSettings:
     def nfs_dir(self) -> Path:
         return self.state_path / f"{self.lab}-nfs-export"
 
+    @property
+    def npu_emulator_dir(self) -> Path:
+        """The NPU emulator's packages, bind-mounted read-only into its mirror container."""
+        return self.state_path / f"{self.lab}-npu-emulator"
+
     def default_inventory(self) -> Path:
         if self.inventory_dir is not None:
             return self.inventory_dir.resolve()
@@ -81,14 +93,15 @@ class UpResult:
     removed: tuple[str, ...]
     restarted: tuple[str, ...]
     inventory_changed: bool
-    image: lab_image.ImageResult
+    image: node_image.ImageResult
     seconds: dict[str, float] = field(default_factory=dict)  # phase -> wall seconds
     stale_image: tuple[str, ...] = ()  # containers still running an older image build
     degraded: dict[str, tuple[str, ...]] = field(default_factory=dict)  # container -> failed units
+    npu_emulator: NpuEmulator = NpuEmulator("skipped")
 
     @property
     def already_up(self) -> bool:
-        return not (self.created or self.removed or self.restarted)
+        return not (self.created or self.removed or self.restarted or self.npu_emulator.changed)
 
 
 @dataclass(frozen=True)
@@ -107,13 +120,19 @@ class LabStatus:
     network: str | None
     subnet: str | None
     inventory_dir: str | None
-    containers: tuple[ContainerInfo, ...]
+    containers: tuple[ContainerInfo, ...]  # nodes first, then the emulators' containers
+
+    @property
+    def npu_mirror(self) -> ContainerInfo | None:
+        return next((c for c in self.containers if c.labels.get(LABEL_ROLE) == ROLE_NPU_MIRROR), None)
 
 
 @contextmanager
 def _lab_lock(settings: LabSettings) -> Iterator[None]:
+    # One lock for every lab of this state directory (not one per lab): `lab down` then leaves no
+    # file named after the lab, and a lock file is never deleted while someone may wait on it.
     settings.state_path.mkdir(parents=True, exist_ok=True)
-    with (settings.state_path / f"{settings.lab}.lock").open("w") as handle:
+    with (settings.state_path / "labs.lock").open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -135,12 +154,17 @@ def _owned_network(podman: Podman, lab: str) -> NetworkInfo | None:
 
 
 def lab_containers(podman: Podman, lab: str) -> list[ContainerInfo]:
-    """Containers of this lab: both labels set and the lab's name prefix, nothing else."""
+    """The lab's containers, nodes and emulators: both labels set and the lab's name prefix, nothing else."""
     prefix = container_prefix(lab)
     return [
         c for c in podman.containers(label=f"{LABEL_NAME}={lab}", network=network_name(lab))
         if c.labels.get(LABEL_LAB) == "1" and c.labels.get(LABEL_NAME) == lab and c.name.startswith(prefix)
     ]
+
+
+def lab_nodes(containers: list[ContainerInfo]) -> list[ContainerInfo]:
+    """The lab's nodes among its containers: what the layout plans and the inventory lists."""
+    return [c for c in containers if c.labels.get(LABEL_ROLE) != ROLE_NPU_MIRROR]
 
 
 def _choose_shape(net: NetworkInfo | None, existing: list[ContainerInfo], workers: int | None,
@@ -159,7 +183,7 @@ def _choose_shape(net: NetworkInfo | None, existing: list[ContainerInfo], worker
 
 
 def _check_foreign_names(podman: Podman, layout: LabLayout, ours: set[str]) -> None:
-    wanted = {n.name for n in layout.nodes}
+    wanted = {n.name for n in layout.nodes} | {layout.npu_mirror.name}
     foreign = sorted(c.name for c in podman.containers() if c.name in wanted and c.name not in ours)
     if foreign:
         raise InputError(
@@ -169,9 +193,9 @@ def _check_foreign_names(podman: Podman, layout: LabLayout, ours: set[str]) -> N
 
 
 def build_image(settings: LabSettings, notify: Notify, force: bool = False,
-                podman: Podman | None = None) -> lab_image.ImageResult:
+                podman: Podman | None = None) -> node_image.ImageResult:
     """`ufcctl lab image`: the node image, built only when its inputs changed (or when forced)."""
-    return lab_image.ensure_image(podman or Podman(), settings.state_path, notify, force=force)
+    return node_image.ensure_image(podman or Podman(), settings.state_path, notify, force=force)
 
 
 def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, subnet: str | None = None,
@@ -185,15 +209,16 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
     seconds: dict[str, float] = {}
     with _lab_lock(settings):
         net = _owned_network(podman, settings.lab)
-        existing = lab_containers(podman, settings.lab)
+        ours = lab_containers(podman, settings.lab)
+        existing = lab_nodes(ours)
         n_workers, subnet = _choose_shape(net, existing, workers, subnet)
         layout = plan_layout(settings.lab, n_workers, subnet)
-        _check_foreign_names(podman, layout, {c.name for c in existing})
+        _check_foreign_names(podman, layout, {c.name for c in ours})
         inventory_dir = _inventory_dir(settings, net)
         _check_inventory_dir(inventory_dir, settings.lab)
 
         t0 = time.monotonic()
-        image = lab_image.ensure_image(podman, settings.state_path, notify)
+        image = node_image.ensure_image(podman, settings.state_path, notify)
         seconds["image"] = time.monotonic() - t0
         public_key = ensure_keypair(settings.private_key)
         if net is None:
@@ -205,6 +230,11 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
         changes = _reconcile_containers(podman, settings, layout, existing, image, notify, parallel_starts)
         seconds["start"] = time.monotonic() - t0
 
+        # While the nodes boot: the emulator needs only the network and the image.
+        t0 = time.monotonic()
+        npu = prepare_npu_emulator(settings.lab, layout, settings.npu_emulator_dir, image.image)
+        seconds["npu emulator"] = time.monotonic() - t0
+
         t0 = time.monotonic()
         notify(f"waiting for {len(layout.nodes)} node(s) to boot and answer SSH")
         ready: list[NodeReady] = parallel(
@@ -212,14 +242,23 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
         )
         seconds["ready"] = time.monotonic() - t0
         files = render_inventory(
-            layout, InventoryPaths(inventory_dir, settings.private_key), {r.name: r.host_key for r in ready}
+            layout, InventoryPaths(inventory_dir, settings.private_key), {r.name: r.host_key for r in ready},
+            npu.node_vars,
         )
         changed = _write_files(inventory_dir, files)
+        if npu.error is not None:
+            raise RunFailed(
+                f"lab {settings.lab!r}: the nodes are up and {inventory_dir} is written, but the NPU "
+                f"emulator failed: {npu.error.message}",
+                f"{npu.error.hint or 'fix it'}; then rerun `ufcctl lab up` (it keeps what is up)",
+                details=npu.error.details,
+            )
         return UpResult(
             layout=layout, inventory_dir=inventory_dir, created=changes.created, removed=changes.removed,
             restarted=changes.restarted, inventory_changed=changed, image=image, seconds=seconds,
             stale_image=changes.stale_image,
             degraded={r.name: r.failed_units for r in ready if r.failed_units},
+            npu_emulator=npu,
         )
 
 
@@ -232,7 +271,7 @@ class _Changes:
 
 
 def _reconcile_containers(podman: Podman, settings: LabSettings, layout: LabLayout,
-                          existing: list[ContainerInfo], image: lab_image.ImageResult, notify: Notify,
+                          existing: list[ContainerInfo], image: node_image.ImageResult, notify: Notify,
                           parallel_starts: int) -> _Changes:
     """Remove containers the layout no longer has, start stopped ones, create missing ones."""
     wanted = {n.name for n in layout.nodes}
@@ -302,7 +341,8 @@ def _write_files(directory: Path, files: dict[str, str]) -> bool:
 
 def lab_down(settings: LabSettings, notify: Notify, remove_images: bool = False,
              podman: Podman | None = None) -> DownResult:
-    """Remove the lab's containers, network, inventory and NFS directory; images only if asked."""
+    """Remove the lab's containers (nodes and emulators), network, inventory, NFS and emulator
+    directories; images only if asked. Rerunning it is a no-op."""
     check_lab_name(settings.lab)
     require_tools(["podman"])
     podman = podman or Podman()
@@ -314,6 +354,7 @@ def lab_down(settings: LabSettings, notify: Notify, remove_images: bool = False,
             podman.remove_containers(names)
             notify(f"removed {len(names)} container(s)")
         if net is not None:
+            _check_network_empty(podman, net.name)
             podman.remove_network(net.name)
             notify(f"removed network {net.name}")
         removed_inventory = None
@@ -323,11 +364,12 @@ def lab_down(settings: LabSettings, notify: Notify, remove_images: bool = False,
             removed_inventory = inventory_dir
             notify(f"removed {inventory_dir}")
         shutil.rmtree(settings.nfs_dir, ignore_errors=True)
-        lab_image.prune_old_builds(podman)  # builds kept only because these containers ran them
+        shutil.rmtree(settings.npu_emulator_dir, ignore_errors=True)
+        node_image.prune_old_builds(podman)  # builds kept only because these containers ran them
         images: list[str] = []
         kept: dict[str, str] = {}
         if remove_images:
-            for ref in (lab_image.NODE_IMAGE, lab_image.BASE_IMAGE):
+            for ref in (node_image.NODE_IMAGE, node_image.BASE_IMAGE):
                 if podman.image_id(ref) is None:
                     continue
                 reason = podman.remove_image(ref)
@@ -335,11 +377,26 @@ def lab_down(settings: LabSettings, notify: Notify, remove_images: bool = False,
                     images.append(ref)
                 else:
                     kept[ref] = reason
-            for tarball in lab_image.rootfs_tarballs(settings.state_path):
+            for tarball in node_image.rootfs_tarballs(settings.state_path):
                 tarball.unlink()
                 images.append(str(tarball))
         network = net.name if net else None
         return DownResult(settings.lab, names, network, removed_inventory, tuple(images), kept)
+
+
+def _check_network_empty(podman: Podman, network: str) -> None:
+    """podman refuses to remove a network still in use; name what uses it instead of its message."""
+    left = podman.containers_on(network)
+    if left:
+        raise RunFailed(
+            f"network {network} is still used by container(s) `ufcctl lab` did not create: {', '.join(left)}",
+            f"remove them (podman rm -f {' '.join(left)}) and rerun `ufcctl lab down`",
+        )
+
+
+def _status_order(container: ContainerInfo) -> tuple[int, str]:
+    role = container.labels.get(LABEL_ROLE)
+    return (0 if role == ROLE_CONTROL_PLANE else 1 if role == ROLE_WORKER else 2), container.name
 
 
 def lab_status(settings: LabSettings, podman: Podman | None = None) -> LabStatus:
@@ -347,10 +404,7 @@ def lab_status(settings: LabSettings, podman: Podman | None = None) -> LabStatus
     require_tools(["podman"])
     podman = podman or Podman()
     net = _owned_network(podman, settings.lab)
-    containers = sorted(
-        lab_containers(podman, settings.lab),
-        key=lambda c: (c.labels.get(LABEL_ROLE) != ROLE_CONTROL_PLANE, c.name),
-    )
+    containers = sorted(lab_containers(podman, settings.lab), key=_status_order)
     inventory = _inventory_dir(settings, net) if net is not None else None
     return LabStatus(
         lab=settings.lab,
