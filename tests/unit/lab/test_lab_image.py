@@ -62,3 +62,11 @@ def test_project_image_dir_has_what_the_containerfile_copies() -> None:
     assert sources, "the Containerfile copies its assets"
     missing = [s for s in sources if not (IMAGE_DIR / s).is_file()]
     assert missing == []
+
+
+def test_the_recipe_hashes_the_same_wherever_it_is_installed(tmp_path: Path) -> None:
+    """A wheel installs image/ elsewhere than the checkout: the same recipe must not rebuild the image."""
+    import shutil
+
+    shutil.copytree(IMAGE_DIR, tmp_path / "site-packages" / "ufcctl" / "lab" / "image")
+    assert image_hash(tmp_path / "site-packages" / "ufcctl" / "lab" / "image") == image_hash(IMAGE_DIR)

@@ -60,7 +60,7 @@ def test_role_uses_the_same_pattern() -> None:
 
 
 def test_rebuilding_leaves_identical_packages_alone(tmp_path: Path) -> None:
-    """`ufcctl lab up` rebuilds into the directory a running mirror serves: unchanged files stay as they are."""
+    """`ufcctl lab up` rebuilds into the directory a running mirror serves: unchanged files stay."""
     build(tmp_path, list(RELEASES))
     before = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in tmp_path.iterdir()}
     build(tmp_path, list(RELEASES))
