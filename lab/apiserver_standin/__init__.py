@@ -1,4 +1,4 @@
-"""TEST DOUBLE for kube-apiserver (an HTTPS /readyz answerer) and helpers to run it in lab containers."""
+"""LAB EMULATOR of kube-apiserver (a stand-in answering HTTPS /readyz) and helpers to run it in a lab."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def _podman(*args: str, env: dict[str, str] | None = None) -> str:
 
 
 def start(container: str, port: int = 6443, env: dict[str, str] | None = None) -> None:
-    """Copy the test double into `container` and run it as a transient systemd unit (idempotent)."""
+    """Copy the stand-in into `container` and run it as a transient systemd unit (idempotent)."""
     _podman("cp", str(SCRIPT), f"{container}:{REMOTE}", env=env)
     script = (
         f"chmod 0755 {REMOTE}; rm -f {FLAG}; systemctl is-active --quiet {UNIT} || "

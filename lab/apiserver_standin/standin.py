@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""TEST DOUBLE for kube-apiserver: an HTTPS server answering /readyz, for load-balancer tests only.
+"""LAB EMULATOR of kube-apiserver (a stand-in): an HTTPS server answering /readyz, for load-balancer tests.
 
 It is not kube-apiserver and implements none of its API. It answers every GET with 200 and this
 host's name (so a client behind the VIP can count requests per backend), except /readyz, which

@@ -24,7 +24,7 @@ def main() -> None:
     args = parser.parse_args()
     context = ssl.create_default_context()
     context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE  # the test double's certificate is self-signed
+    context.verify_mode = ssl.CERT_NONE  # the stand-in's certificate is self-signed
     with open(args.log, "a", buffering=1) as log:
         while True:
             started = time.time()
