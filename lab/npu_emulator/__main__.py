@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -42,8 +43,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--name", default=None, help="mirror container name (default: LAB-hdk-mirror)")
     s.add_argument("--image", default=IMAGE, help=f"image of the mirror container (default {IMAGE})")
     s.add_argument("--label", type=_label, action="append", default=[], metavar="KEY=VALUE",
-                   help="label for the mirror container (repeatable; `ufcctl lab up` passes the lab's)")
-    s.add_argument("--workdir", type=Path, default=Path(".ufc/lab/npu-emulator"))
+                   help="label for the mirror container (repeatable; default: the lab's, as `ufcctl lab up` "
+                        "sets them, so `ufcctl lab down` removes the mirror)")
+    s.add_argument("--workdir", type=Path, default=None,
+                   help="where the packages go (default: $UFC_STATE_DIR/lab/LAB-npu-emulator, as `lab up`)")
     where = s.add_mutually_exclusive_group()
     where.add_argument("--inventory", type=Path, default=None, help="lab inventory dir (default: the lab's)")
     where.add_argument("--no-inventory", action="store_true", help="write no group_vars file")
@@ -54,7 +57,12 @@ def _parser() -> argparse.ArgumentParser:
 def _setup(args: argparse.Namespace) -> int:
     network = args.network or ("ufcctl-lab" if args.lab == "ufc" else f"ufcctl-lab-{args.lab}")
     name = args.name or f"{args.lab}-hdk-mirror"
-    mirror = prepare(network, args.workdir, name, RELEASES, args.ip, args.image, dict(args.label))
+    # By hand, the same defaults as `ufcctl lab up`: a rerun of either keeps the other's mirror.
+    labels = dict(args.label) or {"ufcctl.lab": "1", "ufcctl.lab.name": args.lab,
+                                  "ufcctl.lab.role": "npu_mirror"}
+    state = Path(os.environ.get("UFC_STATE_DIR", ".ufc"))
+    workdir = args.workdir or state / "lab" / f"{args.lab}-npu-emulator"
+    mirror = prepare(network, workdir, name, RELEASES, args.ip, args.image, labels)
     written = None
     if not args.no_inventory:
         inventory = args.inventory
