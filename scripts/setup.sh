@@ -18,7 +18,7 @@ if ((${#missing[@]})); then
 fi
 
 # Each lab node (systemd as PID 1) holds ~6 inotify instances charged to root; Debian's default of
-# 128 stops systemd booting at about 20 containers (ufcctl/app/lab_nodes.py). Raise it, never lower it.
+# 128 stops systemd booting at about 20 containers (ufcctl/lab/nodes.py). Raise it, never lower it.
 if [ "$(id -u)" -eq 0 ] && [ "$(sysctl -n fs.inotify.max_user_instances)" -lt 1024 ]; then
   sysctl -q -w fs.inotify.max_user_instances=1024
 fi

@@ -16,7 +16,7 @@ export PATH="$PWD/.venv/bin:$PATH"
 if [ "$fast" = 1 ]; then
   exec pytest -p no:cacheprovider -ra --durations=15 -n "${UFC_TEST_WORKERS:-2}" "$@" tests/unit
 fi
-export CONTAINERS_CONF="$PWD/templates/lab/containers.conf"
+export CONTAINERS_CONF="$PWD/ufcctl/lab/containers.conf"
 ufcctl lab image
 # Parallel workers (pytest-xdist): each lab test module stays on one worker (tests/integration/
 # conftest.py); molecule scenarios and unit tests spread. UFC_TEST_WORKERS=0 runs serially.

@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ufcctl.app.lab import LabSettings, lab_down, lab_up
-from ufcctl.engine.podman import Podman
+from ufcctl.lab.lab import LabSettings, lab_down, lab_up
+from ufcctl.lab.podman import Podman
 
 
 def _free_subnet(podman: Podman) -> str:

@@ -33,8 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.lab.npu_emulator.lab import installs, setup_lab, stop_mirror, write_faults  # noqa: E402
-from tests.lab.npu_emulator.packages import RELEASES  # noqa: E402
+from lab.npu_emulator.lab import installs, write_faults  # noqa: E402
+from lab.npu_emulator.packages import RELEASES  # noqa: E402
 
 LAB = os.environ.get("BENCH_LAB", "bdrv")
 SUBNET = os.environ.get("BENCH_SUBNET", "10.89.78.0/24")
@@ -71,15 +71,15 @@ def main() -> None:
         (work / "empty.cfg").write_text("[defaults]\n")
         env = {**os.environ, "UFC_STATE_DIR": str(work / "state"), "UFC_LAB_NAME": LAB,
                "UFC_LAB_INVENTORY": str(inventory), "KUBECONFIG": str(work / "none"),
-               "CONTAINERS_CONF": str(ROOT / "templates" / "lab" / "containers.conf"),
+               "CONTAINERS_CONF": str(ROOT / "ufcctl" / "lab" / "containers.conf"),
                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
         # the baseline: ansible-core's own defaults, not the project's ansible.cfg (pipelining, ...)
         baseline_env = {**env, "ANSIBLE_CONFIG": str(work / "empty.cfg"),
                         "ANSIBLE_ROLES_PATH": str(ROOT / "roles")}
+        # `lab up` also starts the NPU emulator's mirror and writes the inventory's npu_node vars
         _, up = _run([UFCCTL, "lab", "up", "--nodes", str(nodes), "--subnet", SUBNET], env)
         _check("lab up", up)
         try:
-            setup_lab(f"ufcctl-lab-{LAB}", work / "emulator", f"{LAB}-hdk-mirror", inventory)
             v1, v2 = RELEASES
             # the first install only brings every node to release 1: wider, so big fleets start sooner
             _, first = _run([UFCCTL, "upgrade-drivers", "-i", str(inventory), "--batch",
@@ -113,8 +113,7 @@ def main() -> None:
             expected = 2 * nodes * 2 * rounds  # firmware + driver, ufcctl + baseline, per round
             assert upgrades == expected, f"expected {expected} upgrades, got {upgrades}"
         finally:
-            stop_mirror(f"{LAB}-hdk-mirror")
-            _run([UFCCTL, "lab", "down"], env)
+            _run([UFCCTL, "lab", "down"], env)  # the mirror too
     ideal = t * math.ceil(nodes / c)
     bound = max(10 * t, (nodes - 1 + 10) * t / c)
     ufc = min(results["ufcctl"])

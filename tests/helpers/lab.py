@@ -30,7 +30,7 @@ def lab_env(work: Path, lab: str, **extra: str) -> dict[str, str]:
         "UFC_STATE_DIR": str(work / "state"),
         "UFC_LAB_NAME": lab,
         "UFC_LAB_INVENTORY": str(work / "inventory"),
-        "CONTAINERS_CONF": str(ROOT / "templates" / "lab" / "containers.conf"),
+        "CONTAINERS_CONF": str(ROOT / "ufcctl" / "lab" / "containers.conf"),
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         **extra,
     })

@@ -71,3 +71,13 @@ def import_closure(package: Path, start: list[Path]) -> dict[str, set[str]]:
             if source is not None:
                 queue.append((other, source))
     return found
+
+
+def imported_names(path: Path) -> set[str]:
+    """imported_modules plus `module.name` for every `from module import name`, so that
+    `from pkg import mod` is seen as importing `pkg.mod` (a checker cannot tell a module from a name)."""
+    names = imported_modules(path)
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+    return names

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner, Result
 
 from ufcctl.cli.main import cli
-from ufcctl.engine.podman import CONTAINERS_CONF
+from ufcctl.lab.podman import CONTAINERS_CONF
 
 pytestmark = pytest.mark.integration
 
@@ -111,21 +112,38 @@ def _ids(lab: Lab) -> dict[str, str]:
     return dict(line.split() for line in out.stdout.splitlines())
 
 
+def _nodes(status: dict) -> list[dict]:
+    return [c for c in status["containers"] if c["role"] in ("control_plane", "worker")]
+
+
 def test_up_starts_the_planned_containers(lab: Lab, up: Result) -> None:
     assert f"lab {lab.name!r} is up: 3 control planes + 2 workers on {lab.subnet}" in up.output
     status = _status(lab)
     net = ipaddress.ip_network(lab.subnet)
     expected = {f"{lab.name}-cp{i}": str(net.network_address + 10 + i) for i in (1, 2, 3)}
     expected |= {f"{lab.name}-w0{i}": str(net.network_address + 20 + i) for i in (1, 2)}
+    expected[f"{lab.name}-hdk-mirror"] = str(net.network_address + 5)  # the NPU emulator's mirror
     assert {c["name"]: c["ip"] for c in status["containers"]} == expected
     assert {c["state"] for c in status["containers"]} == {"running"}
     assert status["subnet"] == lab.subnet and status["network"] == f"ufcctl-lab-{lab.name}"
+    assert status["npu_mirror"] == {"name": f"{lab.name}-hdk-mirror", "state": "running",
+                                    "ip": str(net.network_address + 5)}
+
+
+def test_up_readies_the_npu_emulator_for_upgrade_drivers(lab: Lab, up: Result) -> None:
+    url = f"http://{ipaddress.ip_network(lab.subnet).network_address + 5}:8080/hdk"
+    assert f"NPU emulator: mirror {lab.name}-hdk-mirror serves {url}" in up.output
+    node_vars = yaml.safe_load((lab.inventory / "group_vars" / "npu_node.yml").read_text())
+    assert node_vars["ascend_driver_artifact_url"] == url
+    # a worker downloads the emulated packages from the mirror, inside the lab network
+    sums = _podman("exec", f"{lab.name}-w01", "curl", "-fsS", f"{url}/SHA256SUMS").stdout
+    assert f"Ascend-hdk-910b-npu-driver_{node_vars['ufc_npu_driver_version']}_linux-x86_64.run" in sums
 
 
 def test_ssh_works_with_the_generated_key_and_checked_host_keys(lab: Lab, up: Result) -> None:
     key = lab.state / "lab" / "id_ed25519"
     assert key.stat().st_mode & 0o777 == 0o600
-    for container in _status(lab)["containers"]:
+    for container in _nodes(_status(lab)):
         proc = lab.ssh(container["ip"], "hostname")
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.strip() == container["name"]
@@ -207,11 +225,17 @@ def test_scaling_down_removes_only_the_extra_worker(lab: Lab, up: Result) -> Non
 
 
 def test_down_removes_exactly_what_up_created(lab: Lab, up: Result) -> None:
+    assert (lab.state / "lab" / f"{lab.name}-npu-emulator").is_dir()  # the emulator's packages, before
     result = lab.run("down")
     assert result.exit_code == 0, result.output
     assert _ids(lab) == {}
+    # no container of the lab or its emulators is left, whatever its labels
+    names = _podman("ps", "-a", "--format", "{{.Names}}").stdout.split()
+    assert [n for n in names if n.startswith(f"{lab.name}-") and n not in lab.foreign_containers] == []
     assert _podman("network", "exists", f"ufcctl-lab-{lab.name}", check=False).returncode == 1
     assert not lab.inventory.exists()
+    # no file of the lab: inventory, NFS export and emulator directories are gone
+    assert [str(p) for p in lab.state.rglob("*") if lab.name in p.name] == []
     # What the test created for contrast is still there, and the image too.
     for cname in lab.foreign_containers:
         assert _podman("container", "exists", cname, check=False).returncode == 0, cname

@@ -25,7 +25,7 @@ PENDING: dict[str, str] = {}
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    env["CONTAINERS_CONF"] = str(ROOT / "templates" / "lab" / "containers.conf")
+    env["CONTAINERS_CONF"] = str(ROOT / "ufcctl" / "lab" / "containers.conf")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("ANSIBLE_FORCE_COLOR", "0")
     return env

@@ -23,26 +23,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # tests.lab is imported from the repository root
+if str(ROOT) not in sys.path:  # the emulators (lab/) are imported from the repository root
     sys.path.insert(0, str(ROOT))
 
-from tests.lab.npu_emulator.lab import (  # noqa: E402
-    Mirror,
-    installs,
-    podman,
-    setup_lab,
-    stop_mirror,
-    write_faults,
-    write_inventory_vars,
-)
-from tests.lab.npu_emulator.packages import RELEASES  # noqa: E402
+from lab.npu_emulator.lab import installs, podman, stop_mirror, write_faults  # noqa: E402
+from lab.npu_emulator.packages import RELEASES  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
 UFCCTL = str(Path(sys.executable).parent / "ufcctl")
 LAB = "itdrv"
 SUBNET = "10.89.76.0/24"  # a test-owned podman network; nothing else is ever targeted
-NETWORK = f"ufcctl-lab-{LAB}"
 WORKERS = [f"{LAB}-w{i:02d}" for i in range(1, 13)]
 V1, V2 = RELEASES
 TO_V1 = ["--version", V1.driver_version, "--firmware-version", V1.firmware_version]
@@ -54,13 +45,12 @@ class Lab:
         self.work = work
         self.inventory = work / "inventory"
         self.state = work / "state"
-        self.mirror: Mirror | None = None
         self.env = {
             **os.environ,
             "UFC_STATE_DIR": str(self.state),
             "UFC_LAB_NAME": LAB,
             "UFC_LAB_INVENTORY": str(self.inventory),
-            "CONTAINERS_CONF": str(ROOT / "templates" / "lab" / "containers.conf"),
+            "CONTAINERS_CONF": str(ROOT / "ufcctl" / "lab" / "containers.conf"),
             "KUBECONFIG": str(work / "no-kubeconfig"),  # the lab has no Kubernetes: drain is skipped
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         }
@@ -119,16 +109,16 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     if subprocess.run(["which", "podman"], capture_output=True, check=False).returncode != 0:
         pytest.skip("podman is not installed (scripts/setup.sh installs it)")
     lab = Lab(tmp_path_factory.mktemp("drvlab"))
-    stop_mirror(f"{LAB}-hdk-mirror")
+    stop_mirror(f"{LAB}-hdk-mirror")  # a mirror of the emulator before `lab up` started it (no lab labels)
     lab.ufcctl("lab", "down")  # a lab left by an interrupted run would not start from fresh nodes
+    # `lab up` alone readies the emulator: packages, the mirror, group_vars/npu_node.yml (the README's steps)
     up = lab.ufcctl("lab", "up", "--nodes", str(len(WORKERS)), "--subnet", SUBNET)
     try:
         assert up.returncode == 0, up.stdout + up.stderr
-        lab.mirror, _ = setup_lab(NETWORK, lab.work / "emulator", f"{LAB}-hdk-mirror", lab.inventory)
+        assert f"NPU emulator: mirror {LAB}-hdk-mirror serves http://" in up.stdout, up.stdout
         yield lab
     finally:
-        stop_mirror(f"{LAB}-hdk-mirror")
-        down = lab.ufcctl("lab", "down")
+        down = lab.ufcctl("lab", "down")  # removes the mirror with the lab
         assert down.returncode == 0, down.stdout + down.stderr
 
 
@@ -172,11 +162,10 @@ def test_faults_land_in_the_right_states(lab: Lab) -> None:
         rc, data = lab.upgrade("--batch", "4", "--window", "2", "--max-fail", "75%", *TO_V2)
     finally:
         watcher.join()
-        lab.ufcctl("lab", "up")  # starts the stopped container again and refreshes its host key
-        assert lab.mirror is not None
-        write_inventory_vars(lab.inventory, lab.mirror)  # lab up pruned the emulator's group_vars
+        lab.ufcctl("lab", "up")  # starts the stopped container again, keeps the emulator's group_vars
         _clear_faults()
     assert stopped.is_set()
+    assert (lab.inventory / "group_vars" / "npu_node.yml").is_file()  # the `lab up` above kept it
     states = _states(data)
     assert rc == 1 and data["status"] == "failed", (data["status"], data["message"], states)
     assert states[failing][0] == "failed" and "fault injected" in states[failing][1]

@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 SCANNED = (
-    "ufcctl", "roles", "playbooks", "molecule", "tests", "templates", "scripts", "inventories",
+    "ufcctl", "lab", "roles", "playbooks", "molecule", "tests", "scripts", "inventories",
     "README.md", "ansible.cfg", "pyproject.toml", ".ansible-lint",
 )
 SKIPPED_DIRS = {"__pycache__", ".ufc", ".pytest_cache", ".mypy_cache", ".ruff_cache"}

@@ -1,6 +1,6 @@
-"""The repository's own linters as tests, so CI runs them: ruff and mypy on the package (settings in
-pyproject.toml), ansible-lint with the production profile on roles/, playbooks/ and molecule/
-(.ansible-lint). Each failure prints the tool's findings."""
+"""The repository's own linters as tests, so CI runs them: ruff on the package, the tests and the lab's
+emulators, mypy on the package (settings in pyproject.toml), ansible-lint with the production profile
+on roles/, playbooks/ and molecule/ (.ansible-lint). Each failure prints the tool's findings."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def _run(tool: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff() -> None:
-    proc = _run("ruff", "check", "ufcctl", "tests")
+    proc = _run("ruff", "check", "ufcctl", "tests", "lab")  # lab/: the lab's emulators
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

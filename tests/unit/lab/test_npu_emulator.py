@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-if str(ROOT) not in sys.path:  # tests.lab is imported from the repository root
+if str(ROOT) not in sys.path:  # the emulators (lab/) are imported from the repository root
     sys.path.insert(0, str(ROOT))
 
-from tests.lab.npu_emulator import npu_smi  # noqa: E402
-from tests.lab.npu_emulator.packages import CHECKSUM_FILE, RELEASES, Release, build  # noqa: E402
+from lab.npu_emulator import npu_smi  # noqa: E402
+from lab.npu_emulator.packages import CHECKSUM_FILE, RELEASES, Release, build  # noqa: E402
 
 # The same pattern as __ascend_driver_chips in roles/ascend_driver/vars/main/main.yml (checked below).
 CHIP_ROW = r"(?m)^\|\s+(\d+)\s+\S+\s+\|\s+(\w+)\s+\|"
@@ -57,3 +57,20 @@ def test_role_pattern_reads_every_chip_and_its_health(chips: int, bad: set[int])
 def test_role_uses_the_same_pattern() -> None:
     role_vars = (ROOT / "roles" / "ascend_driver" / "vars" / "main" / "main.yml").read_text()
     assert r"regex_findall('(?m)^\|\s+(\d+)\s+\S+\s+\|\s+(\w+)\s+\|')" in role_vars
+
+
+def test_rebuilding_leaves_identical_packages_alone(tmp_path: Path) -> None:
+    """`ufcctl lab up` rebuilds into the directory a running mirror serves: unchanged files stay."""
+    build(tmp_path, list(RELEASES))
+    before = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in tmp_path.iterdir()}
+    build(tmp_path, list(RELEASES))
+    assert {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in tmp_path.iterdir()} == before
+    assert all(p.stat().st_mode & 0o777 in (0o755, 0o644) for p in tmp_path.iterdir())
+
+
+def test_setup_refuses_a_label_without_a_value() -> None:
+    from lab.npu_emulator.__main__ import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["setup", "--label", "ufcctl.lab", "--json"])
+    assert exc.value.code == 2

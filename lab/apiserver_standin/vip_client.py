@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Test client for the VIP failover test: GET https://VIP:PORT/ in a loop and log every outcome.
+
+One line per request: `<unix time> ok <backend>` or `<unix time> fail <error>`. New connection each
+time (what matters is whether a new request gets through), short timeouts so a gap is measured
+to within about a tenth of a second. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import ssl
+import time
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vip", required=True)
+    parser.add_argument("--port", type=int, default=8443)
+    parser.add_argument("--log", default="/tmp/ufcctl-vip-client.log")
+    parser.add_argument("--interval", type=float, default=0.1)
+    parser.add_argument("--timeout", type=float, default=1.0)
+    args = parser.parse_args()
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # the stand-in's certificate is self-signed
+    with open(args.log, "a", buffering=1) as log:
+        while True:
+            started = time.time()
+            try:
+                conn = http.client.HTTPSConnection(args.vip, args.port, timeout=args.timeout, context=context)
+                conn.request("GET", "/")
+                response = conn.getresponse()
+                backend = response.getheader("X-Standin-Backend", "?")
+                conn.close()
+                line = (
+                    f"{started:.3f} ok {backend}"
+                    if response.status == 200
+                    else f"{started:.3f} fail http{response.status}"
+                )
+            except OSError as err:
+                line = f"{started:.3f} fail {type(err).__name__}"
+            log.write(line + "\n")
+            time.sleep(max(0.0, args.interval - (time.time() - started)))
+
+
+if __name__ == "__main__":
+    main()

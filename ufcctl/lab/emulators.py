@@ -1,0 +1,57 @@
+"""The checkout's lab emulators (`lab/` beside the package), run as processes: ufcctl never imports them.
+
+They exist only in a source checkout; an installed wheel has no `lab/` directory, and callers then
+skip the emulator and say so.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ufcctl.errors import RunFailed
+
+log = logging.getLogger(__name__)
+
+# The checkout this package was imported from: ufcctl/lab/emulators.py -> <checkout>.
+CHECKOUT = Path(__file__).resolve().parents[2]
+NPU_EMULATOR = "lab.npu_emulator"
+NPU_EMULATOR_DIR = "lab/npu_emulator"  # relative to the checkout; what the "skipped" note names
+
+
+def npu_emulator_present(checkout: Path = CHECKOUT) -> bool:
+    return (checkout / NPU_EMULATOR_DIR / "__main__.py").is_file()
+
+
+def run_npu_emulator(args: Sequence[str], checkout: Path = CHECKOUT, timeout: float = 300) -> dict[str, Any]:
+    """`python -m lab.npu_emulator ARGS --json` from the checkout root; its JSON output, parsed."""
+    argv = [sys.executable, "-m", NPU_EMULATOR, *args]
+    log.debug("run (cwd %s): %s", checkout, " ".join(argv))
+    by_hand = f"cd {checkout} && {' '.join(argv)}"
+    try:
+        proc = subprocess.run(argv, cwd=checkout, capture_output=True, text=True, timeout=timeout,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        raise RunFailed(f"the lab NPU emulator did not finish within {timeout:.0f}s",
+                        f"run it by hand to see where it waits: {by_hand}") from None
+    if proc.returncode != 0:
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        raise RunFailed(
+            f"the lab NPU emulator ({NPU_EMULATOR_DIR}) failed (exit {proc.returncode}): "
+            f"{lines[-1] if lines else '(no output)'}",
+            f"run it by hand: {by_hand}",
+            details=lines[-15:],
+        )
+    try:
+        data = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        raise RunFailed(f"the lab NPU emulator printed no JSON: {proc.stdout.strip()[-200:]!r}",
+                        f"run it by hand: {by_hand}") from None
+    if not isinstance(data, dict):
+        raise RunFailed(f"the lab NPU emulator printed {type(data).__name__}, not a JSON object")
+    return data
