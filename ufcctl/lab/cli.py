@@ -22,8 +22,6 @@ from ufcctl.lab.lab import (
 )
 from ufcctl.lab.layout import DEFAULT_LAB, DEFAULT_SUBNET, DEFAULT_WORKERS
 from ufcctl.lab.nodes import LABEL_ROLE
-from ufcctl.cli.numbers import integer
-from ufcctl.cli.options import output_option
 from ufcctl.report.output import print_json, print_table
 
 
