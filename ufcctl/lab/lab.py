@@ -239,7 +239,7 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
         t0 = time.monotonic()
         notify(f"waiting for {len(layout.nodes)} node(s) to boot and answer SSH")
         ready: list[NodeReady] = parallel(
-            lambda n: make_ready(podman, n, public_key, layout.gateway), list(layout.nodes), 16
+            lambda n: make_ready(podman, n, public_key, layout.gateway, notify), list(layout.nodes), 16
         )
         seconds["ready"] = time.monotonic() - t0
         files = render_inventory(

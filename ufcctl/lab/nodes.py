@@ -130,12 +130,26 @@ def parse_prepare_output(text: str) -> Prepared:
 
 
 def prepare_node(podman: Podman, name: str, public_key: str, gateway: str,
-                 timeout: float = BOOT_TIMEOUT) -> NodeReady:
-    """Wait for systemd, authorize the controller key, announce the MAC, read the host key."""
+                 timeout: float = BOOT_TIMEOUT, notify: Callable[[str], None] | None = None) -> NodeReady:
+    """Wait for systemd, authorize the controller key, announce the MAC, read the host key.
+
+    A container whose systemd exited before the wait could start (seen once in CI with three labs
+    booting at once: "cannot exec in a stopped container") is started once more, saying so; a second
+    exit is an error that carries the container's exit code and last console lines."""
     proc = podman.exec(name, ["sh", "-c", PREPARE_SCRIPT, "sh", gateway, str(int(timeout))],
                        input_text=public_key + "\n", check=False, timeout=timeout + 30)
     prepared = parse_prepare_output(proc.stdout)
     if prepared.state not in ("running", "degraded"):
+        status, code, error = podman.exit_state(name)
+        if status in ("exited", "stopped", "created", "configured"):
+            console = podman.logs(name)
+            stopped = (f"container {name} is {status} (exit code {code}{'; ' + error if error else ''})"
+                       f"; last console line: {console[-1] if console else '(none)'}")
+            if notify is not None:
+                notify(f"lab: {stopped}; starting it once more")
+                podman.start([name])
+                return prepare_node(podman, name, public_key, gateway, timeout, notify=None)
+            raise RunFailed(stopped, f"look at its console: podman logs {name}", details=console)
         raise RunFailed(
             f"container {name}: systemd did not finish booting within {timeout:.0f}s "
             f"(state {prepared.state or 'unknown'}; {proc.stderr.strip()[-200:] or 'no error output'})",
@@ -147,7 +161,8 @@ def prepare_node(podman: Podman, name: str, public_key: str, gateway: str,
     return NodeReady(name, prepared.host_key, prepared.failed_units)
 
 
-def make_ready(podman: Podman, node: LabNode, public_key: str, gateway: str) -> NodeReady:
-    ready = prepare_node(podman, node.name, public_key, gateway)
+def make_ready(podman: Podman, node: LabNode, public_key: str, gateway: str,
+               notify: Callable[[str], None] | None = None) -> NodeReady:
+    ready = prepare_node(podman, node.name, public_key, gateway, notify=notify)
     wait_for_sshd(node.ip, timeout=60)
     return ready

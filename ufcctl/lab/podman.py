@@ -229,6 +229,21 @@ class Podman:
         # -t 0: lab containers are disposable; waiting for each systemd to shut down adds ~10 s.
         self.run(["rm", "--force", "--time", "0", *names], timeout=300)
 
+    def exit_state(self, name: str) -> tuple[str, int | None, str]:
+        """(status, exit code, podman's error) of one container; ("missing", None, "") when it is gone."""
+        fmt = "{{.State.Status}}\t{{.State.ExitCode}}\t{{.State.Error}}"
+        proc = self.run(["container", "inspect", "--format", fmt, name], check=False)
+        if proc.returncode != 0:
+            return "missing", None, ""
+        status, _, rest = proc.stdout.strip().partition("\t")
+        code, _, error = rest.partition("\t")
+        return status, int(code) if code.lstrip("-").isdigit() else None, error.strip()
+
+    def logs(self, name: str, lines: int = 15) -> list[str]:
+        """The last `lines` lines the container printed (systemd's console), empty when unreadable."""
+        proc = self.run(["logs", "--tail", str(lines), name], check=False)
+        return _tail(proc.stdout + proc.stderr, lines)
+
     def exec(
         self, name: str, argv: Sequence[str], *, input_text: str | None = None, check: bool = True,
         timeout: float = 120,
