@@ -6,6 +6,7 @@ import pytest
 from placement_kube import acjob, codes, job_pods, node, podgroup, rank_table, run, tor
 
 B8 = "module-910b-8"
+SP16 = "module-a3-16-super-pod"
 LARGE = {"tor-affinity": "large-model-schema"}
 
 
@@ -21,6 +22,17 @@ def tor_job(
     return objects + ([tor(tors)] if with_cm else [])
 
 
+def superpod_tor_job(pods: int, tors: dict[int, list[str]], labels: dict | None = LARGE) -> list[dict]:
+    """A SuperPoD job (16 chips per pod, sp-block 16) on nodes of physical SuperPoD 0."""
+    names = [name for group in tors.values() for name in group]
+    return [
+        *[node(name, SP16, super_pod=0) for name in names],
+        podgroup("j", pods, labels=labels, annotations={"sp-block": "16"}),
+        *job_pods("j", [(names[i], list(range(16))) for i in range(pods)], selector=SP16),
+        tor(tors),
+    ]
+
+
 TOR_SPAN_CASES = [
     pytest.param(tor_job(2, {0: ["a1", "a2"], 1: ["b1"]}), [], id="filler-2-pods-one-tor"),
     pytest.param(tor_job(2, {0: ["a1"], 1: ["b1"]}), ["TOR_SPAN"], id="filler-2-pods-two-tors"),
@@ -30,6 +42,13 @@ TOR_SPAN_CASES = [
         tor_job(2, {0: ["a1"], 1: ["b1"]}, {"tor-affinity": "normal-schema"}), [], id="normal-schema-may-span"
     ),
     pytest.param(tor_job(2, {0: ["a1"], 1: ["b1"]}, None), [], id="no-label"),
+    # The contract names no exception for SuperPoD jobs: a SuperPoD filler stays under one ToR too
+    # (the shape the property test found when the test allocator broke it).
+    pytest.param(superpod_tor_job(2, {0: ["a1"], 1: ["b1"]}), ["TOR_SPAN"], id="superpod-filler-two-tors"),
+    pytest.param(superpod_tor_job(2, {0: ["a1", "a2"]}), [], id="superpod-filler-one-tor"),
+    pytest.param(
+        superpod_tor_job(4, {0: ["a1", "a2"], 1: ["b1", "b2"]}), [], id="superpod-large-model-4-pods-may-span"
+    ),
     pytest.param(
         [
             node("a1", B8),
