@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from ufcctl.domain.etcd import rule, topology
+    from ufcctl.domain.etcd import pki, rule, topology
 except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from ufcctl.domain.etcd import rule, topology
+    from ufcctl.domain.etcd import pki, rule, topology
 
 
 def _groups(groups: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
@@ -66,6 +66,15 @@ def ufcctl_etcd_rule_error(text: str) -> str:
     return ""
 
 
+def ufcctl_etcd_certs_to_issue(
+    certs: Sequence[Mapping[str, Any]], probed: Mapping[str, Any] | None, ca_pem: str | None
+) -> dict[str, list[str]]:
+    """name -> reasons, for each of this host's certificates (the role's __etcd_certs) whose key
+    must be made or fixed or which must be signed again, judged from the etcd_probe result."""
+    requests = [pki.CertRequest.from_role(cert) for cert in certs]
+    return pki.certificates_to_issue(requests, probed or {}, str(ca_pem) if ca_pem else None)
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
@@ -73,4 +82,5 @@ class FilterModule:
             "ufcctl_etcd_apiserver_flags": ufcctl_etcd_apiserver_flags,
             "ufcctl_etcd_problems": ufcctl_etcd_problems,
             "ufcctl_etcd_rule_error": ufcctl_etcd_rule_error,
+            "ufcctl_etcd_certs_to_issue": ufcctl_etcd_certs_to_issue,
         }

@@ -1,0 +1,59 @@
+"""Lookup: what the etcd role's controller-side CA tasks would change (empty list: nothing).
+
+    query('ufcctl_etcd_controller_pki', etcd_pki_controller_dir)
+
+Reads the CA and ufcctl's client key and certificate where they live (the keys never leave this
+plugin: only the list of problems is returned), and judges them with ufcctl/domain/etcd/pki.py, so
+a converged run skips the seven tasks that would only confirm them.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+from ansible.plugins.lookup import LookupBase
+
+try:
+    from ufcctl.domain.etcd.pki import ControllerFiles, controller_problems
+except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+    from ufcctl.domain.etcd.pki import ControllerFiles, controller_problems
+
+FILES = ("ca.key", "ca.crt", "ufcctl.key", "ufcctl.crt")
+
+
+def _mode(path: Path) -> str | None:
+    try:
+        return f"{stat.S_IMODE(os.stat(path).st_mode):04o}"
+    except OSError:
+        return None
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def problems(directory: str) -> list[str]:
+    base = Path(directory)
+    data = {name: _read(base / name) for name in FILES}
+    files = ControllerFiles(
+        directory_mode=_mode(base) if base.is_dir() else None,
+        ca_key=data["ca.key"],
+        ca_cert=data["ca.crt"],
+        client_key=data["ufcctl.key"],
+        client_cert=data["ufcctl.crt"],
+        modes={name: mode for name in FILES if (mode := _mode(base / name))},
+    )
+    return [f"{directory}: {problem}" for problem in controller_problems(files)]
+
+
+class LookupModule(LookupBase):
+    def run(self, terms: list[Any], variables: Any = None, **kwargs: Any) -> list[str]:
+        return [problem for term in terms for problem in problems(str(term))]
