@@ -39,7 +39,8 @@ except ImportError:  # plain ansible-playbook from a checkout without `pip insta
 
 # The role's variables this action reads (k8s_manifests/defaults/main.yml), templated in the task's context.
 SETTINGS = (
-    "kube_version", "crd_files", "state_dir", "inventory_name", "apply", "apply_host", "kubectl", "kubeconfig",
+    "kube_version", "crd_files", "state_dir", "inventory_name", "apply", "apply_host", "kubectl",
+    "kubeconfig",
 )
 LABEL_PLAN = "plan.json"
 # CRDs shipped by the roles beside this one, read whatever role or playbook calls the action.
@@ -81,14 +82,16 @@ class ActionModule(ActionBase):
             return {**result, **failed.result}
 
     def _setting(self, name: str) -> Any:
-        return self._templar.template(trust_as_template("{{ k8s_manifests_%s }}" % name))
+        return self._templar.template(trust_as_template(f"{{{{ k8s_manifests_{name} }}}}"))
 
     def _component(self, task_vars: dict[str, Any]) -> dict[str, Any]:
         args = self._task.args
         component = str(args.get("component") or "")
         if not COMPONENT_NAME.match(component):
-            raise Failed(f"k8s_manifests: component {json.dumps(component)}: the name must be lower-case "
-                         "letters, digits and '-'")
+            raise Failed(
+                f"k8s_manifests: component {json.dumps(component)}: the name must be lower-case letters, "
+                "digits and '-'"
+            )
         settings = {name: self._setting(name) for name in SETTINGS}
         dest = Path(str(settings["state_dir"])) / "manifests" / str(settings["inventory_name"]) / component
         check = bool(self._task.check_mode)
@@ -121,15 +124,19 @@ class ActionModule(ActionBase):
         if not templates:
             role = getattr(self._task, "_role", None)
             if role is None:
-                raise Failed(f"k8s_manifests: component {component}: say where its templates are (templates:)")
+                raise Failed(
+                    f"k8s_manifests: component {component}: say where its templates are (templates:)"
+                )
             templates = str(Path(role._role_path) / "templates" / "manifests")
         sources = sorted(glob.glob(str(Path(str(templates)) / "*.yaml.j2")))
         if not sources:
-            raise Failed(f"k8s_manifests: component {component} with templates {templates}: the directory must "
-                         "hold *.yaml.j2 files (found 0)")
+            raise Failed(
+                f"k8s_manifests: component {component} with templates {templates}: the directory must "
+                "hold *.yaml.j2 files (found 0)"
+            )
         lookup = lookup_loader.get("ansible.builtin.template", loader=self._loader, templar=self._templar)
         texts = lookup.run(sources, variables=task_vars)
-        rendered = {Path(s).name: str(t) for s, t in zip(sources, texts)}
+        rendered = {Path(s).name: str(t) for s, t in zip(sources, texts, strict=True)}
         try:
             schemas = KubernetesSchemas(str(settings["kube_version"]))
         except UfcError as err:
@@ -166,19 +173,23 @@ class ActionModule(ActionBase):
         if decision.probe:  # the role's probe task did not run for this play: ask now
             probed = self._execute_module("ufcctl_kubectl", {"mode": "probe", **kube}, task_vars=task_vars)
             if probed.get("failed"):
-                raise Failed(f"{component}: probing kubectl on {settings['apply_host']} failed: {probed.get('msg')}")
-            decision = decide_apply(enabled=True, check_mode=False, apply_host=str(settings["apply_host"]),
-                                    probe=probed)
+                host = settings["apply_host"]
+                raise Failed(f"{component}: probing kubectl on {host} failed: {probed.get('msg')}")
+            decision = decide_apply(
+                enabled=True, check_mode=False, apply_host=str(settings["apply_host"]), probe=probed
+            )
         if not decision.apply:
             out["apply"] = "skipped"
             return decision.reason, ""
         done = self._execute_module("ufcctl_kubectl", {**work, **kube}, task_vars=task_vars)
         if done.get("failed"):
-            raise Failed(f"{component}: {done.get('msg')}", **{k: done[k] for k in ("applied", "unchanged") if k in done})
+            partial = {k: done[k] for k in ("applied", "unchanged", "labelled") if k in done}
+            raise Failed(f"{component}: {done.get('msg')}", **partial)
         out["apply"] = "applied"
         if work["mode"] == "label":
-            out["labelled"] = done.get("labelled", 0)
+            out["labelled"] = labelled = done.get("labelled", 0)
             calls = len(work["label_args"])
-            return "", f"labels ({out['labelled']} of {calls} kubectl label calls changed nodes)" if out["labelled"] else ""
+            return "", f"labels ({labelled} of {calls} kubectl label calls changed nodes)" if labelled else ""
         out["applied"], out["unchanged"] = done.get("applied", []), done.get("unchanged", [])
-        return "", (", ".join(out["applied"]) + " (server-side, field manager ufcctl)") if out["applied"] else ""
+        files = ", ".join(out["applied"])
+        return "", f"{files} (server-side, field manager ufcctl)" if files else ""

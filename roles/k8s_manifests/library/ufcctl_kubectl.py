@@ -47,7 +47,10 @@ options:
 RETURN = r"""
 ready: {description: kubectl and the kubeconfig are usable., type: bool, returned: always}
 reason: {description: Why not ready (C(ready) when ready)., type: str, returned: always}
-applied: {description: Manifests that differed from the cluster and were applied (or would be)., type: list, returned: mode=apply}
+applied:
+  description: Manifests that differed from the cluster and were applied (or would be in check mode).
+  type: list
+  returned: mode=apply
 unchanged: {description: Manifests the cluster already matched., type: list, returned: mode=apply}
 labelled: {description: kubectl label calls that changed a node., type: int, returned: mode=label}
 """
@@ -59,36 +62,38 @@ def probe(module: AnsibleModule) -> tuple[bool, str]:
     kubectl = module.params["kubectl"]
     kubeconfig = module.params["kubeconfig"]
     if not module.get_bin_path(kubectl):
-        return False, "%s not found in PATH" % kubectl
+        return False, f"{kubectl} not found in PATH"
     if not os.access(kubeconfig, os.R_OK):
-        return False, "kubeconfig %s does not exist or is not readable" % kubeconfig
+        return False, f"kubeconfig {kubeconfig} does not exist or is not readable"
     return True, "ready"
 
 
 def _kubectl(module: AnsibleModule, args: list, data: str | None = None) -> tuple[int, str, str]:
-    argv = [module.params["kubectl"], "--kubeconfig=%s" % module.params["kubeconfig"]] + list(args)
+    argv = [module.params["kubectl"], f"--kubeconfig={module.params['kubeconfig']}", *args]
     return module.run_command(argv, data=data)
+
+
+def _failure(what: str, rc: int, out: str, err: str) -> str:
+    return f"kubectl {what} failed (rc {rc}): {(err or out).strip()}"
 
 
 def apply(module: AnsibleModule) -> dict:
     applied, unchanged = [], []
+    server_side = ["--server-side", f"--field-manager={FIELD_MANAGER}", "--filename=-"]
     for manifest in module.params["manifests"]:
         name, text = manifest["name"], manifest["text"]
-        server_side = ["--server-side", "--field-manager=%s" % FIELD_MANAGER, "--filename=-"]
-        rc, out, err = _kubectl(module, ["diff"] + server_side, data=text)
+        rc, out, err = _kubectl(module, ["diff", *server_side], data=text)
         if rc == 0:  # kubectl diff: 0 same, 1 differs, anything else an error
             unchanged.append(name)
             continue
         if rc != 1:
-            module.fail_json(msg="kubectl diff %s failed (rc %d): %s" % (name, rc, (err or out).strip()),
-                             applied=applied, unchanged=unchanged)
+            module.fail_json(msg=_failure(f"diff {name}", rc, out, err), applied=applied, unchanged=unchanged)
+        if not module.check_mode:
+            rc, out, err = _kubectl(module, ["apply", *server_side], data=text)
+            if rc != 0:
+                failure = _failure(f"apply {name}", rc, out, err)
+                module.fail_json(msg=failure, applied=applied, unchanged=unchanged)
         applied.append(name)
-        if module.check_mode:
-            continue
-        rc, out, err = _kubectl(module, ["apply"] + server_side, data=text)
-        if rc != 0:
-            module.fail_json(msg="kubectl apply %s failed (rc %d): %s" % (name, rc, (err or out).strip()),
-                             applied=applied[:-1], unchanged=unchanged)
     return {"changed": bool(applied), "applied": applied, "unchanged": unchanged}
 
 
@@ -99,32 +104,30 @@ def label(module: AnsibleModule) -> dict:
     for args in module.params["label_args"]:
         rc, out, err = _kubectl(module, [str(a) for a in args])
         if rc != 0:
-            module.fail_json(msg="kubectl %s failed (rc %d): %s" % (" ".join(args[:3]), rc, (err or out).strip()),
-                             labelled=labelled)
+            module.fail_json(msg=_failure(" ".join(args[:3]), rc, out, err), labelled=labelled)
         labelled += " labeled" in out
     return {"changed": labelled > 0, "labelled": labelled}
 
 
 def main() -> None:
+    manifest = {"name": {"type": "str", "required": True}, "text": {"type": "str", "required": True}}
     module = AnsibleModule(
         argument_spec={
             "mode": {"type": "str", "choices": ["probe", "apply", "label"], "default": "probe"},
             "kubectl": {"type": "str", "default": "kubectl"},
             "kubeconfig": {"type": "path", "default": "/etc/kubernetes/admin.conf"},
-            "manifests": {
-                "type": "list", "elements": "dict", "default": [],
-                "options": {"name": {"type": "str", "required": True}, "text": {"type": "str", "required": True}},
-            },
+            "manifests": {"type": "list", "elements": "dict", "default": [], "options": manifest},
             "label_args": {"type": "list", "elements": "list", "default": []},
         },
         supports_check_mode=True,
     )
     ready, reason = probe(module)
     result = {"changed": False, "ready": ready, "reason": reason}
-    if module.params["mode"] != "probe":
+    mode = module.params["mode"]
+    if mode != "probe":
         if not ready:
-            module.fail_json(msg="cannot %s: %s" % (module.params["mode"], reason), **result)
-        result.update(apply(module) if module.params["mode"] == "apply" else label(module))
+            module.fail_json(msg=f"cannot {mode}: {reason}", **result)
+        result.update(apply(module) if mode == "apply" else label(module))
     module.exit_json(**result)
 
 

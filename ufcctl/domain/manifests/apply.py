@@ -57,7 +57,7 @@ def report_line(
     if skipped:
         head = f"{component}: apply SKIPPED{where} ({skipped})"
     elif applied:
-        head = f"{component}: applied {applied}{where}"
+        head = f"{component}: applied{where}: {applied}"
     else:
         head = f"{component}: the cluster already matches{where}"
     return f"{head}; {validated} in {dest}" + (f"; {note}" if note else "")
