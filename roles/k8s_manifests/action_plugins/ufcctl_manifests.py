@@ -151,7 +151,7 @@ class ActionModule(ActionBase):
             head = f"{component}: {len(lines)} problem(s) in the manifests; nothing written or applied"
             raise Failed("\n".join([head, *lines]), problems=lines)
         summary = f"{prepared.objects} objects valid against Kubernetes {schemas.version}"
-        out = {"objects": prepared.objects, "kube_version": schemas.version, "order": list(prepared.order)}
+        out = {"objects": prepared.objects}
         return dict(prepared.files), list(prepared.order), summary, out
 
     def _apply(
