@@ -80,3 +80,23 @@ def run_playbook(tmp_path: Path, instance_names: list[str]) -> Callable[..., Pla
         return PlaybookRun(proc.returncode, proc.stdout + proc.stderr)
 
     return run
+
+
+def _logged_runs(first_play: str) -> list[PlaybookRun]:
+    log = Path(_molecule_env("MOLECULE_EPHEMERAL_DIRECTORY")) / "ansible.log"
+    if not log.is_file():
+        pytest.fail(f"{log} missing: set ANSIBLE_LOG_PATH to it in the scenario's provisioner env")
+    header = f"PLAY [{first_play}]"
+    return [PlaybookRun(0, header + chunk) for chunk in log.read_text(errors="replace").split(header)[1:]]
+
+
+@pytest.fixture(scope="session")
+def logged_runs() -> Callable[[str], list[PlaybookRun]]:
+    """The runs of the scenario's playbook molecule made (check, converge, idempotence), oldest first.
+
+    Read from the Ansible log the scenario writes (ANSIBLE_LOG_PATH in its molecule.yml), so the
+    verify step checks what those runs printed without running the playbook again. A run is the
+    text from the header of its first play (the argument) to the next run's; `rc` is 0 (molecule
+    stops the sequence at a failed run). The log may hold earlier `molecule test`s: take the last ones.
+    """
+    return _logged_runs

@@ -1,5 +1,8 @@
 """Jinja filters exposing ufcctl's VIP plan (VRRP priorities, peers, backends, haproxy sizing) to the role.
 
+`ufcctl_apiserver_lb_decisions` makes every decision for the group at once from each host's probe
+(roles/apiserver_lb/library/apiserver_lb_probe.py), so the role needs no per-host fact tasks.
+
 The logic lives in ufcctl/domain/controlplane (vrrp.py, haproxy.py, addresses.py), tested without
 machines; these wrappers only translate Ansible's shapes (groups, hostvars) to it and back.
 """
@@ -7,7 +10,7 @@ machines; these wrappers only translate Ansible's shapes (groups, hostvars) to i
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -36,41 +39,17 @@ def ufcctl_apiserver_lb_address(explicit: Any, fact_address: Any, host: str) -> 
         return f"ERROR: {err}"
 
 
-def ufcctl_apiserver_lb_plan(
-    hosts: Sequence[str],
-    hostvars: Any,
-    vip: str,
-    router_id: int,
-    auth_pass: str,
-    priority: int,
-    step: int,
+def ufcctl_apiserver_lb_backends(
+    hosts: Sequence[str], hostvars: Any, probed: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
-    """{'problems': [...], 'track_weight': int, 'peers': {host: {address, priority, unicast_peers}}}."""
-    hosts = list(hosts)
-    found = {h: str(_get(hostvars, h, "__apiserver_lb_own_address") or "") for h in hosts}
-    problems = [a.removeprefix("ERROR: ") for a in found.values() if a.startswith("ERROR: ")]
-    problems += [f"host {h}: address unknown (not in this run?)" for h, a in found.items() if not a]
-    if problems:
-        return {"problems": problems, "track_weight": 0, "peers": {}}
-    problems = vrrp.vrrp_problems(
-        hosts, found, str(vip), int(router_id), str(auth_pass), int(priority), int(step)
-    )
-    plan = vrrp.plan_vrrp(hosts, found, int(priority), int(step))
-    peers = {
-        p.host: {"address": p.address, "priority": p.priority, "unicast_peers": plan.unicast_peers(p.host)}
-        for p in plan.peers
-    }
-    return {"problems": problems, "track_weight": plan.track_weight, "peers": peers}
-
-
-def ufcctl_apiserver_lb_backends(hosts: Sequence[str], hostvars: Any) -> dict[str, Any]:
-    """{'servers': [{name, address}], 'problems': [...]}: kube_control_plane_address, ansible_host, facts."""
+    """{'servers': [{name, address}], 'problems': [...]}: kube_control_plane_address, ansible_host, or
+    the address the host's probe read when it is also an LB host (`probed`)."""
     servers, problems = [], []
     for host in hosts:
         values = {
             "kube_control_plane_address": _get(hostvars, host, "kube_control_plane_address"),
             "ansible_host": _get(hostvars, host, "ansible_host"),
-            "fact_address": _get(hostvars, host, "__apiserver_lb_own_address"),
+            "fact_address": (probed or {}).get(host),
         }
         try:
             servers.append(
@@ -93,11 +72,59 @@ def ufcctl_apiserver_lb_sizing(
     return {**asdict(sizing), "wanted_fds": sizing.wanted_fds}
 
 
+def ufcctl_apiserver_lb_decisions(
+    hosts: Sequence[str], hostvars: Any, backend_hosts: Sequence[str], v: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Everything the role decides for the LB group, once, on the controller, from each host's probe.
+
+    {'addresses': {host: IP}, 'vrrp': ufcctl_apiserver_lb_plan's shape, 'backends': {servers, problems},
+    'sizing': {host: ufcctl_apiserver_lb_sizing's shape}, 'problems': [...]}. `hosts` are the group's
+    hosts in this run (VRRP needs all of them); `v` the role's settings.
+    """
+    hosts = list(hosts)
+    probes = {h: _get(hostvars, h, "__apiserver_lb_probe") or {} for h in hosts}
+    addresses = {
+        h: ufcctl_apiserver_lb_address(
+            _get(hostvars, h, "apiserver_lb_address"), probes[h].get("address") or None, h
+        )
+        for h in hosts
+    }
+    problems = [a.removeprefix("ERROR: ") for a in addresses.values() if a.startswith("ERROR: ")]
+    good = {h: a for h, a in addresses.items() if not a.startswith("ERROR: ")}
+    if problems:
+        plan: dict[str, Any] = {"problems": [], "track_weight": 0, "peers": {}}
+    else:
+        plan = _vrrp(hosts, good, v)
+    backends = ufcctl_apiserver_lb_backends(backend_hosts, hostvars, good)
+    sizing = {
+        h: ufcctl_apiserver_lb_sizing(
+            v["node_count"], v["connections_per_node"], v["clients_maxconn"], len(backends["servers"]),
+            probes[h].get("hard_nofile", ""),
+        )
+        for h in hosts
+    }
+    problems += plan["problems"] + backends["problems"]
+    return {"addresses": good, "vrrp": plan, "backends": backends, "sizing": sizing, "problems": problems}
+
+
+def _vrrp(hosts: list[str], addresses: Mapping[str, str], v: Mapping[str, Any]) -> dict[str, Any]:
+    problems = vrrp.vrrp_problems(
+        hosts, addresses, str(v["vip"]), int(v["router_id"]), str(v["auth_pass"]), int(v["priority"]),
+        int(v["step"]),
+    )
+    plan = vrrp.plan_vrrp(hosts, addresses, int(v["priority"]), int(v["step"]))
+    peers = {
+        p.host: {"address": p.address, "priority": p.priority, "unicast_peers": plan.unicast_peers(p.host)}
+        for p in plan.peers
+    }
+    return {"problems": problems, "track_weight": plan.track_weight, "peers": peers}
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "ufcctl_apiserver_lb_address": ufcctl_apiserver_lb_address,
-            "ufcctl_apiserver_lb_plan": ufcctl_apiserver_lb_plan,
             "ufcctl_apiserver_lb_backends": ufcctl_apiserver_lb_backends,
             "ufcctl_apiserver_lb_sizing": ufcctl_apiserver_lb_sizing,
+            "ufcctl_apiserver_lb_decisions": ufcctl_apiserver_lb_decisions,
         }

@@ -99,6 +99,48 @@ def ufcctl_kcp_cert_sans(
     return flags.cert_sans(str(vip), list(addresses_), list(names), list(extra))
 
 
+def _hostvar(hostvars: Any, host: str, key: str) -> Any:
+    try:
+        hv = hostvars[host]
+    except KeyError:
+        return None
+    return hv[key] if key in hv else None
+
+
+def ufcctl_kcp_plan(
+    hosts: Sequence[str], hostvars: Any, play_hosts: Sequence[str], v: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Everything the role decides for the whole control plane, once, on the controller.
+
+    {'addresses': {host: IP}, 'etcd': etcd flags, 'cluster_dns': [...], 'sans': [...], 'problems': [...]}.
+    A host's address: kube_control_plane_address, else ansible_host when an IP, else the default
+    IPv4 address its probe read. Hosts of the group that are not in the run keep only an explicit
+    address (their names still go into the SANs); an unresolvable one is a problem only in the run.
+    """
+    addresses: dict[str, str] = {}
+    problems: list[str] = []
+    for host in hosts:
+        probe = _hostvar(hostvars, host, "__kube_control_plane_probe") or {}
+        address = ufcctl_kcp_address(
+            _hostvar(hostvars, host, "kube_control_plane_address"),
+            _hostvar(hostvars, host, "ansible_host"),
+            probe.get("address") or None,
+            host,
+        )
+        if not address.startswith("ERROR: "):
+            addresses[host] = address
+        elif host in play_hosts:
+            problems.append(address)
+    given = v.get("etcd")
+    etcd = dict(given) if isinstance(given, Mapping) else ufcctl_kcp_etcd_flags(v["groups"], hostvars)
+    if etcd.get("error"):
+        problems.append(str(etcd["error"]))
+    dns = ufcctl_kcp_cluster_dns(v["dns_mode"], v["nodelocaldns_ip"], v["service_subnet"])
+    problems += ufcctl_kcp_problems({**v["checks"], "computed": [dns]})
+    sans = ufcctl_kcp_cert_sans(v["vip"], list(addresses.values()), list(hosts), v["cert_sans"])
+    return {"addresses": addresses, "etcd": etcd, "cluster_dns": dns, "sans": sans, "problems": problems}
+
+
 def ufcctl_kcp_schema_errors(docs: Any) -> list[str]:
     """Strict-schema problems of the documents of one rendered file (empty: valid)."""
     return schema.documents_errors([d for d in docs if d is not None])
@@ -143,6 +185,7 @@ class FilterModule:
             "ufcctl_kcp_cluster_dns": ufcctl_kcp_cluster_dns,
             "ufcctl_kcp_problems": ufcctl_kcp_problems,
             "ufcctl_kcp_cert_sans": ufcctl_kcp_cert_sans,
+            "ufcctl_kcp_plan": ufcctl_kcp_plan,
             "ufcctl_kcp_schema_errors": ufcctl_kcp_schema_errors,
             "ufcctl_kcp_ca_hash": ufcctl_kcp_ca_hash,
             "ufcctl_kcp_kubeadm_failure": ufcctl_kcp_kubeadm_failure,

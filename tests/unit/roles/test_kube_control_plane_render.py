@@ -1,7 +1,7 @@
 """kube_control_plane renders schema-valid kubeadm/scheduler files for inventories/sample and 16,000 nodes.
 
 The role's own expressions are evaluated with Ansible's templating: defaults, vars/main.yml, the
-set_fact steps of tasks/facts.yml, and templates/docs.yaml.j2, against the variables ufcctl
+set_fact step of tasks/main.yml (the plan), and templates/docs.yaml.j2, against the variables ufcctl
 resolves from the inventory (only the control-plane and etcd hosts reach Ansible, as in a run).
 """
 
@@ -28,6 +28,7 @@ from ufcctl.domain.controlplane.schema import documents_errors
 
 ROOT = Path(__file__).resolve().parents[3]
 ROLE = ROOT / "roles" / "kube_control_plane"
+MAIN_TASKS = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
 
 
 def _ca_pem() -> str:
@@ -57,7 +58,10 @@ def templar_factory():
 _LOADED: dict[Path, Any] = {}
 
 
-def _render(inventory_dir: Path, host: str, templar_factory, ca_pem: str) -> dict[str, list[dict]]:
+def _variables(
+    inventory_dir: Path, host: str, templar_factory, ca_pem: str, overrides: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The variables a task of the role sees on `host`, after the role's plan step."""
     if inventory_dir not in _LOADED:  # the 16k inventory is loaded once for all cases
         _LOADED[inventory_dir] = load_inventory(inventory_dir)
     inv = _LOADED[inventory_dir]
@@ -73,19 +77,31 @@ def _render(inventory_dir: Path, host: str, templar_factory, ca_pem: str) -> dic
         "groups": groups,
         "hostvars": hostvars,
         "inventory_hostname": host,
+        "role_path": str(ROLE),
         "ansible_managed": "managed by test",
         "playbook_dir": str(ROOT / "playbooks"),
-        "ansible_default_ipv4": {"address": hostvars[host].get("ansible_host")},
         "__kube_control_plane_token": "abcdef.0123456789abcdef",
         "__kube_control_plane_certificate_key": "0" * 64,
+        **(overrides or {}),
     }
     variables["__kube_control_plane_ca_hash"] = templar_factory({"pem": ca_pem}).template(
         trust_as_template("{{ pem | ufcctl_kcp_ca_hash }}")
     )
-    # tasks/facts.yml's set_fact steps in order (the role's own expressions)
-    for task in yaml.safe_load((ROLE / "tasks" / "facts.yml").read_text()):
+    # what each host's probe would read (the lab's hosts have an IP ansible_host, as here)
+    for name in hostvars:
+        probe = {"address": hostvars[name].get("ansible_host"), "missing": []}
+        hostvars[name]["__kube_control_plane_probe"] = probe
+    variables["__kube_control_plane_probe"] = hostvars[host]["__kube_control_plane_probe"]
+    variables["ansible_play_hosts_all"] = groups["kube_control_plane"]
+    # tasks/main.yml's set_fact steps in order (the role's own expressions)
+    for task in MAIN_TASKS:
         for name, expr in (task.get("ansible.builtin.set_fact") or {}).items():
             hostvars[host][name] = variables[name] = templar_factory(variables).template(_trusted(expr))
+    return variables
+
+
+def _render(inventory_dir: Path, host: str, templar_factory, ca_pem: str) -> dict[str, list[dict]]:
+    variables = _variables(inventory_dir, host, templar_factory, ca_pem)
     templar = templar_factory(variables)
     source = trust_as_template((ROLE / "templates" / "docs.yaml.j2").read_text())
     files = {}
@@ -135,3 +151,36 @@ def test_rendered_files_are_schema_valid(inventories, inventory, host, kinds, te
         assert join["discovery"]["bootstrapToken"]["apiServerEndpoint"] == "10.0.0.10:8443"
         assert join["controlPlane"]["localAPIEndpoint"]["advertiseAddress"] == "10.0.0.12"
     assert by_kind["KubeSchedulerConfiguration"]["percentageOfNodesToScore"] == 10
+
+
+def _task(name_start: str) -> tuple[int, dict[str, Any]]:
+    (found,) = [(i, t) for i, t in enumerate(MAIN_TASKS) if t["name"].startswith(name_start)]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("overrides", "file", "fragment"),
+    [
+        pytest.param({"kube_control_plane_kubelet_max_pods": 0}, "kubeadm.yaml", "maxPods", id="kubelet"),
+        pytest.param(
+            {"kube_control_plane_scheduler_percentage_of_nodes_to_score": 101},
+            "kube-scheduler-config.yaml", "percentageOfNodesToScore", id="scheduler",
+        ),
+    ],
+)
+def test_a_schema_violation_fails_the_roles_check_before_the_write(
+    inventories, templar_factory, overrides, file, fragment
+):
+    # The role's own check (tasks/main.yml), evaluated as Ansible does for each file name, refuses the
+    # file; the task that writes comes after it, so a failed check leaves the old files in place.
+    check_at, check = _task("Check each file against the strict schema")
+    write_at, write = _task("Install the Kubernetes CA and write")
+    assert check_at < write_at and "ignore_errors" not in check and "failed_when" not in check
+    assert {f["template"] for f in write["ufc_files"]["files"] if "template" in f} == {"docs.yaml.j2"}
+    variables = _variables(inventories["sample"], "cp1", templar_factory, _ca_pem(), overrides)
+    errors = {}
+    for name in ("kubeadm.yaml", "kube-scheduler-config.yaml"):
+        local = {**variables, **check["vars"], check["loop_control"]["loop_var"]: name}
+        errors[name] = templar_factory(local).template(_trusted(check["vars"]["__kube_control_plane_errors"]))
+    assert [n for n, e in errors.items() if e] == [file]
+    assert fragment in " ".join(errors[file])

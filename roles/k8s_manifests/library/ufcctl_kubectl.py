@@ -1,0 +1,135 @@
+#!/usr/bin/python
+"""Node side of k8s_manifests on the apply host: probe kubectl and the kubeconfig, apply, label."""
+
+from __future__ import annotations
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+DOCUMENTATION = r"""
+module: ufcctl_kubectl
+short_description: Probe kubectl and a kubeconfig, server-side apply manifests, label nodes, in one run
+description:
+  - Runs on the host that applies (the first control-plane host). Called by the k8s_manifests role's
+    probe task and by the C(ufcctl_manifests) action, which renders and validates on the controller
+    and sends the manifests here; a role calls the action, not this module for apply or label.
+  - I(mode=probe) says whether I(kubectl) is on the PATH and I(kubeconfig) is readable (C(ready))
+    and, when not, why (C(reason)). Nothing is changed.
+  - I(mode=apply) pipes each manifest, in the order given, to C(kubectl diff --server-side) and,
+    when it differs, to C(kubectl apply --server-side --field-manager=ufcctl) (one file after the
+    other, so a namespace exists before the objects in it are diffed). Nothing is written on the
+    node. Check mode diffs only.
+  - I(mode=label) runs C(kubectl label) once per argument list (C(labeled) in the output: changed).
+    Check mode runs nothing.
+options:
+  mode:
+    {description: What to do., type: str, choices: [probe, apply, label], default: probe}
+  kubectl:
+    {description: kubectl command (a name on the PATH or a path)., type: str, default: kubectl}
+  kubeconfig:
+    {description: Kubeconfig kubectl uses., type: path, default: /etc/kubernetes/admin.conf}
+  manifests:
+    description: I(mode=apply) - the manifests in apply order.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name: {description: File name (for messages)., type: str, required: true}
+      text: {description: YAML text., type: str, required: true}
+  label_args:
+    description: I(mode=label) - argument lists after C(kubectl --kubeconfig=...), one call each.
+    type: list
+    elements: list
+    default: []
+"""
+
+RETURN = r"""
+ready: {description: kubectl and the kubeconfig are usable., type: bool, returned: always}
+reason: {description: Why not ready (C(ready) when ready)., type: str, returned: always}
+applied:
+  description: Manifests that differed from the cluster and were applied (or would be in check mode).
+  type: list
+  returned: mode=apply
+unchanged: {description: Manifests the cluster already matched., type: list, returned: mode=apply}
+labelled: {description: kubectl label calls that changed a node., type: int, returned: mode=label}
+"""
+
+FIELD_MANAGER = "ufcctl"
+
+
+def probe(module: AnsibleModule) -> tuple[bool, str]:
+    kubectl = module.params["kubectl"]
+    kubeconfig = module.params["kubeconfig"]
+    if not module.get_bin_path(kubectl):
+        return False, f"{kubectl} not found in PATH"
+    if not os.access(kubeconfig, os.R_OK):
+        return False, f"kubeconfig {kubeconfig} does not exist or is not readable"
+    return True, "ready"
+
+
+def _kubectl(module: AnsibleModule, args: list, data: str | None = None) -> tuple[int, str, str]:
+    argv = [module.params["kubectl"], f"--kubeconfig={module.params['kubeconfig']}", *args]
+    return module.run_command(argv, data=data)
+
+
+def _failure(what: str, rc: int, out: str, err: str) -> str:
+    return f"kubectl {what} failed (rc {rc}): {(err or out).strip()}"
+
+
+def apply(module: AnsibleModule) -> dict:
+    applied, unchanged = [], []
+    server_side = ["--server-side", f"--field-manager={FIELD_MANAGER}", "--filename=-"]
+    for manifest in module.params["manifests"]:
+        name, text = manifest["name"], manifest["text"]
+        rc, out, err = _kubectl(module, ["diff", *server_side], data=text)
+        if rc == 0:  # kubectl diff: 0 same, 1 differs, anything else an error
+            unchanged.append(name)
+            continue
+        if rc != 1:
+            module.fail_json(msg=_failure(f"diff {name}", rc, out, err), applied=applied, unchanged=unchanged)
+        if not module.check_mode:
+            rc, out, err = _kubectl(module, ["apply", *server_side], data=text)
+            if rc != 0:
+                failure = _failure(f"apply {name}", rc, out, err)
+                module.fail_json(msg=failure, applied=applied, unchanged=unchanged)
+        applied.append(name)
+    return {"changed": bool(applied), "applied": applied, "unchanged": unchanged}
+
+
+def label(module: AnsibleModule) -> dict:
+    labelled = 0
+    if module.check_mode:
+        return {"changed": False, "labelled": 0}
+    for args in module.params["label_args"]:
+        rc, out, err = _kubectl(module, [str(a) for a in args])
+        if rc != 0:
+            module.fail_json(msg=_failure(" ".join(args[:3]), rc, out, err), labelled=labelled)
+        labelled += " labeled" in out
+    return {"changed": labelled > 0, "labelled": labelled}
+
+
+def main() -> None:
+    manifest = {"name": {"type": "str", "required": True}, "text": {"type": "str", "required": True}}
+    module = AnsibleModule(
+        argument_spec={
+            "mode": {"type": "str", "choices": ["probe", "apply", "label"], "default": "probe"},
+            "kubectl": {"type": "str", "default": "kubectl"},
+            "kubeconfig": {"type": "path", "default": "/etc/kubernetes/admin.conf"},
+            "manifests": {"type": "list", "elements": "dict", "default": [], "options": manifest},
+            "label_args": {"type": "list", "elements": "list", "default": []},
+        },
+        supports_check_mode=True,
+    )
+    ready, reason = probe(module)
+    result = {"changed": False, "ready": ready, "reason": reason}
+    mode = module.params["mode"]
+    if mode != "probe":
+        if not ready:
+            module.fail_json(msg=f"cannot {mode}: {reason}", **result)
+        result.update(apply(module) if mode == "apply" else label(module))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""Lookup: what kube_control_plane's controller-side CA tasks would change (empty list: nothing).
+
+    query('ufcctl_kcp_controller_pki', kube_control_plane_pki_controller_dir)
+
+Reads the CA key and certificate where they live (the key never leaves this plugin: only the list
+of problems is returned) and judges them with ufcctl/domain/controlplane/pki.py.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+from ansible.plugins.lookup import LookupBase
+
+try:
+    from ufcctl.domain.controlplane.pki import MODES, CaFiles, ca_problems
+except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+    from ufcctl.domain.controlplane.pki import MODES, CaFiles, ca_problems
+
+
+def _mode(path: Path) -> str | None:
+    try:
+        return f"{stat.S_IMODE(os.stat(path).st_mode):04o}"
+    except OSError:
+        return None
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def problems(directory: str) -> list[str]:
+    base = Path(directory)
+    files = CaFiles(
+        directory_mode=_mode(base) if base.is_dir() else None,
+        key=_read(base / "ca.key"),
+        cert=_read(base / "ca.crt"),
+        modes={name: mode for name in MODES if (mode := _mode(base / name))},
+    )
+    return [f"{directory}: {problem}" for problem in ca_problems(files)]
+
+
+class LookupModule(LookupBase):
+    def run(self, terms: list[Any], variables: Any = None, **kwargs: Any) -> list[str]:
+        return [problem for term in terms for problem in problems(str(term))]
