@@ -73,6 +73,13 @@ def _role_tasks(role: Path) -> list[tuple[str, dict]]:
     return found
 
 
+def _dependencies(role: Path) -> list[Path]:
+    """Roles listed in meta/main.yml `dependencies:` (their library/ modules are the role's too)."""
+    meta = yaml.safe_load((role / "meta" / "main.yml").read_text()) or {}
+    names = [d["role"] if isinstance(d, dict) else d for d in meta.get("dependencies") or []]
+    return [ROOT / "roles" / name for name in names]
+
+
 def _action(task: dict) -> str:
     keys = [key for key in task if key not in TASK_KEYWORDS and not key.startswith("with_")]
     assert len(keys) == 1, f"cannot tell the module of task {task.get('name')!r}: {keys}"
@@ -143,7 +150,7 @@ def test_command_and_shell_tasks_state_changed_when_or_creates(role):
 
 @pytest.mark.parametrize("role", ROLES, ids=ROLE_IDS)
 def test_modules_are_fully_qualified(role):
-    local = {path.stem for path in (role / "library").glob("*.py")}
+    local = {path.stem for r in (role, *_dependencies(role)) for path in (r / "library").glob("*.py")}
     wrong = [
         f"{where}: {_action(task)}"
         for where, task in _role_tasks(role)
