@@ -153,7 +153,8 @@ def test_render_file_lists_every_key_in_the_form_boot_can_take():
     text = sysctl.render_file(entries, "/etc/sysctl.d/90-ufcctl.conf")
     lines = text.splitlines()
     assert "net.core.somaxconn = 32768" in lines
-    assert lines[lines.index("-net.netfilter.nf_conntrack_max = 1048576") - 1] == "# skipped: absent from this kernel"
+    optional = lines.index("-net.netfilter.nf_conntrack_max = 1048576")
+    assert lines[optional - 1] == "# skipped: absent from this kernel"
     assert "# vm.max_map_count = 262144" in lines and "vm.max_map_count = 262144" not in lines
     assert "/etc/sysctl.d/99-local.conf" in text
 

@@ -4,8 +4,8 @@ what it writes, idempotence, check mode, --diff, owners and modes, validate, sec
 from __future__ import annotations
 
 import base64
-import importlib.util
 import grp
+import importlib.util
 import json
 import os
 import pwd
@@ -339,7 +339,8 @@ def test_bad_entries_name_the_file_and_write_nothing(tmp_path: Path) -> None:
 def test_numeric_ids_that_name_nobody_are_used_as_ids() -> None:
     # ansible.builtin.file takes "1000" for a uid that has no user (the NFS dataset owner need not
     # exist on the server); a number that does name a user still resolves by name first
-    spec = importlib.util.spec_from_file_location("ufc_files_module", ROOT / "roles/ufc_common/library/ufc_files.py")
+    library = ROOT / "roles" / "ufc_common" / "library" / "ufc_files.py"
+    spec = importlib.util.spec_from_file_location("ufc_files_module", library)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
