@@ -42,8 +42,14 @@ settings:
   type: list
   returned: always
 skipped_keys: {description: '"key: reason" for every skipped key.', type: list, returned: always}
-runtime_changed: {description: A key was (or in check mode would be) set at runtime., type: bool, returned: always}
-file_changed: {description: The file was (or would be) written or its owner or mode fixed., type: bool, returned: always}
+runtime_changed:
+  description: A key was (or in check mode would be) set at runtime.
+  type: bool
+  returned: always
+file_changed:
+  description: The file was (or would be) written or its owner or mode fixed.
+  type: bool
+  returned: always
 """
 
 FILE_HEADER = """\
@@ -226,7 +232,8 @@ def main() -> None:
     }]
     file_changed = False
     if module.params["path"]:
-        file_changed, file_diff = persist(module, module.params["path"], render_file(results, module.params["path"]))
+        path = module.params["path"]
+        file_changed, file_diff = persist(module, path, render_file(results, path))
         diffs.append(file_diff)
     if skipped:
         where = f" on {module.params['host']}" if module.params["host"] else ""

@@ -35,7 +35,7 @@ options:
     suboptions:
       path: {type: path, required: true, description: Directory.}
       mode: {type: raw, required: true, description: Octal mode string such as C("0750").}
-      owner: {type: str, description: User name or id; unset keeps an existing directory's owner (new ones root).}
+      owner: {type: str, description: User name or id; unset keeps an existing directory's owner (new: root).}
       group: {type: str, description: Group name; unset as for I(owner).}
   files:
     description: Files to write, in order.
@@ -46,7 +46,7 @@ options:
       dest: {type: path, required: true, description: Destination (its directory exists or is listed).}
       content: {type: str, required: true, description: The file's bytes, base64-encoded.}
       mode: {type: raw, required: true, description: Octal mode string such as C("0640").}
-      owner: {type: str, description: User name or id; unset keeps an existing file's owner (new ones get root).}
+      owner: {type: str, description: User name or id; unset keeps an existing file's owner (new: root).}
       group: {type: str, description: Group name; unset as for I(owner).}
       validate:
         type: str
