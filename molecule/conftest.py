@@ -50,7 +50,7 @@ def instance_names() -> list[str]:
 
 @pytest.fixture
 def run_playbook(tmp_path: Path, instance_names: list[str]) -> Callable[..., PlaybookRun]:
-    """Run a playbook of this scenario with extra vars, extra group memberships, --check or --limit."""
+    """Run a playbook of this scenario with extra vars, extra group memberships, --check, --diff or --limit."""
 
     def run(
         playbook: str = "converge.yml",
@@ -58,6 +58,7 @@ def run_playbook(tmp_path: Path, instance_names: list[str]) -> Callable[..., Pla
         groups: list[str] | None = None,
         check: bool = False,
         limit: str | None = None,
+        diff: bool = False,
     ) -> PlaybookRun:
         inventory = Path(_molecule_env("MOLECULE_INVENTORY_FILE")).parent
         cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory)]
@@ -72,6 +73,8 @@ def run_playbook(tmp_path: Path, instance_names: list[str]) -> Callable[..., Pla
             cmd += ["-e", f"@{vars_file}"]
         if check:
             cmd.append("--check")
+        if diff:
+            cmd.append("--diff")
         if limit:
             cmd += ["--limit", limit]
         cmd.append(str(Path(_molecule_env("MOLECULE_SCENARIO_DIRECTORY")) / playbook))

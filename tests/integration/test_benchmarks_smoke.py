@@ -1,9 +1,11 @@
-"""The rollout benchmark runs in CI on a small fleet, so it cannot rot between the runs that measure.
+"""The rollout and deploy benchmarks run in CI in a small form, so they cannot rot between measuring runs.
 
-It prints its ratios (ufcctl vs the ideal, plain ansible-playbook `serial:` vs ufcctl) into the test
-log; nothing here asserts a duration (these machines are noisy: the numbers are noted on the issue
-from full-size runs). What is asserted is that both sides did the work: the benchmark itself checks
-the emulator's install counters and exits non-zero otherwise."""
+They print their ratios (rollout: ufcctl vs the ideal, plain ansible-playbook `serial:` vs ufcctl;
+deploy: plain ansible-playbook with Ansible's defaults vs ufcctl) into the test log; nothing here
+asserts a duration (these machines are noisy: the numbers are noted on the issue from full-size
+runs). What is asserted is that both sides did the work: the rollout benchmark checks the emulator's
+install counters, the deploy benchmark that both no-op reruns changed nothing, and both exit
+non-zero otherwise."""
 
 from __future__ import annotations
 
@@ -32,3 +34,25 @@ def test_upgrade_drivers_benchmark_runs_on_a_small_fleet() -> None:
     print(proc.stdout)
     ratios = dict(re.findall(r"(ufcctl / ideal|baseline / ufcctl) = ([0-9.]+)x", proc.stdout))
     assert set(ratios) == {"ufcctl / ideal", "baseline / ufcctl"}, proc.stdout
+
+
+def test_deploy_benchmark_runs_on_a_small_lab() -> None:
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (scripts/setup.sh installs it)")
+    # 3 control planes + 1 worker, the two roles every node runs: the benchmark's whole path (two
+    # labs, ufcctl and plain ansible-playbook, first and no-op runs, summary.json and the recap
+    # parsed); the full deploy is measured by hand (README "Measured")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "benchmarks" / "bench_deploy.py"), "1", "--tags",
+         "preflight,node_tuning"],
+        cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    print(proc.stdout)
+    rows = re.findall(r"^(ufcctl deploy|ansible-playbook, defaults) +([0-9.]+) +([0-9.]+) +([0-9.]+) "
+                      r"+([0-9.]+) +(\d+) +(\d+) +(\d+)", proc.stdout, re.MULTILINE)
+    assert [row[0] for row in rows] == ["ufcctl deploy", "ansible-playbook, defaults"], proc.stdout
+    # both sides ran the same roles on every node: the same tasks on a worker
+    assert rows[0][7] == rows[1][7] and int(rows[0][7]) > 0, proc.stdout
+    assert re.search(r"baseline / ufcctl: first deploy wall = [0-9.]+x, CPU = [0-9.]+x; no-op wall = "
+                     r"[0-9.]+x, CPU = [0-9.]+x", proc.stdout), proc.stdout

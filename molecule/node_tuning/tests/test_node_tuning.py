@@ -101,7 +101,7 @@ def test_skipped_keys_are_reported_with_reasons(run_playbook, lab_name, netns_na
     assert "vm.max_map_count: kernel-global: from a container it would change the container host" in run.text
     assert "net.ipv4.neigh.default.gc_thresh1: absent from the network namespace of this" in run.text
     # Hosts report in completion order: cut the netns host's list out of the output.
-    end = r"(?:ok: \[|TASK \[|PLAY RECAP)"
+    end = r"(?:ok: \[|changed: \[|\[WARNING\]|TASK \[|PLAY RECAP)"
     netns_report = re.search(rf"key\(s\) on {re.escape(netns_name)}:(.*?){end}", run.text)
     assert netns_report, run.output
     assert "net.core.somaxconn:" not in netns_report.group(1)
@@ -110,9 +110,14 @@ def test_skipped_keys_are_reported_with_reasons(run_playbook, lab_name, netns_na
 
 def test_check_mode_reports_changes_and_writes_nothing(run_playbook, netns, netns_name):
     extra = {"node_tuning_sysctl_extra": {"net.core.somaxconn": 40000}}
-    run = run_playbook(check=True, limit=netns_name, extra_vars=extra)
+    run = run_playbook(check=True, diff=True, limit=netns_name, extra_vars=extra)
     assert run.rc == 0, run.output
-    assert "changed=2" in run.text, run.output  # runtime value and file would both change
+    assert "changed=1" in run.text, run.output  # one module run sets and persists
+    # both the runtime value and the file would change, and --diff shows each
+    change = f"-net.core.somaxconn = {PROFILE['net.core.somaxconn']} +net.core.somaxconn = 40000"
+    runtime, _, in_file = run.text.partition(f"+++ after: {SYSCTL_FILE}")
+    assert change in runtime.split("+++ after: runtime (/proc/sys)", 1)[-1], run.output
+    assert change in in_file, run.output
     assert _proc(netns, "net.core.somaxconn") == PROFILE["net.core.somaxconn"]
     assert f"net.core.somaxconn = {PROFILE['net.core.somaxconn']}" in _file_lines(netns)
 

@@ -1,12 +1,14 @@
 #!/usr/bin/python
-"""Apply the sysctl values this node's kernel lets it set, and say why each other key was skipped."""
+"""Apply the sysctl values this node's kernel lets it set, persist the profile, say why keys were skipped."""
 
 from __future__ import annotations
 
 import errno
 import os
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.facts.virtual.linux import LinuxVirtualCollector
 
 DOCUMENTATION = r"""
 module: node_tuning_sysctl
@@ -18,11 +20,19 @@ description:
     host-only key seen from a network namespace), read-only here, or kernel-global while the
     node is a container (writing it would change the container host).
   - Keys in C(floor_keys) are never lowered, only raised to the wanted value.
-  - Check mode reports what would be set and writes nothing.
+  - Writes every key to C(path) for boot in the same run (root:root 0644, atomic replace): what the
+    file says about a key depends on what this node allowed, so the file cannot be rendered before
+    the keys are read, and one module run instead of a second task saves a round trip per host.
+  - Skipped keys are reported as one warning naming C(host) and every key with its reason.
+  - Check mode reports what would be set and written and writes nothing; C(--diff) shows both.
 options:
   settings: {type: dict, required: true, description: "sysctl key -> wanted value, in file order"}
   floor_keys: {type: list, elements: str, default: [], description: Integer keys only ever raised.}
-  container: {type: bool, default: false, description: The node is a container.}
+  container:
+    type: bool
+    description: The node is a container; absent, detected here as setup's virtual facts would.
+  path: {type: path, description: sysctl.d file listing every key (absent, no file is written).}
+  host: {type: str, default: "", description: Inventory name shown in the report of skipped keys.}
 """
 
 RETURN = r"""
@@ -32,6 +42,20 @@ settings:
   type: list
   returned: always
 skipped_keys: {description: '"key: reason" for every skipped key.', type: list, returned: always}
+runtime_changed:
+  description: A key was (or in check mode would be) set at runtime.
+  type: bool
+  returned: always
+file_changed:
+  description: The file was (or would be) written or its owner or mode fixed.
+  type: bool
+  returned: always
+"""
+
+FILE_HEADER = """\
+# Kernel profile written by ufcctl's node_tuning role; the next deploy overwrites local edits.
+# Put your own settings in a later file, e.g. {directory}/99-local.conf.
+# Lines starting with "-" could not be set when written; systemd-sysctl ignores their failures.
 """
 
 PROC_SYS = "/proc/sys"
@@ -126,19 +150,71 @@ def write_key(entry: dict, root: str = PROC_SYS) -> dict:
     return entry
 
 
+def render_file(entries: list[dict], path: str) -> str:
+    """The sysctl.d file: every key, set (or already right) plainly, skipped ones so boot copes."""
+    lines = [FILE_HEADER.format(directory=os.path.dirname(path))]
+    for entry in entries:
+        if entry["line"] == "commented":
+            lines.append("# kernel-global, not set from this container (set it on the container host):\n")
+            lines.append(f"# {entry['key']} = {entry['value']}\n")
+        elif entry["line"] == "optional":
+            lines.append(f"# skipped: {entry['reason']}\n-{entry['key']} = {entry['value']}\n")
+        else:
+            lines.append(f"{entry['key']} = {entry['value']}\n")
+    return "".join(lines)
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def persist(module: AnsibleModule, path: str, content: str) -> tuple[bool, dict]:
+    """Write `content` to `path` atomically when it differs, then fix owner and mode; (changed, diff)."""
+    before = _read_text(path)
+    diff = {"before_header": path, "after_header": path, "before": before or "", "after": content}
+    changed = before != content
+    if changed and not module.check_mode:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".ufcctl-sysctl-")
+        with os.fdopen(fd, "w") as handle:
+            handle.write(content)
+        os.chmod(tmp, 0o644)
+        module.atomic_move(tmp, path)
+    if os.path.exists(path):  # in check mode a new file does not exist yet: nothing to compare
+        attributes = module.load_file_common_arguments(
+            {"path": path, "owner": "root", "group": "root", "mode": "0644"}
+        )
+        changed = module.set_fs_attributes_if_different(attributes, changed)
+    return changed, diff
+
+
+def is_container(module: AnsibleModule) -> bool:
+    """The same answer as `'container' in ansible_facts.virtualization_tech_guest` from setup."""
+    facts = LinuxVirtualCollector().collect(module=module)
+    return "container" in (facts.get("virtualization_tech_guest") or [])
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
             "settings": {"type": "dict", "required": True},
             "floor_keys": {"type": "list", "elements": "str", "default": []},
-            "container": {"type": "bool", "default": False},
+            "container": {"type": "bool"},
+            "path": {"type": "path"},
+            "host": {"type": "str", "default": ""},
         },
         supports_check_mode=True,
     )
     floors = set(module.params["floor_keys"])
+    container = module.params["container"]
+    if container is None:
+        container = is_container(module)
     results = []
     for key, wanted in module.params["settings"].items():
-        entry = plan_key(key, wanted, key in floors, module.params["container"])
+        entry = plan_key(key, wanted, key in floors, container)
         if entry["status"] == "set" and not module.check_mode:
             try:
                 entry = write_key(entry)
@@ -148,11 +224,28 @@ def main() -> None:
         results.append(entry)
     skipped = [f"{e['key']}: {e['reason']}" for e in results if e["status"] == "skipped"]
     changed_entries = [e for e in results if e["status"] == "set"]
-    diff = {
+    diffs = [{
+        "before_header": "runtime (/proc/sys)",
+        "after_header": "runtime (/proc/sys)",
         "before": "".join(f"{e['key']} = {e['before']}\n" for e in changed_entries),
         "after": "".join(f"{e['key']} = {e['value']}\n" for e in changed_entries),
-    }
-    module.exit_json(changed=bool(changed_entries), settings=results, skipped_keys=skipped, diff=diff)
+    }]
+    file_changed = False
+    if module.params["path"]:
+        path = module.params["path"]
+        file_changed, file_diff = persist(module, path, render_file(results, path))
+        diffs.append(file_diff)
+    if skipped:
+        where = f" on {module.params['host']}" if module.params["host"] else ""
+        module.warn(f"node_tuning skipped {len(skipped)} key(s){where}:\n- " + "\n- ".join(skipped))
+    module.exit_json(
+        changed=bool(changed_entries) or file_changed,
+        runtime_changed=bool(changed_entries),
+        file_changed=file_changed,
+        settings=results,
+        skipped_keys=skipped,
+        diff=diffs,
+    )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ import ctypes.util
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.facts.system.distribution import DistributionFactCollector
+from ansible.module_utils.facts.virtual.linux import LinuxVirtualCollector
 
 DOCUMENTATION = r"""
 module: preflight_probe
@@ -15,13 +17,13 @@ short_description: Check one node against ufcctl's preflight requirements, chang
 description:
   - Reads /proc, statvfs and the kernel clock state in one module run (one SSH round trip per
     host instead of one per check) and returns every problem found, each naming its fix.
+  - Gathers the distribution and virtualization facts itself (the same collectors and names as
+    setup's C(distribution) and C(virtual) subsets) and returns them as facts, so preflight needs
+    no separate setup run and later plays of the same run read them.
   - In a container, conditions that belong to the container host (swap, clock) are returned as
     warnings instead of problems.
 options:
-  distribution: {type: str, required: true, description: ansible_facts.distribution}
-  distribution_version: {type: str, default: "", description: ansible_facts.distribution_version}
   allowed_distributions: {type: list, elements: str, required: true, description: Accepted distributions.}
-  container: {type: bool, default: false, description: The node is a container.}
   host_groups: {type: list, elements: str, default: [], description: The host's group_names.}
   require_time_sync: {type: bool, default: true, description: Check time sync service and clock.}
   time_sync_services: {type: list, elements: str, default: [], description: Units, one must be active.}
@@ -41,6 +43,10 @@ notes:
   returned: always
 probe:
   description: What was measured (clock, services, swap, filesystems, listeners).
+  type: dict
+  returned: always
+ansible_facts:
+  description: ansible_distribution*, ansible_os_family and ansible_virtualization_* as setup returns them.
   type: dict
   returned: always
 """
@@ -305,13 +311,18 @@ def service_states(module: AnsibleModule, names: list[str]) -> dict[str, str]:
     return dict(zip(names, out.split()))  # noqa: B905 - zip(strict=) needs Python 3.10
 
 
+def node_facts(module: AnsibleModule) -> dict:
+    """setup's `distribution` and `virtual` subsets, named as setup names them (ansible_ prefix)."""
+    facts: dict = {}
+    facts.update(DistributionFactCollector().collect(module=module))
+    facts.update(LinuxVirtualCollector().collect(module=module, collected_facts=facts))
+    return {f"ansible_{name}": value for name, value in facts.items()}
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
-            "distribution": {"type": "str", "required": True},
-            "distribution_version": {"type": "str", "default": ""},
             "allowed_distributions": {"type": "list", "elements": "str", "required": True},
-            "container": {"type": "bool", "default": False},
             "host_groups": {"type": "list", "elements": "str", "default": []},
             "require_time_sync": {"type": "bool", "default": True},
             "time_sync_services": {"type": "list", "elements": "str", "default": []},
@@ -322,8 +333,13 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
-    container, groups = p["container"], p["host_groups"]
-    problems = check_distribution(p["distribution"], p["distribution_version"], p["allowed_distributions"])
+    facts = node_facts(module)
+    container = "container" in (facts.get("ansible_virtualization_tech_guest") or [])
+    groups = p["host_groups"]
+    problems = check_distribution(
+        facts.get("ansible_distribution", ""), facts.get("ansible_distribution_version", ""),
+        p["allowed_distributions"],
+    )
     notes: list[str] = []
     probe: dict = {"container": container}
 
@@ -358,7 +374,7 @@ def main() -> None:
 
     for note in notes:
         module.warn(note)
-    module.exit_json(changed=False, problems=problems, notes=notes, probe=probe)
+    module.exit_json(changed=False, problems=problems, notes=notes, probe=probe, ansible_facts=facts)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ options:
     suboptions:
       path: {type: path, required: true, description: Directory.}
       mode: {type: raw, required: true, description: Octal mode string such as C("0750").}
-      owner: {type: str, description: User name; unset keeps an existing directory's owner (new ones root).}
+      owner: {type: str, description: User name or id; unset keeps an existing directory's owner (new: root).}
       group: {type: str, description: Group name; unset as for I(owner).}
   files:
     description: Files to write, in order.
@@ -46,7 +46,7 @@ options:
       dest: {type: path, required: true, description: Destination (its directory exists or is listed).}
       content: {type: str, required: true, description: The file's bytes, base64-encoded.}
       mode: {type: raw, required: true, description: Octal mode string such as C("0640").}
-      owner: {type: str, description: User name; unset keeps an existing file's owner (new ones get root).}
+      owner: {type: str, description: User name or id; unset keeps an existing file's owner (new: root).}
       group: {type: str, description: Group name; unset as for I(owner).}
       validate:
         type: str
@@ -93,7 +93,8 @@ def parse_mode(value, where):
 
 
 def resolve_ids(owner, group, where, check_mode):
-    """(uid, gid), None for unset. An unknown name fails, except in check mode, where an earlier
+    """(uid, gid), None for unset; a number naming no user or group is the id itself. An unknown
+    name fails, except in check mode, where an earlier
     task of the same run (a package install) may create it: then -1, read as "would change"."""
     ids = []
     for name, lookup, kind in ((owner, pwd.getpwnam, "user"), (group, grp.getgrnam, "group")):
@@ -103,6 +104,11 @@ def resolve_ids(owner, group, where, check_mode):
         try:
             ids.append(lookup(str(name))[2])
         except KeyError:
+            # a number that names no user/group is taken as the id, as ansible.builtin.file does
+            # (e.g. the NFS dataset owner 1000, which need not exist on the NFS server)
+            if str(name).isdigit():
+                ids.append(int(name))
+                continue
             if check_mode:
                 ids.append(-1)
                 continue

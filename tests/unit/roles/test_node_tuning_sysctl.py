@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import errno
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.testing import patch_module_args
 
 ROOT = Path(__file__).resolve().parents[3]
 _spec = importlib.util.spec_from_file_location(
@@ -138,3 +141,50 @@ def test_write_key_fails_on_a_value_the_kernel_rejects(proc, monkeypatch):
     monkeypatch.setattr(sysctl, "open", _refusing_open(errno.EINVAL), raising=False)
     with pytest.raises(ValueError, match="the kernel rejected net.core.somaxconn = 32768"):
         sysctl.write_key(entry, root=str(proc))
+
+
+def test_render_file_lists_every_key_in_the_form_boot_can_take():
+    entries = [
+        {"key": "net.core.somaxconn", "value": "32768", "line": "plain", "reason": ""},
+        {"key": "net.netfilter.nf_conntrack_max", "value": "1048576", "line": "optional",
+         "reason": "absent from this kernel"},
+        {"key": "vm.max_map_count", "value": "262144", "line": "commented", "reason": "kernel-global"},
+    ]
+    text = sysctl.render_file(entries, "/etc/sysctl.d/90-ufcctl.conf")
+    lines = text.splitlines()
+    assert "net.core.somaxconn = 32768" in lines
+    optional = lines.index("-net.netfilter.nf_conntrack_max = 1048576")
+    assert lines[optional - 1] == "# skipped: absent from this kernel"
+    assert "# vm.max_map_count = 262144" in lines and "vm.max_map_count = 262144" not in lines
+    assert "/etc/sysctl.d/99-local.conf" in text
+
+
+def _module(check: bool):
+    """A real AnsibleModule (for atomic_move and owner/mode handling) with no arguments."""
+    with patch_module_args({"_ansible_check_mode": check}):
+        return AnsibleModule(argument_spec={}, supports_check_mode=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the file is owned by root: needs root to write it")
+def test_persist_writes_once_then_reports_no_change(tmp_path):
+    path = tmp_path / "90-ufcctl.conf"
+    module = _module(check=False)
+    changed, diff = sysctl.persist(module, str(path), "a = 1\n")
+    assert changed and path.read_text() == "a = 1\n" and (diff["before"], diff["after"]) == ("", "a = 1\n")
+    assert oct(path.stat().st_mode & 0o7777) == "0o644" and (path.stat().st_uid, path.stat().st_gid) == (0, 0)
+    assert sysctl.persist(module, str(path), "a = 1\n")[0] is False
+    path.chmod(0o600)  # drift in the mode alone is a change too
+    assert sysctl.persist(module, str(path), "a = 1\n")[0] is True
+    assert oct(path.stat().st_mode & 0o7777) == "0o644"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the file is owned by root: needs root to write it")
+def test_persist_in_check_mode_reports_and_writes_nothing(tmp_path):
+    path = tmp_path / "90-ufcctl.conf"
+    module = _module(check=True)
+    assert sysctl.persist(module, str(path), "a = 1\n")[0] is True
+    assert not path.exists()
+    path.write_text("a = 0\n")
+    changed, diff = sysctl.persist(module, str(path), "a = 1\n")
+    assert changed and diff["before"] == "a = 0\n" and path.read_text() == "a = 0\n"
+    assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind

@@ -73,6 +73,13 @@ def _role_tasks(role: Path) -> list[tuple[str, dict]]:
     return found
 
 
+def _dependencies(role: Path) -> list[Path]:
+    """Roles listed in meta/main.yml `dependencies:` (their library/ modules are the role's too)."""
+    meta = yaml.safe_load((role / "meta" / "main.yml").read_text()) or {}
+    names = [d["role"] if isinstance(d, dict) else d for d in meta.get("dependencies") or []]
+    return [ROOT / "roles" / name for name in names]
+
+
 def _action(task: dict) -> str:
     keys = [key for key in task if key not in TASK_KEYWORDS and not key.startswith("with_")]
     assert len(keys) == 1, f"cannot tell the module of task {task.get('name')!r}: {keys}"

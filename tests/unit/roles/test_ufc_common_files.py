@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import grp
+import importlib.util
 import json
 import os
 import pwd
@@ -333,3 +334,18 @@ def test_bad_entries_name_the_file_and_write_nothing(tmp_path: Path) -> None:
     result = _result(report, "orphan")
     assert result["failed"] is True
     assert f"{orphan}: directory {orphan.parent} does not exist (list it under directories)" in result["msg"]
+
+
+def test_numeric_ids_that_name_nobody_are_used_as_ids() -> None:
+    # ansible.builtin.file takes "1000" for a uid that has no user (the NFS dataset owner need not
+    # exist on the server); a number that does name a user still resolves by name first
+    library = ROOT / "roles" / "ufc_common" / "library" / "ufc_files.py"
+    spec = importlib.util.spec_from_file_location("ufc_files_module", library)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.resolve_ids("4242", "4243", "/x", False) == (4242, 4243)  # no user/group is named "4242"
+    assert module.resolve_ids("root", "0", "/x", False) == (0, 0)
+    with pytest.raises(module.Refused, match="/x: user no-such-user-ufc does not exist"):
+        module.resolve_ids("no-such-user-ufc", None, "/x", False)
+
