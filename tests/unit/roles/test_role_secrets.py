@@ -51,18 +51,29 @@ MASKED = (
     "certificate key"
 )
 BOOTSTRAP = "kube_control_plane/tasks/bootstrap.yml"
+KCP = "kube_control_plane/tasks/main.yml"
+LB = "apiserver_lb/tasks/main.yml"
 EXCEPTIONS = {
-    "apiserver_lb/tasks/facts.yml: Check the VIP plan, the backends and the settings": (
+    f"{LB}: Check the VIP plan, the backends and the settings": (
         "prints the plan's problems; ufcctl/domain/controlplane/vrrp.py states the password's rule, "
         "never its value"
     ),
-    f"{BOOTSTRAP}: Report the bootstrap as SKIPPED (configuration rendered and schema-validated only)": (
+    f"{LB}: Say when the host's descriptor limit shrinks haproxy below the sizing asked for": (
+        "prints only the sizing note (descriptor counts and connection limits), computed beside the "
+        "VRRP plan but never from the password"
+    ),
+    f"{KCP}: Report the bootstrap as SKIPPED (configuration rendered and schema-validated only)": (
         "prints only the rendered files' names (map(attribute='name'))"
+    ),
+    f"{KCP}: Install the Kubernetes CA and write the kubeadm and kube-scheduler configuration": (
+        "ufc_files: kubeadm.yaml and ca.key are `secret: true`, so the module adds their contents to "
+        "no_log_values and the action replaces the invocation with the destination paths "
+        "(tests/unit/roles/test_ufc_common_files.py)"
     ),
     f"{BOOTSTRAP}: Fail when kubeadm refused the configuration (token and certificate key masked)": MASKED,
     f"{BOOTSTRAP}: Fail when kubeadm init failed (token and certificate key masked)": MASKED,
     f"{BOOTSTRAP}: Fail when kubeadm join failed (token and certificate key masked)": MASKED,
-    "kube_control_plane/tasks/render.yml: Validate each file against the strict schema before writing it": (
+    f"{KCP}: Check each file against the strict schema before anything is written": (
         "its loop items are the file names (map(attribute='name')); it prints the schema errors of the "
         "rendered documents, and the token and the certificate key come from the password lookup in "
         "exactly their schema's format, so no error can quote them"
