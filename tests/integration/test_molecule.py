@@ -16,6 +16,9 @@ IMAGE = "localhost/ufcctl-node:bookworm"
 # Roles covered by a shared scenario instead of their own (controller-side roles: one scenario
 # per role took ~3 min each on this machine).
 SHARED = {role: "k8s_addons" for role in ("k8s_manifests", "nodelocaldns", "volcano", "ascend_components")}
+# Roles with plugins and no tasks: run on real hosts by the scenario of every role that lists them
+# in meta/main.yml, and unit-tested against a real module run.
+PLUGIN_ONLY = {"ufc_common": "tests/unit/roles/test_ufc_common_files.py"}
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +45,10 @@ def _image_present() -> None:
 def test_every_role_has_a_scenario() -> None:
     roles = sorted(p.name for p in (ROOT / "roles").iterdir() if p.is_dir())
     assert roles, "no roles found"
-    assert sorted({SHARED.get(role, role) for role in roles} - set(SCENARIOS)) == []
+    assert sorted({SHARED.get(role, role) for role in roles} - set(SCENARIOS) - set(PLUGIN_ONLY)) == []
+    for role, tests in PLUGIN_ONLY.items():
+        assert not (ROOT / "roles" / role / "tasks").exists(), f"{role} has tasks now: give it a scenario"
+        assert (ROOT / tests).is_file(), tests
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)

@@ -101,8 +101,8 @@ def test_skipped_keys_are_reported_with_reasons(run_playbook, lab_name, netns_na
     assert "vm.max_map_count: kernel-global: from a container it would change the container host" in run.text
     assert "net.ipv4.neigh.default.gc_thresh1: absent from the network namespace of this" in run.text
     # Hosts report in completion order: cut the netns host's list out of the output.
-    end = r"(?:ok: \[|changed: \[|\[WARNING\]|TASK \[|PLAY RECAP)"
-    netns_report = re.search(rf"key\(s\) on {re.escape(netns_name)}:(.*?){end}", run.text)
+    end = r"(?:ok: \[|changed: \[|\[WARNING\]|TASK \[|PLAY RECAP|\Z)"  # warnings come after the recap
+    netns_report = re.search(rf"key\(s\) on {re.escape(netns_name)}:(.*?){end}", run.text, re.DOTALL)
     assert netns_report, run.output
     assert "net.core.somaxconn:" not in netns_report.group(1)
     assert "vm.max_map_count: kernel-global" in netns_report.group(1)
