@@ -128,6 +128,7 @@ class StateStore:
         version = identify(self.path, SCHEMA_VERSION)
         statedir.make_private(self.path.parent)
         self._lock = threading.Lock()
+        self.writes = 0  # committed write transactions, for the engine's benchmark
         if version is None:
             _create_private(self.path)
         try:
@@ -171,6 +172,7 @@ class StateStore:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
+            self.writes += 1
 
     @contextmanager
     def _conn(self) -> Iterator[sqlite3.Connection]:
@@ -311,6 +313,25 @@ class StateStore:
                     where = f"is {row['state']}" if row else "is not in the run"
                     raise StateError(f"run {run_id}: node {host} {where}; cannot become {new}")
             db.execute("UPDATE runs SET updated = ? WHERE run_id = ?", (time.time(), run_id))
+
+    def node_durations(self, kind: str, *, runs: int = 5) -> dict[str, float]:
+        """Each node's latest measured duration in the newest `runs` real runs of `kind`.
+
+        Measured means done with a change (a real install, not "already at target"); dry runs
+        install nothing and are left out. The rollout's start order reads these (domain/rollout/order.py).
+        """
+        found: dict[str, float] = {}
+        with self._conn() as db:
+            rows = db.execute("SELECT run_id, params FROM runs WHERE kind = ? ORDER BY created DESC",
+                              (kind,)).fetchall()
+            real = [r["run_id"] for r in rows if not json.loads(r["params"]).get("dry_run")][:runs]
+            for run_id in real:
+                for host, seconds in db.execute(
+                    "SELECT host, finished - started FROM nodes WHERE run_id = ? AND state = 'done'"
+                    " AND changed = 1 AND started IS NOT NULL AND finished IS NOT NULL", (run_id,)
+                ):
+                    found.setdefault(host, seconds)
+        return found
 
     def median_node_seconds(self, run_id: str) -> float | None:
         """Median duration of the run's nodes that were done with a change (a real install), or None."""
