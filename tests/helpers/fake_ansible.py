@@ -59,6 +59,7 @@ class FakeAnsible:
     arrivals: list[str] = field(default_factory=list)  # hosts in the order they reached the gate
     in_flight: int = 0
     max_in_flight: int = 0
+    on_call: Callable[[str], None] | None = None  # called with the run id when a process starts
     on_start: Callable[[str], None] | None = None  # called when a host passed the gate with go
     on_end: Callable[[str], None] | None = None
     raise_error: Exception | None = None
@@ -76,6 +77,8 @@ class FakeAnsible:
             self.calls.append((run_id, names, options, dict(env or {})))
             self.overlaps += self.running > 0
             self.running += 1
+        if self.on_call:
+            self.on_call(run_id)
         try:
             return self._process(playbook, names, options, run_id, observer, cancel, env)
         finally:
@@ -83,7 +86,8 @@ class FakeAnsible:
                 self.running -= 1
 
     def _process(self, playbook: Path, names: tuple[str, ...], options: RunOptions, run_id: str,
-                 observer: Any, cancel: Callable[[], bool] | None, env: Mapping[str, str] | None) -> RunResult:
+                 observer: Any, cancel: Callable[[], bool] | None,
+                 env: Mapping[str, str] | None) -> RunResult:
         if self.raise_error:
             raise self.raise_error
         cancelled = cancel or (lambda: False)

@@ -47,6 +47,13 @@ class GateRequest:
         self._lock = threading.Lock()
         self.answered = False
 
+    def drop(self) -> None:
+        """Close without an answer (the gate fails the host), unless answered already."""
+        with self._lock:
+            if not self.answered:
+                self.answered = True
+                self._conn.close()
+
     def answer(self, answer: str, reason: str | None = None) -> bool:
         """Send the answer and close; False when the host's process has gone away."""
         if answer not in ANSWERS:
@@ -83,6 +90,8 @@ class GateServer:
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._wake_r, self._wake_w = socket.socketpair()
         self._buffers: dict[socket.socket, bytes] = {}
+        self._asked: list[GateRequest] = []  # handed to the engine; closed at close() if unanswered
+        self._prune_at = 64
         self._closing = False
         self._thread = threading.Thread(target=self._serve, name="rollout-gate", daemon=True)
 
@@ -108,6 +117,8 @@ class GateServer:
             self._thread.join(timeout=10)
         for conn in list(self._buffers):
             conn.close()
+        for request in self._asked:  # as a killed engine's would be: the gate fails those hosts
+            request.drop()
         self._listener.close()
         self._wake_r.close()
         self._wake_w.close()
@@ -170,11 +181,16 @@ class GateServer:
             log.warning("gate: a request that is not {\"host\": NAME}: %r", buffer[:200])
             GateRequest("?", conn).answer(STOP, "malformed gate request")
             return
+        request = GateRequest(host, conn)
+        if len(self._asked) >= self._prune_at:  # amortised: answered requests are dropped from the list
+            self._asked = [r for r in self._asked if not r.answered]
+            self._prune_at = max(64, 2 * len(self._asked))
+        self._asked.append(request)
         try:
-            self.on_request(GateRequest(host, conn))
+            self.on_request(request)
         except Exception:  # the engine's bug must not kill the server: the host is told to stop
             log.exception("gate: handling %s failed", host)
-            GateRequest(host, conn).answer(STOP, "the rollout engine failed to handle this host")
+            request.answer(STOP, "the rollout engine failed to handle this host")
 
 
 def _host(line: bytes) -> str | None:

@@ -29,7 +29,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def fake_engine(failing: set[str]) -> FakeAnsible:
-    """Test double for run_playbook: every host passes the gate and reports the marker, or fails when listed."""
+    """Test double for run_playbook: every host passes the gate and reports the marker, or fails if listed."""
     return FakeAnsible({h: Behaviour("failed") for h in failing}, marker=MARKER)
 
 

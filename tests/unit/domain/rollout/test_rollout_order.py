@@ -42,20 +42,23 @@ CASES = [
 
 @pytest.mark.parametrize(("align", "canary", "known", "rule", "expected"),
                          [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_start_order(align: str, canary: int, known: dict[str, float], rule: str, expected: list[str]) -> None:
+def test_start_order(align: str, canary: int, known: dict[str, float], rule: str,
+                     expected: list[str]) -> None:
     assert start_order(_plan(align, canary), NODES, known, rule) == expected
 
 
 def test_only_todo_nodes_are_ordered_and_unknown_rules_refused() -> None:
     plan = _plan()
-    assert start_order(plan, ["f", "a", "c"], {"c": 5.0, "f": 1.0, "b": 99.0}) == ["c", "a", "f"]  # a: median 3
+    known = {"c": 5.0, "f": 1.0, "b": 99.0}  # b is not to be run: its time does not count
+    assert start_order(plan, ["f", "a", "c"], known) == ["c", "a", "f"]  # a: the median, 3
     with pytest.raises(ValueError, match="unknown order"):
         start_order(plan, NODES, {}, "random")
 
 
 def test_expected_durations_and_median() -> None:
     assert expected_durations(["a", "b"], {}) is None
-    assert expected_durations(["a", "b", "c"], {"a": 1.0, "b": 3.0, "z": 100.0}) == {"a": 1.0, "b": 3.0, "c": 2.0}
+    known = {"a": 1.0, "b": 3.0, "z": 100.0}
+    assert expected_durations(["a", "b", "c"], known) == {"a": 1.0, "b": 3.0, "c": 2.0}
     assert median([3.0, 1.0, 2.0]) == 2.0 and median([4.0, 1.0]) == 2.5
 
 
