@@ -45,13 +45,13 @@ from ufcctl.domain.inventory.model import Host
 from ufcctl.domain.rollout.budget import FailureBudget
 from ufcctl.domain.rollout.order import chunks
 from ufcctl.domain.rollout.plan import RolloutPlan
-from ufcctl.domain.rollout.states import DONE, FAILED, SKIPPED
+from ufcctl.domain.rollout.states import DONE, FAILED, PENDING, RUNNING, SKIPPED
 from ufcctl.domain.rollout.window import RolloutWindow
 from ufcctl.engine import statedir
 from ufcctl.engine.gate import GO, SKIP, STOP, GateRequest, GateServer
 from ufcctl.engine.runner import RunOptions, RunResult
 from ufcctl.rollout.kind import DEFAULT_CHUNK, NodeGuard
-from ufcctl.rollout.store import StateError, StateStore
+from ufcctl.rollout.store import NodeChange, StateStore
 
 log = logging.getLogger(__name__)
 
@@ -150,6 +150,64 @@ class _NodeEvents:
 Note = Callable[[], None]  # an observer call or a release, made outside the lock
 
 
+@dataclass
+class _Entry:
+    changes: Sequence[NodeChange]
+    notes: list[Note]
+    go: GateRequest | None  # the gate to open once the changes are committed
+
+
+class _Writer:
+    """Group commit: node changes queue up and one thread commits whatever has queued, in one
+    transaction (one fsync with synchronous=FULL, measured at ~5 ms on this project's 2-core box,
+    where one commit per change capped the engine near 100 nodes per second). What depends on a
+    change runs after its commit: the gate's go (a node is `running` on disk before it starts)
+    and the observer's calls."""
+
+    def __init__(self, store: StateStore, run_id: str,
+                 on_error: Callable[[Exception, list[GateRequest]], None]):
+        self.store = store
+        self.run_id = run_id
+        self.on_error = on_error
+        self.cond = threading.Condition()
+        self.queue: list[_Entry] = []
+        self.closing = False
+        self.thread = threading.Thread(target=self._run, name="rollout-store", daemon=True)
+        self.thread.start()
+
+    def submit(self, changes: Sequence[NodeChange], notes: list[Note], go: GateRequest | None = None) -> None:
+        with self.cond:
+            self.queue.append(_Entry(changes, notes, go))
+            self.cond.notify()
+
+    def close(self) -> None:
+        """Commit what is queued, make its notes, stop."""
+        with self.cond:
+            self.closing = True
+            self.cond.notify()
+        self.thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self.cond:
+                self.cond.wait_for(lambda: bool(self.queue) or self.closing)
+                if not self.queue:
+                    return
+                batch, self.queue = self.queue, []
+            try:
+                refused = self.store.apply(self.run_id, [c for entry in batch for c in entry.changes])
+            except Exception as err:  # a full disk, a broken file: nothing of the batch is committed
+                log.exception("state store write failed")
+                self.on_error(err, [entry.go for entry in batch if entry.go is not None])
+                continue
+            for problem in refused:
+                log.error("state store refused a change: %s", problem)
+            for entry in batch:
+                if entry.go is not None:
+                    entry.go.answer(GO)
+                _call(entry.notes)
+
+
 class _Execution:
     def __init__(self, job: RolloutJob, store: StateStore, run_fn: RunFn,
                  observer: RolloutObserver | None, guard: NodeGuard | None,
@@ -179,6 +237,8 @@ class _Execution:
         self.gate_env: dict[str, str] = {}
         self.cancelled = False
         self.announced_stop = False
+        self.store_error: Exception | None = None
+        self.writer = _Writer(store, job.run_id, self._store_failed)
 
     # -- main loop ----------------------------------------------------------------------------
 
@@ -198,6 +258,8 @@ class _Execution:
                 raise
             finally:
                 self._join()
+        if self.store_error is not None:
+            raise self.store_error
         return self.window.stop_reason
 
     def _loop(self) -> None:
@@ -205,8 +267,8 @@ class _Execution:
             with self.cond:
                 if self._over():
                     return
-                notes = self._step(self.clock())
-                if not notes:
+                notes, progressed = self._step(self.clock())
+                if not notes and not progressed:
                     self.cond.wait(self._timeout())
             _call(notes)
 
@@ -225,6 +287,7 @@ class _Execution:
                 chunk.thread.join()
         if self.pool is not None:
             self.pool.shutdown(wait=True)
+        self.writer.close()  # the last changes committed, their notes made
 
     def _interrupt(self) -> None:
         with self.cond:
@@ -233,22 +296,24 @@ class _Execution:
             notes = self._after_stop()
         _call(notes)
 
-    def _step(self, now: float) -> list[Note]:
-        """One pass of decisions (under the lock); returns what to tell the observer outside it."""
+    def _step(self, now: float) -> tuple[list[Note], bool]:
+        """One pass of decisions (under the lock): what to do outside it, and whether anything moved."""
         notes: list[Note] = []
         if self.window.stop_reason is not None:
             notes += self._after_stop()
-        for host in self.window.claim():
+        claimed = self.window.claim()
+        for host in claimed:
             if self.pool is None:
                 self.window.prepared(host)
             else:
                 self.pool.submit(self._prepare, host)
-        for host in self.window.admissions():
-            notes += self._admit(host, now)
-        notes += self._expire(now)
+        admitted = self.window.admissions()
+        for host in admitted:
+            self._admit(host, now)
+        expired = self._expire(now)
         self._start_chunks()
         self._settle_chunks(now)
-        return notes
+        return notes, bool(claimed or admitted or expired)
 
     def _after_stop(self) -> list[Note]:
         """No more go: waiting hosts are told to stop, claimed nodes go back to pending."""
@@ -306,29 +371,43 @@ class _Execution:
             self.cond.notify_all()
         _call(notes)
 
-    def _admit(self, host: str, now: float) -> list[Note]:
+    def _admit(self, host: str, now: float) -> None:
         chunk = self.chunk_of[host]
-        # committed before the gate opens: a crash from here on leaves the node `running`
-        self.store.mark_running(self.job.run_id, [host], chunk.run_id)
         self.started[host] = now
         chunk.in_flight += 1
         if self.job.node_deadline is not None:
             heapq.heappush(self.deadlines, (now + self.job.node_deadline, host))
-        self.waiting.pop(host).answer(GO)
         notes: list[Note] = []
         if self.observer:
             observer, batch = self.observer, self.batch_of[host]
             notes.append(lambda: observer.node_started(host, batch))
-        return notes
+        # the gate opens once `running` is committed: a crash from then on leaves the node `running`
+        change = NodeChange(host, RUNNING, time.time(), ansible_run=chunk.run_id)
+        self.writer.submit([change], notes, go=self.waiting.pop(host))
 
-    def _expire(self, now: float) -> list[Note]:
-        notes: list[Note] = []
+    def _expire(self, now: float) -> bool:
+        expired = False
         while self.deadlines and self.deadlines[0][0] <= now:
             _, host = heapq.heappop(self.deadlines)
             if host in self.started and host not in self.ended:
-                notes += self._end(host, FAILED, f"no result {self.job.node_deadline:g} s after it started: "
-                                   "failed as hung", None)
-        return notes
+                self._end(host, FAILED, f"no result {self.job.node_deadline:g} s after it started: "
+                          "failed as hung", None)
+                expired = True
+        return expired
+
+    def _store_failed(self, err: Exception, admitted: list[GateRequest]) -> None:
+        """A group commit failed (on the writer): stop; nodes whose `running` is not on disk stay pending."""
+        with self.cond:
+            self.store_error = self.store_error or err
+            self.window.stop(f"the state store could not be written: {err}")
+            for request in admitted:
+                request.answer(STOP, "the state store could not be written")
+                host = request.host
+                if host in self.started and host not in self.ended:
+                    self.ended.add(host)
+                    self.chunk_of[host].in_flight -= 1
+                    self.window.abandon(host)
+            self.cond.notify_all()
 
     # -- processes ----------------------------------------------------------------------------
 
@@ -411,7 +490,7 @@ class _Execution:
     def _abandon(self, chunk: _Chunk, host: str) -> None:
         self.ended.add(host)
         chunk.in_flight -= 1
-        self.store.reset_hosts(self.job.run_id, [host])
+        self.writer.submit([NodeChange(host, PENDING, time.time())], [])
         self.window.abandon(host)
 
     # -- ends ---------------------------------------------------------------------------------
@@ -424,32 +503,28 @@ class _Execution:
         _call(notes)
 
     def _end(self, host: str, state: str, reason: str | None, changed: bool | None) -> list[Note]:
-        """Commit, free the slot, then announce (under the lock); only for nodes in flight."""
+        """Free the slot now; commit, then announce and release (after the commit). Nodes in flight only."""
         if host in self.ended or host not in self.started:
             return []
         self.ended.add(host)
         chunk = self.chunk_of[host]
         chunk.in_flight -= 1
         chunk.open -= 1
-        try:
-            self.store.mark_finished(self.job.run_id, host, state, reason, changed)
-        except StateError:
-            log.exception("state store refused %s -> %s", host, state)
         self.window.finished(host, state)
         notes = self._announce(host, state, reason, self.clock() - self.started[host])
         if self.guard is not None and state != SKIPPED:
             notes.append(self._release_note(host, state == DONE))
-        return notes
+        self.writer.submit([NodeChange(host, state, time.time(), reason=reason, changed=changed)], notes)
+        return []
 
     def _end_unstarted(self, host: str, state: str, reason: str) -> list[Note]:
         """A node ended before admission: skipped or failed by its preparation, or its process ended."""
         self.ended.add(host)
         self.chunk_of[host].open -= 1
-        if state == SKIPPED:
-            self.store.mark_skipped(self.job.run_id, [host], reason)
-        else:  # recorded as an attempt that failed at once
-            self.store.mark_running(self.job.run_id, [host], self.chunk_of[host].run_id)
-            self.store.mark_finished(self.job.run_id, host, state, reason)
+        now = time.time()
+        changes = [NodeChange(host, state, now, reason=reason)]
+        if state != SKIPPED:  # recorded as an attempt that failed at once
+            changes.insert(0, NodeChange(host, RUNNING, now, ansible_run=self.chunk_of[host].run_id))
         self.window.finished(host, state)
         self.answers[host] = (SKIP, reason)
         request = self.waiting.pop(host, None)
@@ -458,7 +533,8 @@ class _Execution:
         notes = self._announce(host, state, reason, None)
         if host in self.prepared:  # a failed node stays cordoned (DrainGuard.release)
             notes.append(self._release_note(host, False))
-        return notes
+        self.writer.submit(changes, notes)
+        return []
 
     def _announce(self, host: str, state: str, reason: str | None, seconds: float | None) -> list[Note]:
         stop = self.window.stop_reason if not self.announced_stop else None
