@@ -210,6 +210,20 @@ class Watch:
         self.inner.stopped(reason)
 
 
+def filesystem(path: Path) -> str:
+    """The type of the filesystem holding `path` (from /proc/mounts), e.g. ext4 or tmpfs."""
+    best, kind = "", "unknown"
+    try:
+        mounts = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return kind
+    for line in mounts:
+        fields = line.split()
+        if len(fields) > 2 and str(path.resolve()).startswith(fields[1]) and len(fields[1]) > len(best):
+            best, kind = fields[1], fields[2]
+    return kind
+
+
 def cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -291,7 +305,8 @@ def main() -> None:
     lef_ideal = list_schedule(start_order(plan, names, known), seconds, capacity)
 
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, python {platform.python_version()}, "
-          f"load average {os.getloadavg()[0]:.1f}")
+          f"load average {os.getloadavg()[0]:.1f}; state store on {filesystem(Path(tempfile.gettempdir()))} "
+          "(synchronous=FULL: every commit is an fsync)")
     print(f"fleet: {nodes} nodes, C={capacity} (batch {capacity}, window 1), durations lognormal median "
           f"{MEDIAN:g}s sigma {SIGMA}, one {SLOW:g}x node per batch, one hung node failing at "
           f"{HANG_TIMEOUT:g}s; time compressed {compression:g}x; simulated executor "
