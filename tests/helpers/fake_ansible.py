@@ -5,6 +5,12 @@ the order given; each host first asks the real rollout gate (the client function
 playbooks/action_plugins/ufc_gate.py, over the engine's unix socket) and, on go, "runs" its
 scripted Behaviour, reporting through the same RunObserver calls the real runner makes: the
 marker task (done), a failed or unreachable task, or nothing (silent). No Ansible, no containers.
+
+Hosts reach the gate in whatever order their worker threads get there, as a real play's forked
+workers do. A test whose assertion depends on which hosts were waiting when a slot freed orders
+the arrivals with `arrive` and a GateWatch, which sees the gate from the engine's side: a host asks
+only once the engine has taken in the request of the host it follows. Waiting on the engine, not on
+a sleep, is what makes those tests deterministic.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ufcctl.domain.inventory.model import Host
-from ufcctl.engine.gate import GATE_ENV
+from ufcctl.engine.gate import GATE_ENV, GateRequest, GateServer
 from ufcctl.engine.runner import HostResult, RunOptions, RunResult
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +41,63 @@ def _gate_client() -> Any:
 
 
 ask_gate: Callable[[str, str], dict[str, Any]] = _gate_client().ask
+
+# A guard against a test that hangs, never a timing assertion: what it waits for normally comes at once.
+HANG_GUARD = 120.0
+
+
+class GateWatch:
+    """The rollout gate seen from the engine's side: which hosts' requests the engine has taken in
+    (its handler returned, so the host waits at the gate or has its answer).
+
+    Installed with monkeypatch over the executor's GateServer; what it has seen is per gate server,
+    that is per execution of a rollout (tests run their rollouts one after another)."""
+
+    def __init__(self, monkeypatch: Any):
+        self._cond = threading.Condition()
+        self._events: dict[str, threading.Event] = {}
+        watch = self
+
+        class WatchedGate(GateServer):
+            def __init__(self, directory: Path, on_request: Callable[[GateRequest], None]):
+                def taken_in(request: GateRequest) -> None:
+                    on_request(request)
+                    watch.taken_in(request.host).set()
+
+                super().__init__(directory, taken_in)
+                watch._new_gate()
+
+        monkeypatch.setattr("ufcctl.rollout.executor.GateServer", WatchedGate)
+
+    def _new_gate(self) -> None:
+        with self._cond:
+            for event in self._events.values():
+                event.clear()
+
+    def taken_in(self, host: str) -> threading.Event:
+        """Set once the engine has taken in `host`'s gate request (e.g. a Behaviour's hold)."""
+        with self._cond:
+            return self._events.setdefault(host, threading.Event())
+
+    def wait_for(self, host: str) -> None:
+        assert self.taken_in(host).wait(HANG_GUARD), f"{host} never reached the engine's gate"
+
+    def in_inventory_order(self, host: str, process_hosts: tuple[str, ...]) -> None:
+        """An `arrive` for FakeAnsible: a process's hosts reach the gate in its inventory order, as a
+        host_pinned play starts them (idealised: real workers may overtake each other)."""
+        index = process_hosts.index(host)
+        if index > 0:
+            self.wait_for(process_hosts[index - 1])
+
+    def after(self, follows: dict[str, str]) -> Callable[[str, tuple[str, ...]], None]:
+        """An `arrive` for FakeAnsible: each host in `follows` asks only once the host it maps to was
+        taken in; the others ask at once."""
+
+        def arrive(host: str, _process_hosts: tuple[str, ...]) -> None:
+            if host in follows:
+                self.wait_for(follows[host])
+
+        return arrive
 
 
 @dataclass
@@ -56,7 +119,10 @@ class FakeAnsible:
     overlaps: int = 0  # calls that started while another was still in progress
     starts: dict[str, int] = field(default_factory=dict)  # host -> times it passed the gate with go
     answers: dict[str, list[str]] = field(default_factory=dict)  # host -> gate answers it got
-    arrivals: list[str] = field(default_factory=list)  # hosts in the order they reached the gate
+    arrivals: list[str] = field(default_factory=list)  # hosts in the order they asked the gate
+    # called in a host's worker, with the host and its process's hosts, just before it asks the gate
+    # (GateWatch.in_inventory_order, GateWatch.after): orders the arrivals
+    arrive: Callable[[str, tuple[str, ...]], None] | None = None
     in_flight: int = 0
     max_in_flight: int = 0
     on_call: Callable[[str], None] | None = None  # called with the run id when a process starts
@@ -101,7 +167,7 @@ class FakeAnsible:
                     if not queue:
                         return
                     host = queue.pop(0)
-                self._host(run_id, host, observer, results, env or {}, cancelled)
+                self._host(run_id, host, names, observer, results, env or {}, cancelled)
 
         workers = [threading.Thread(target=worker) for _ in range(min(options.forks, len(names)))]
         for t in workers:
@@ -113,8 +179,10 @@ class FakeAnsible:
         return RunResult(run_id, playbook.name, status if rc == 0 or status == "canceled" else "failed", rc,
                          results, Path("/nonexistent"), 0.0, not_run=[n for n in names if n not in results])
 
-    def _host(self, run_id: str, host: str, observer: Any, results: dict[str, HostResult],
-              env: Mapping[str, str], cancelled: Callable[[], bool]) -> None:
+    def _host(self, run_id: str, host: str, names: tuple[str, ...], observer: Any,
+              results: dict[str, HostResult], env: Mapping[str, str], cancelled: Callable[[], bool]) -> None:
+        if self.arrive:
+            self.arrive(host, names)
         with self._lock:
             self.arrivals.append(host)
         path = env.get(GATE_ENV)
@@ -136,8 +204,7 @@ class FakeAnsible:
         if b.hold is not None:
             waited = time.monotonic()
             while not b.hold.wait(0.05) and not cancelled():
-                # a hang guard, not a timing assertion
-                assert time.monotonic() - waited < 120, f"{host} was held and never released"
+                assert time.monotonic() - waited < HANG_GUARD, f"{host} was held and never released"
         with self._lock:
             self.in_flight -= 1
         if cancelled():

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.fake_ansible import Behaviour, FakeAnsible
+from tests.helpers.fake_ansible import Behaviour, FakeAnsible, GateWatch
 from ufcctl.domain.inventory.model import Group, Host, Inventory
 from ufcctl.domain.rollout.budget import FailureBudget
 from ufcctl.domain.rollout.plan import NodeRef, plan_batches
@@ -151,16 +151,36 @@ def _record_durations(store: StateStore, run_id: str, seconds: dict[str, float])
                        (value, run_id, host))
 
 
-def test_the_second_run_starts_the_longest_recorded_nodes_first(store: StateStore) -> None:
+def test_the_second_run_starts_the_longest_recorded_nodes_first(
+        store: StateStore, monkeypatch: pytest.MonkeyPatch) -> None:
     first = start(store, FakeAnsible(), 6, batch=1)
     _record_durations(store, first.run_id, {"w00": 10, "w01": 50, "w02": 20, "w03": 40, "w04": 30, "w05": 60})
-    fake = FakeAnsible()
-    start(store, fake, 6, batch=1)  # capacity 1: admissions are strictly in start order
+    # Hosts reach the gate in inventory order, as host_pinned starts them. Left to their threads'
+    # timing, w01 could ask before w05 did, and a free slot rightly goes to a host that asks rather
+    # than idle for one that has not (the next test pins down who wins among hosts that wait together).
+    watch = GateWatch(monkeypatch)
+    fake = FakeAnsible(arrive=watch.in_inventory_order)
+    start(store, fake, 6, batch=1)  # capacity 1
     assert fake.calls[0][1] == ("w05", "w01", "w03", "w04", "w02", "w00")  # the inventory in start order
     assert list(fake.starts) == ["w05", "w01", "w03", "w04", "w02", "w00"]
-    plain = FakeAnsible()
+    plain = FakeAnsible(arrive=watch.in_inventory_order)
     start(store, plain, 6, batch=1, order="plan")
+    assert plain.calls[0][1] == tuple(f"w{i:02d}" for i in range(6))
     assert list(plain.starts) == [f"w{i:02d}" for i in range(6)]
+
+
+def test_a_freed_slot_goes_to_the_waiting_host_first_in_start_order_not_the_first_to_ask(
+        store: StateStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Capacity 1, start order w00..w03. w00 runs until w02 and then w01 (in that order) wait at the
+    gate; when w00 ends, both are waiting and the slot must go to w01, earlier in start order, though
+    w02 asked first. An engine that admitted in arrival order would start w02 here."""
+    watch = GateWatch(monkeypatch)
+    fake = FakeAnsible({"w00": Behaviour(hold=watch.taken_in("w01"))},
+                       arrive=watch.after({"w02": "w00", "w01": "w02"}))
+    summary = start(store, fake, 4, batch=1, order="plan")
+    assert summary.status == "done"
+    assert fake.arrivals[:3] == ["w00", "w02", "w01"]  # the arrivals were as meant
+    assert list(fake.starts) == ["w00", "w01", "w02", "w03"]
 
 
 def test_a_node_is_committed_running_before_its_gate_opens(store: StateStore) -> None:
