@@ -26,19 +26,33 @@ Kill -9 safety: a node is committed `running` before its gate answers go, and `d
 when its event arrives; resume turns `running` back into `pending` and never touches `done`.
 When the engine dies, its gate socket closes, so the orphaned Ansible processes admit no node.
 Ctrl-C: no more go; waiting hosts are told to stop, the processes are cancelled, nodes in
-flight go back to pending.
+flight go back to pending. The engine takes Ctrl-C at a safe point: while it runs on the main
+thread its SIGINT handler only sets a flag the main loop acts on at its next step, and then
+KeyboardInterrupt is raised. A KeyboardInterrupt raised wherever the main thread happened to be
+could fall between taking a host off the waiting list and handing its go to the writer: that
+host would wait at the gate for ever, and the rollout with it. A second Ctrl-C raises
+KeyboardInterrupt at once: pressed while the processes are being stopped, it leaves what a kill
+leaves (nodes still `running`, which resume turns back into pending).
+
+Admission order: a freed slot goes to the waiting host earliest in start order, never to a host
+that merely asked first; and a slot never idles for a host that has not asked yet. host_pinned
+starts hosts in inventory order, but their forked workers reach the gate in whatever order they
+get there, so among the hosts due next the order holds only among those already waiting.
 """
 
 from __future__ import annotations
 
 import heapq
 import logging
+import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Protocol
 
 from ufcctl.domain.inventory.model import Host
@@ -236,6 +250,7 @@ class _Execution:
         self.pool = ThreadPoolExecutor(job.prepare_workers, "rollout-prepare") if guard else None
         self.gate_env: dict[str, str] = {}
         self.cancelled = False
+        self.ctrl_c = False  # set by the SIGINT handler; the main loop stops at its next step
         self.announced_stop = False
         self.store_error: Exception | None = None
         self.writer = _Writer(store, job.run_id, self._store_failed)
@@ -249,23 +264,54 @@ class _Execution:
         directory = self.job.run_dir or statedir.ensure_private_dir(
             self.store.path.parent / "runs") / self.job.run_id
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with GateServer(directory, self._on_gate) as gate:
+        with GateServer(directory, self._on_gate) as gate, self._ctrl_c():
             self.gate_env = gate.env()
             try:
                 self._loop()
-            except KeyboardInterrupt:
+                if self.ctrl_c:
+                    self._interrupt()
+            except KeyboardInterrupt:  # a second Ctrl-C, or one the handler was not installed for
                 self._interrupt()
                 raise
             finally:
                 self._join()
+        if self.cancelled:  # Ctrl-C stopped the rollout (pressed once every node had ended, it stops
+            raise KeyboardInterrupt  # nothing: the rollout ends as it would have)
         if self.store_error is not None:
             raise self.store_error
         return self.window.stop_reason
 
+    @contextmanager
+    def _ctrl_c(self) -> Iterator[None]:
+        """While the rollout runs, the first Ctrl-C (SIGINT) only asks the main loop to stop.
+
+        Installed on the main thread only (Python runs signal handlers there, and only there may it
+        set them) and only over Python's own handler: not over SIG_IGN (a background job) or an
+        embedding program's handler. The handler runs on the main thread between two bytecodes,
+        possibly inside the engine's own code holding `cond`: it touches nothing but the flag, and
+        `cond` is reentrant. Its notify also wakes the main loop when it was waiting on `cond`."""
+        if (threading.current_thread() is not threading.main_thread()
+                or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+            yield
+            return
+
+        def pressed(signum: int, frame: FrameType | None) -> None:
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C raises at once
+            with self.cond:
+                self.ctrl_c = True
+                self.cond.notify_all()
+
+        signal.signal(signal.SIGINT, pressed)
+        try:
+            yield
+        finally:
+            if signal.getsignal(signal.SIGINT) is pressed:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+
     def _loop(self) -> None:
         while True:
             with self.cond:
-                if self._over():
+                if self.ctrl_c or self._over():
                     return
                 notes, progressed = self._step(self.clock())
                 if not notes and not progressed:

@@ -7,8 +7,12 @@ Ansible is FakeAnsible (tests/helpers/fake_ansible.py): each host asks the engin
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -16,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.fake_ansible import Behaviour, FakeAnsible, GateWatch
+from tests.helpers.fake_ansible import HANG_GUARD, ROOT, Behaviour, FakeAnsible, GateWatch
 from ufcctl.domain.inventory.model import Group, Host, Inventory
 from ufcctl.domain.rollout.budget import FailureBudget
 from ufcctl.domain.rollout.plan import NodeRef, plan_batches
@@ -214,44 +218,142 @@ def test_a_hung_node_is_failed_at_its_deadline_and_its_process_cancelled(store: 
     assert [s for s, _ in states.values()].count("done") == 3
 
 
-class InterruptingObserver:
-    """Presses Ctrl-C (SIGINT to this process: KeyboardInterrupt in the main thread) when the third
-    node starts."""
+# The rollout of the Ctrl-C test, in a process of its own: it prints a line per node started and,
+# once interrupted, what its FakeAnsible saw; it exits 130 as the CLI does after Ctrl-C.
+_CTRL_C_CHILD = """
+import json, signal, sys, threading
+from pathlib import Path
+from tests.helpers.fake_ansible import Behaviour, FakeAnsible
+from ufcctl.domain.inventory.model import Group, Host, Inventory
+from ufcctl.rollout import runs
+from ufcctl.rollout.kind import RolloutRequest, registered
+from ufcctl.rollout.store import StateStore
 
-    def __init__(self) -> None:
-        self.started: list[str] = []
+# As under a terminal: a job started in the background by a non-interactive shell inherits SIGINT
+# ignored, and Python then leaves it ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
-    def rollout_started(self, run_id: str, plan: Any, todo: Any) -> None:
-        pass
+class Progress:
+    def rollout_started(self, *args): pass
+    def node_started(self, host, batch): print("started", host, flush=True)
+    def node_finished(self, *args): pass
+    def stopped(self, reason): pass
 
-    def node_started(self, host: str, batch: int) -> None:
-        self.started.append(host)
-        if len(self.started) == 3:
-            signal.raise_signal(signal.SIGINT)
+hosts = {f"w{i:02d}": Host(f"w{i:02d}", {"npu_tor_id": i // 2}, frozenset({"all", "npu_node"}))
+         for i in range(8)}
+inv = Inventory("inv", hosts, {"npu_node": Group("npu_node", hosts=tuple(hosts))})
+hold = threading.Event()  # never set: nodes in flight stay in flight until their process is cancelled
+fake = FakeAnsible({h: Behaviour(hold=hold) for h in hosts})
+store = StateStore(Path(sys.argv[1]))
+try:
+    runs.start(registered().get("upgrade-drivers"), RolloutRequest(inventory_dir=Path("/inv"), batch=4),
+               store, run_fn=fake, loader=lambda _p: inv, observer=Progress())
+except KeyboardInterrupt:
+    print(json.dumps({"running": fake.running, "starts": fake.starts}), flush=True)
+    sys.exit(130)
+print("not interrupted", flush=True)
+"""
 
-    def node_finished(self, *args: Any) -> None:
-        pass
 
-    def stopped(self, reason: str) -> None:
-        pass
+def test_ctrl_c_cancels_the_processes_and_resume_finishes_every_node_once(store: StateStore,
+                                                                          tmp_path: Path) -> None:
+    """Ctrl-C is SIGINT from outside, at whatever moment, to a process whose main thread runs the
+    engine (as under the CLI): here once the third node started, with every node in flight held.
 
-
-def test_ctrl_c_cancels_the_processes_and_resume_finishes_every_node_once(store: StateStore) -> None:
-    hold = threading.Event()  # never set: nodes in flight stay in flight until cancelled
-    fake = FakeAnsible({f"w{i:02d}": Behaviour(hold=hold) for i in range(8)})
-    inv = inventory(8)
-    request = RolloutRequest(inventory_dir=Path("/inv"), batch=4)
-    with pytest.raises(KeyboardInterrupt):
-        runs.start(upgrade_kind(), request, store, run_fn=fake, loader=lambda _p: inv,
-                   observer=InterruptingObserver())
+    The rollout runs in a child process, not in this one: SIGINT here would raise KeyboardInterrupt
+    in this process's main thread, which under pytest-xdist belongs to the worker's own machinery as
+    much as to this test, and a KeyboardInterrupt that escapes the engine kills the worker."""
+    paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]  # ufcctl and tests.helpers
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    errors = tmp_path / "child.err"
+    with errors.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-c", _CTRL_C_CHILD, str(store.path)], cwd=ROOT, env=env,
+                                stdout=subprocess.PIPE, stderr=err, text=True)
+    watchdog = threading.Timer(HANG_GUARD, proc.kill)  # a hang fails this test, not the whole run
+    watchdog.start()
+    try:
+        assert proc.stdout is not None
+        started: list[str] = []
+        while len(started) < 3:
+            line = proc.stdout.readline()
+            if not line.startswith("started "):
+                proc.kill()
+                proc.wait()
+                pytest.fail(f"expected a started node, got {line!r}; stderr: {errors.read_text()}")
+            started.append(line.split()[1])
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate()
+    finally:
+        watchdog.cancel()
+    assert proc.returncode == 130, f"rc {proc.returncode}: {out}\n{errors.read_text()}"
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report["running"] == 0  # every process ended (cancelled)
+    assert 3 <= len(report["starts"]) <= 4  # the window holds 4 (held in flight); none ran to its end
     run_id = store.runs()[0].run_id
     assert store.run(run_id).status == "interrupted"
-    states = {n.host: n.state for n in store.nodes(run_id)}
-    assert set(states.values()) == {"pending"}  # in-flight nodes went back to pending
-    assert fake.running == 0  # every process ended (cancelled)
+    nodes = {n.host: n for n in store.nodes(run_id)}
+    assert {n.state for n in nodes.values()} == {"pending"}  # nodes in flight went back to pending
+    # every node that started is recorded as an attempt, and no other node
+    assert {h for h, n in nodes.items() if n.attempts} == set(report["starts"])
     again = FakeAnsible()
-    summary = runs.resume(run_id, store, run_fn=again, loader=lambda _p: inv)
+    handler = signal.getsignal(signal.SIGINT)
+    summary = runs.resume(run_id, store, run_fn=again, loader=lambda _p: inventory(8))
     assert summary.status == "done" and again.starts == {f"w{i:02d}": 1 for i in range(8)}
+    assert signal.getsignal(signal.SIGINT) is handler  # the engine put back the handler it replaced
+
+
+class PressingClock:
+    """The engine's clock, which presses Ctrl-C (SIGINT to this very thread, the main one) once
+    `pressed` is due: the main loop reads the clock mid-step, holding its lock."""
+
+    def __init__(self, due: threading.Event) -> None:
+        self.due = due
+        self.pressed = False
+        self.raised_here = False
+
+    def __call__(self) -> float:
+        if self.due.is_set() and not self.pressed and threading.current_thread() is threading.main_thread():
+            self.pressed = True
+            try:
+                signal.raise_signal(signal.SIGINT)  # Python runs the handler before this returns
+            except KeyboardInterrupt:
+                self.raised_here = True
+                raise
+        return time.monotonic()
+
+
+def test_a_ctrl_c_in_the_middle_of_a_step_stops_the_rollout_at_the_next(store: StateStore) -> None:
+    """Ctrl-C must not raise wherever the main loop happens to be (say, between taking a host off the
+    waiting list and handing its go to the writer: that host would wait at the gate for ever). The
+    engine's handler only asks for a stop: the step finishes, the loop stops, then KeyboardInterrupt.
+
+    Runs here only on the main thread, where the engine installs that handler and where this test's
+    own SIGINT goes; elsewhere the subprocess test above covers Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("not on the main thread: the engine installs no SIGINT handler here")
+    two = threading.Event()
+    fake = FakeAnsible({f"w{i:02d}": Behaviour(hold=threading.Event()) for i in range(4)})  # never released
+    fake.on_start = lambda _host: two.set() if len(fake.starts) >= 2 else None
+    plan = plan_batches([NodeRef(f"w{i:02d}") for i in range(4)], batch_size=2)
+    rows = [(h, 0, i) for i, h in enumerate(plan.hosts())]
+    store.create_run("r1", "upgrade-drivers", "/inv", {"batch": 2}, rows)
+    job = RolloutJob(run_id="r1", playbook=Path("/x.yml"), plan=plan, hosts=inventory(4).hosts,
+                     order=tuple(plan.hosts()), options=RunOptions(forks=4), marker_task=MARKER,
+                     budget=FailureBudget(100, floor=2))
+    clock = PressingClock(two)
+    # The handler the engine replaces is Python's own (a background job may have inherited SIG_IGN).
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            execute_rollout(job, store, fake, clock=clock)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert clock.pressed and not clock.raised_here
+    assert fake.running == 0 and len(fake.starts) == 2
+    nodes = store.nodes("r1")
+    assert {n.state for n in nodes} == {"pending"}
+    assert {n.host for n in nodes if n.attempts} == set(fake.starts)
 
 
 # -- kinds --------------------------------------------------------------------------------------
