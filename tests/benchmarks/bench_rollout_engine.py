@@ -11,8 +11,9 @@ task) is not in these numbers.
 
 Node durations (simulated seconds): lognormal, median 600 s, sigma 0.25; in each batch one node
 takes 10x; one node hangs until its installer timeout (12,000 s, above the 10x nodes) and fails,
-as the role does with a hung installer (the engine's own per-node deadline is twice that). Time is compressed by COMPRESSION (1000: 600 s take 0.6 s), so sleeping is cheap
-and the engine's work is what the CPU measures.
+as the role does with a hung installer (the engine's own per-node deadline is twice that). Time
+is compressed by COMPRESSION (1000: 600 s take 0.6 s), so sleeping is cheap and the engine's work
+is what the CPU measures.
 
 Two rollouts of the same fleet, in this order, measured in the same run:
   fifo      --order plan: today's first-in-first-out window (nothing recorded yet either)
@@ -63,7 +64,8 @@ BATCHES_OF_C = 1  # batch = C, window 1: one slow node per C nodes
 
 
 def _gate_ask() -> Callable[[str, str], dict[str, Any]]:
-    spec = importlib.util.spec_from_file_location("ufc_gate", ROOT / "playbooks" / "action_plugins" / "ufc_gate.py")
+    spec = importlib.util.spec_from_file_location(
+        "ufc_gate", ROOT / "playbooks" / "action_plugins" / "ufc_gate.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -229,8 +231,8 @@ def cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def rollout(order: str, inventory_dir: Path, store: Any, kind: Any, executor: SimulatedExecutor, capacity: int,
-            compression: float) -> dict[str, Any]:
+def rollout(order: str, inventory_dir: Path, store: Any, kind: Any, executor: SimulatedExecutor,
+            capacity: int, compression: float) -> dict[str, Any]:
     from rich.console import Console
 
     from ufcctl.app.inventory import load_inventory
@@ -312,14 +314,16 @@ def main() -> None:
           f"{HANG_TIMEOUT:g}s; time compressed {compression:g}x; simulated executor "
           f"({executor.processes} chunk processes in all)")
     print(f"{'rollout':10} {'status':8} {'done':>6} {'failed':>6} {'wall s':>7} {'CPU ms/node':>12} "
-          f"{'(inventory)':>11} {'writes/s':>9} {'launch s':>8} {'first go s':>10} {'makespan s':>11} {'/ bound':>8}")
+          f"{'(inventory)':>11} {'writes/s':>9} {'launch s':>8} {'first go s':>10} {'makespan s':>11} "
+          f"{'/ bound':>8}")
     for r in results:
         per_node = 1000 * r["cpu"] / nodes
         inventory_ms = 1000 * r["inventory_cpu"] / nodes
-        print(f"{('fifo' if r['order'] == 'plan' else 'longest'):10} {r['status']:8} {r['counts']['done']:>6} "
+        name = "fifo" if r["order"] == "plan" else "longest"
+        print(f"{name:10} {r['status']:8} {r['counts']['done']:>6} "
               f"{r['counts']['failed']:>6} {r['wall']:>7.1f} {per_node:>12.2f} {inventory_ms:>11.2f} "
-              f"{r['writes'] / r['wall']:>9.0f} {r['launch']:>8.2f} {r['first']:>10.2f} {r['makespan']:>11.0f} "
-              f"{r['makespan'] / bound:>8.3f}")
+              f"{r['writes'] / r['wall']:>9.0f} {r['launch']:>8.2f} {r['first']:>10.2f} "
+              f"{r['makespan']:>11.0f} {r['makespan'] / bound:>8.3f}")
     print(f"peak memory (max RSS of the command's process): {peak_mb:.0f} MB")
     print(f"lower bound max(max Ti, sum Ti / C) = {bound:.0f}s")
     print(f"zero-overhead schedules: fifo {fifo_ideal:.0f}s ({fifo_ideal / bound:.3f}x bound), "
