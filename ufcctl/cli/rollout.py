@@ -9,7 +9,8 @@ from typing import Any
 import click
 
 from ufcctl.cli.numbers import integer, number, percent
-from ufcctl.cli.options import inventory_option, output_option
+from ufcctl.cli.options import accelerate_option, inventory_option, output_option
+from ufcctl.domain.rollout.order import ORDERS
 from ufcctl.domain.rollout.plan import ALIGN_VARS
 from ufcctl.domain.rollout.summary import RolloutSummary
 from ufcctl.domain.versions import version_problem
@@ -23,6 +24,8 @@ from ufcctl.report.rollout import (
     print_summary,
     runs_json,
 )
+from ufcctl.rollout import runs as rollout_runs
+from ufcctl.rollout.kind import DEFAULT_CHUNK
 from ufcctl.rollout.kinds import upgrade_drivers as app
 from ufcctl.rollout.store import StateStore
 
@@ -40,7 +43,7 @@ def _plan_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         inventory_option(),
         click.option("--batch", "-b", type=integer(1, 10000), required=True,
-                     help="Nodes per batch: the unit of planning, alignment and of one Ansible run."),
+                     help="Nodes per batch: the unit of planning, alignment, canary and the budget's floor."),
         click.option("--window", "-w", type=integer(1, 100), default=1, show_default=True,
                      help="Batches' worth of nodes in flight at once (window x batch node slots)."),
         click.option("--max-fail", type=percent(), default="0%", show_default=True,
@@ -87,23 +90,29 @@ def _summary_out(summary: RolloutSummary, output: str) -> None:
               help="A new run over only the nodes that failed or were skipped in the newest run.")
 @click.option("--node-timeout", type=integer(10), default=app.DEFAULT_NODE_TIMEOUT,
               show_default=True, help="Seconds one installer may run before the node is failed as hung.")
+@click.option("--order", type=click.Choice(list(ORDERS)), default="longest", show_default=True,
+              help="Start order after the canary: longest expected first (node times of earlier runs), "
+                   "or the plan's order.")
 @click.option("--forks", type=integer(1, 1000), default=None,
-              help="Parallel hosts per Ansible run (default: the batch size).")
+              help="Parallel hosts per Ansible process (default: WINDOW x BATCH plus a few to start next).")
+@click.option("--chunk-size", type=integer(1, 100000), default=DEFAULT_CHUNK, show_default=True,
+              help="Nodes per long-lived Ansible process.")
+@accelerate_option()
 @output_option()
 def upgrade_drivers(inventory: Path, batch: int, window: int, max_fail: float, canary: int, align: str,
                     limit: str | None, version: str | None, firmware_version: str | None, dry_run: bool,
-                    force: bool, retry_failed: bool, node_timeout: int, forks: int | None,
-                    output: str) -> None:
-    """Upgrade the NPU driver and firmware on group npu_node of INVENTORY, batch by batch.
+                    force: bool, retry_failed: bool, node_timeout: int, order: str, forks: int | None,
+                    chunk_size: int, accelerate: str | None, output: str) -> None:
+    """Upgrade the NPU driver and firmware on group npu_node of INVENTORY.
 
-    Up to WINDOW x BATCH nodes are in flight; a node's slot frees the moment it finishes, so a
-    slow node never holds back its batch. State is kept in .ufc/state.db: after a crash or a
-    stop, `ufcctl resume RUN_ID` continues without redoing finished nodes.
+    Up to WINDOW x BATCH nodes are in flight; a node's slot goes to the next node the moment it
+    finishes, so a slow node never holds back its batch. State is kept in .ufc/state.db: after a
+    crash or a stop, `ufcctl resume RUN_ID` continues without redoing finished nodes.
     """
     request = app.UpgradeRequest(
         inventory_dir=inventory, batch=batch, window=window, max_fail=max_fail, canary=canary, align=align,
         version=version, firmware_version=firmware_version, limit=limit, dry_run=dry_run, force=force,
-        node_timeout=node_timeout, forks=forks,
+        node_timeout=node_timeout, forks=forks, accelerate=accelerate, order=order, chunk_size=chunk_size,
     )
     with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
         summary = app.upgrade(request, store, observer=progress, retry_failed=retry_failed)
@@ -141,7 +150,7 @@ def plan_upgrade_drivers(inventory: Path, batch: int, window: int, max_fail: flo
 def runs(limit: int, output: str) -> None:
     """List rollout runs, newest first, with node counts per state."""
     with StateStore() as store:
-        records = app.list_runs(store, limit)
+        records = rollout_runs.list_runs(store, limit)
     if output == "json":
         print_json(runs_json(records))
     elif records:
@@ -155,9 +164,9 @@ def runs(limit: int, output: str) -> None:
 @click.option("--retry-failed", is_flag=True, help="Also run the failed and skipped nodes again.")
 @output_option()
 def resume(run_id: str, retry_failed: bool, output: str) -> None:
-    """Continue RUN_ID after a crash, Ctrl-C or budget stop; done nodes are never redone."""
+    """Continue RUN_ID (of any kind) after a crash, Ctrl-C or budget stop; done nodes are never redone."""
     with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
-        summary = app.resume(run_id, store, retry_failed=retry_failed, observer=progress)
+        summary = rollout_runs.resume(run_id, store, retry_failed=retry_failed, observer=progress)
     _summary_out(summary, output)
 
 

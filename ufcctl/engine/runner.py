@@ -360,12 +360,19 @@ def run_playbook(
     run_id: str | None = None,
     observer: RunObserver | None = None,
     cancel: Callable[[], bool] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> RunResult:
-    """Run `playbook` on exactly `hosts` and return one HostResult per host that reported."""
+    """Run `playbook` on exactly `hosts` and return one HostResult per host that reported.
+
+    The inventory lists the hosts in the order given (host_pinned plays start them in that
+    order). `env` adds variables for the play's own plugins, such as the rollout gate's socket
+    (engine/gate.py); Ansible's settings come from ansible.cfg alone.
+    """
     # Private (0600/0700): the run directory, ansible-runner's files in it (env/extravars, ...) and
     # whatever the Ansible process writes under .ufc/ (PKI, manifests); it inherits the umask.
     with statedir.private_files():
-        return _run_playbook(playbook, hosts, options, run_id=run_id, observer=observer, cancel=cancel)
+        return _run_playbook(playbook, hosts, options, run_id=run_id, observer=observer, cancel=cancel,
+                             env=env or {})
 
 
 def _run_playbook(
@@ -376,6 +383,7 @@ def _run_playbook(
     run_id: str | None,
     observer: RunObserver | None,
     cancel: Callable[[], bool] | None,
+    env: Mapping[str, str],
 ) -> RunResult:
     import ansible_runner  # the only import of ansible_runner in the package
 
@@ -393,7 +401,11 @@ def _run_playbook(
     # Ansible's settings (SSH, pipelining, forks, roles path...) come from ansible.cfg alone, as
     # for a plain ansible-playbook run; ansible_cfg.runner_env() passes on the ones ansible-runner
     # would otherwise replace (tests/unit/engine/test_ansible_cfg.py checks the whole environment).
-    env = {
+    ansible_settings = sorted(k for k in env if k.startswith("ANSIBLE_"))
+    if ansible_settings:
+        raise ValueError(f"Ansible settings come from ansible.cfg, not from a run's env: {ansible_settings}")
+    envvars = {
+        **env,
         "PATH": f"{Path(ansible_binary()).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "ANSIBLE_CONFIG": str(ansible_cfg.ANSIBLE_CFG),
         **ansible_cfg.runner_env(),
@@ -401,7 +413,7 @@ def _run_playbook(
         "ANSIBLE_FORCE_COLOR": "False",
     }
     if options.accelerate == "mitogen":
-        env.update(mitogen_env())
+        envvars.update(mitogen_env())
     elif options.accelerate:
         raise InputError(f"--accelerate {options.accelerate!r}: unknown accelerator", "use: mitogen")
 
@@ -425,7 +437,7 @@ def _run_playbook(
             ident="ansible",
             playbook=str(playbook.resolve()),
             inventory=str(inventory_path),
-            envvars=env,
+            envvars=envvars,
             extravars=dict(options.extravars) or None,
             forks=options.forks,
             limit=options.limit,

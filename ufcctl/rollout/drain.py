@@ -5,7 +5,7 @@ from __future__ import annotations
 from ufcctl.domain.inventory.model import Host
 from ufcctl.engine.kubectl import Kubectl, find_kubeconfig, find_kubectl
 from ufcctl.errors import EnvironmentMissing
-from ufcctl.rollout.executor import NodeGuard
+from ufcctl.rollout.kind import NodeGuard
 
 DRAIN_TIMEOUT = 900  # seconds kubectl drain may wait for pods to leave one node
 NODE_NAME_VAR = "ufc_kube_node_name"  # when the Kubernetes node name differs from the inventory name

@@ -26,7 +26,7 @@ from ufcctl.engine import statedir
 from ufcctl.paths import state_dir
 from ufcctl.rollout.storefile import StateFileError, aside_hint, corrupt, identify
 
-__all__ = ["NodeRecord", "RunRecord", "StateError", "StateFileError", "StateStore"]
+__all__ = ["NodeChange", "NodeRecord", "RunRecord", "StateError", "StateFileError", "StateStore"]
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -116,6 +116,18 @@ class NodeRecord:
         return self.finished - self.started
 
 
+@dataclass(frozen=True)
+class NodeChange:
+    """One node's move, for StateStore.apply: running (with its Ansible run), an end, or back to pending."""
+
+    host: str
+    state: str
+    at: float  # when it happened (time.time()): started for running, finished for an end
+    ansible_run: str | None = None
+    reason: str | None = None
+    changed: bool | None = None
+
+
 def default_path() -> Path:
     return state_dir() / "state.db"
 
@@ -128,6 +140,7 @@ class StateStore:
         version = identify(self.path, SCHEMA_VERSION)
         statedir.make_private(self.path.parent)
         self._lock = threading.Lock()
+        self.writes = 0  # committed write transactions, for the engine's benchmark
         if version is None:
             _create_private(self.path)
         try:
@@ -171,6 +184,7 @@ class StateStore:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
+            self.writes += 1
 
     @contextmanager
     def _conn(self) -> Iterator[sqlite3.Connection]:
@@ -297,20 +311,48 @@ class StateStore:
         self._move(run_id, hosts, PENDING, "reason = NULL, changed = NULL", ())
 
     def _move(self, run_id: str, hosts: Sequence[str], new: str, sets: str, args: tuple[Any, ...]) -> None:
-        if new not in NODE_STATES:
-            raise StateError(f"unknown node state {new!r}")
-        allowed = sorted(previous_states(new))
-        marks = ", ".join("?" * len(allowed))
-        sql = (f"UPDATE nodes SET state = ?, {sets} WHERE run_id = ? AND host = ? AND state IN ({marks})")
         with self._tx() as db:
             for host in hosts:
-                cur = db.execute(sql, (new, *args, run_id, host, *allowed))
-                if cur.rowcount != 1:
-                    row = db.execute("SELECT state FROM nodes WHERE run_id = ? AND host = ?",
-                                     (run_id, host)).fetchone()
-                    where = f"is {row['state']}" if row else "is not in the run"
-                    raise StateError(f"run {run_id}: node {host} {where}; cannot become {new}")
+                problem = _move_one(db, run_id, host, new, sets, args)
+                if problem:
+                    raise StateError(problem)
             db.execute("UPDATE runs SET updated = ? WHERE run_id = ?", (time.time(), run_id))
+
+    def apply(self, run_id: str, changes: Sequence[NodeChange]) -> list[str]:
+        """Several node changes in one transaction (the engine's group commit), in order.
+
+        One commit, so one fsync, however many changes: under load the engine commits what queued
+        up meanwhile together instead of paying a sync per node. A change the state machine refuses
+        is skipped and described in the returned list; the others commit.
+        """
+        refused = []
+        with self._tx() as db:
+            for change in changes:
+                sets, args = _change_sets(change)
+                problem = _move_one(db, run_id, change.host, change.state, sets, args)
+                if problem:
+                    refused.append(problem)
+            db.execute("UPDATE runs SET updated = ? WHERE run_id = ?", (time.time(), run_id))
+        return refused
+
+    def node_durations(self, kind: str, *, runs: int = 5) -> dict[str, float]:
+        """Each node's latest measured duration in the newest `runs` real runs of `kind`.
+
+        Measured means done with a change (a real install, not "already at target"); dry runs
+        install nothing and are left out. The rollout's start order reads these (domain/rollout/order.py).
+        """
+        found: dict[str, float] = {}
+        with self._conn() as db:
+            rows = db.execute("SELECT run_id, params FROM runs WHERE kind = ? ORDER BY created DESC",
+                              (kind,)).fetchall()
+            real = [r["run_id"] for r in rows if not json.loads(r["params"]).get("dry_run")][:runs]
+            for run_id in real:
+                for host, seconds in db.execute(
+                    "SELECT host, finished - started FROM nodes WHERE run_id = ? AND state = 'done'"
+                    " AND changed = 1 AND started IS NOT NULL AND finished IS NOT NULL", (run_id,)
+                ):
+                    found.setdefault(host, seconds)
+        return found
 
     def median_node_seconds(self, run_id: str) -> float | None:
         """Median duration of the run's nodes that were done with a change (a real install), or None."""
@@ -325,6 +367,31 @@ class StateStore:
             return None
         mid = len(times) // 2
         return times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
+
+def _move_one(db: sqlite3.Connection, run_id: str, host: str, new: str, sets: str,
+              args: tuple[Any, ...]) -> str | None:
+    """Move one node to `new` if the state machine allows it from its state; else say why not."""
+    if new not in NODE_STATES:
+        return f"unknown node state {new!r}"
+    allowed = sorted(previous_states(new))
+    marks = ", ".join("?" * len(allowed))
+    sql = f"UPDATE nodes SET state = ?, {sets} WHERE run_id = ? AND host = ? AND state IN ({marks})"
+    if db.execute(sql, (new, *args, run_id, host, *allowed)).rowcount == 1:
+        return None
+    row = db.execute("SELECT state FROM nodes WHERE run_id = ? AND host = ?", (run_id, host)).fetchone()
+    where = f"is {row['state']}" if row else "is not in the run"
+    return f"run {run_id}: node {host} {where}; cannot become {new}"
+
+
+def _change_sets(change: NodeChange) -> tuple[str, tuple[Any, ...]]:
+    if change.state == RUNNING:
+        return ("started = ?, finished = NULL, reason = NULL, changed = NULL, attempts = attempts + 1, "
+                "ansible_run = ?", (change.at, change.ansible_run))
+    if change.state == PENDING:
+        return "reason = NULL, changed = NULL", ()
+    changed = None if change.changed is None else int(change.changed)
+    return "finished = ?, reason = ?, changed = ?", (change.at, change.reason, changed)
+
 
 def _create_private(path: Path) -> None:
     """Create the database file 0600 before sqlite does; its -wal and -shm files inherit the mode."""

@@ -254,7 +254,7 @@ def no_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         raise AssertionError("a playbook run was started")
 
     monkeypatch.setattr("ufcctl.app.deploy.run_playbook", refuse)
-    monkeypatch.setattr("ufcctl.rollout.kinds.upgrade_drivers.run_playbook", refuse)
+    monkeypatch.setattr("ufcctl.rollout.runs.run_playbook", refuse)
     monkeypatch.setenv("UFC_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
 

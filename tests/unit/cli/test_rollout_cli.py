@@ -10,12 +10,12 @@ import pytest
 from click.testing import CliRunner
 
 from ufcctl.cli.main import cli
-from ufcctl.engine.runner import HostResult, RunResult
 
 ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:  # tests.helpers is imported from the repository root
     sys.path.insert(0, str(ROOT))
 
+from tests.helpers.fake_ansible import Behaviour, FakeAnsible  # noqa: E402
 from tests.helpers.gen_inventory import ClusterShape, write_cluster_inventory  # noqa: E402
 
 MARKER = "Report the node done to the rollout engine"
@@ -28,25 +28,9 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return write_cluster_inventory(tmp_path / "inv", ClusterShape(npu_nodes=24, nodes_per_tor=4), "explicit")
 
 
-def fake_engine(failing: set[str]):
-    """Test double for run_playbook: every host reports the marker, or fails when listed."""
-    calls: list[list[str]] = []
-
-    def run(playbook, hosts, options, *, run_id, observer, cancel):
-        names = [h.name for h in hosts]
-        calls.append(names)
-        results = {}
-        for name in names:
-            if name in failing:
-                observer.host_task_done(run_id, name, "Install or upgrade the driver", "failed", "rc 1")
-                results[name] = HostResult(name, failed=1, failed_task="Install or upgrade the driver")
-            else:
-                observer.host_task_done(run_id, name, MARKER, "changed", None)
-                results[name] = HostResult(name, changed=1)
-        return RunResult(run_id, playbook.name, "successful", 0, results, Path("/x"), 0.1)
-
-    run.calls = calls  # type: ignore[attr-defined]
-    return run
+def fake_engine(failing: set[str]) -> FakeAnsible:
+    """Test double for run_playbook: every host passes the gate and reports the marker, or fails if listed."""
+    return FakeAnsible({h: Behaviour("failed") for h in failing}, marker=MARKER)
 
 
 def invoke(*args: str):
@@ -85,28 +69,28 @@ def test_plan_rejects_bad_flags_with_exit_2(env: Path, args: list[str], message:
 
 def test_upgrade_runs_every_node_and_lists_the_run(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     engine = fake_engine(set())
-    monkeypatch.setattr("ufcctl.rollout.kinds.upgrade_drivers.run_playbook", engine)
+    monkeypatch.setattr("ufcctl.rollout.runs.run_playbook", engine)
     result = invoke("upgrade-drivers", "-i", str(env), "--batch", "8", "--output", "json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["status"] == "done" and data["counts"]["done"] == 24
     assert data["steps"]["drain"].startswith("skipped: no kubeconfig")
-    assert sorted(h for call in engine.calls for h in call) == sorted(n["host"] for n in data["nodes"])
+    assert sorted(engine.starts) == sorted(n["host"] for n in data["nodes"]) and engine.processes == 1
     runs = json.loads(invoke("runs", "--output", "json").output)
     assert runs[0]["run_id"] == data["run_id"] and runs[0]["counts"] == {"done": 24}
 
 
 def test_failed_rollout_exits_1_and_resume_retries(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("ufcctl.rollout.kinds.upgrade_drivers.run_playbook", fake_engine({"npu00003"}))
+    monkeypatch.setattr("ufcctl.rollout.runs.run_playbook", fake_engine({"npu00003"}))
     result = CliRunner().invoke(cli, ["upgrade-drivers", "-i", str(env), "--batch", "8", "--max-fail", "50%"])
     assert result.exit_code == 1
     assert "1 node(s) failed: npu00003" in result.output and "ufcctl resume" in result.output
     run_id = json.loads(invoke("runs", "--output", "json").output)[0]["run_id"]
     engine = fake_engine(set())
-    monkeypatch.setattr("ufcctl.rollout.kinds.upgrade_drivers.run_playbook", engine)
+    monkeypatch.setattr("ufcctl.rollout.runs.run_playbook", engine)
     again = invoke("resume", run_id, "--retry-failed")
     assert again.exit_code == 0, again.output
-    assert engine.calls == [["npu00003"]]
+    assert list(engine.starts) == ["npu00003"] and engine.calls[0][1] == ("npu00003",)
 
 
 def test_runs_when_there_are_none(env: Path) -> None:

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:  # tests.helpers is imported from the repository root
     sys.path.insert(0, str(ROOT))
 
+from tests.helpers.fake_ansible import FakeAnsible  # noqa: E402
 from tests.helpers.gen_inventory import ClusterShape, write_cluster_inventory  # noqa: E402
 
 MARKER = "Report the node done to the rollout engine"
@@ -33,9 +34,9 @@ MARKER = "Report the node done to the rollout engine"
 _BLOCKED_ROLLOUT = """
 import sys, time
 from pathlib import Path
-import ufcctl.rollout.kinds.upgrade_drivers as app
+import ufcctl.rollout.runs as app
 STARTED = Path(sys.argv[1])
-def blocked(playbook, hosts, options, *, run_id, observer, cancel):
+def blocked(playbook, hosts, options, *, run_id, observer, cancel, env):
     STARTED.touch()
     time.sleep(600)
 app.run_playbook = blocked
@@ -46,8 +47,13 @@ main()
 
 
 def _done_engine(calls: list[list[str]]):  # type: ignore[no-untyped-def]
-    def run(playbook, hosts, options, *, run_id, observer, cancel=None):  # type: ignore[no-untyped-def]
+    """run_playbook's double for deploy (no gate: every host reports) and for rollouts (FakeAnsible)."""
+    fake = FakeAnsible(marker=MARKER)
+
+    def run(playbook, hosts, options, *, run_id, observer, cancel=None, env=None):  # type: ignore[no-untyped-def]
         calls.append([h.name for h in hosts])
+        if env:
+            return fake(playbook, hosts, options, run_id=run_id, observer=observer, cancel=cancel, env=env)
         for h in hosts:
             observer.host_task_done(run_id, h.name, MARKER, "changed", None)
         return RunResult(run_id, playbook.name, "successful", 0, {h.name: HostResult(h.name, changed=1, ran=1)
@@ -93,7 +99,7 @@ def _only_run_id() -> str:
 def test_second_rollout_is_refused_and_kill_9_lets_resume_finish(env: Path, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
-    monkeypatch.setattr("ufcctl.rollout.kinds.upgrade_drivers.run_playbook", _done_engine(calls))
+    monkeypatch.setattr("ufcctl.rollout.runs.run_playbook", _done_engine(calls))
     monkeypatch.setattr("ufcctl.app.deploy.run_playbook", _done_engine(calls))
     first = _start_blocked(env, tmp_path)
     try:

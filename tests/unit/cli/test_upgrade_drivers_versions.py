@@ -9,27 +9,36 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from tests.helpers.fake_ansible import FakeAnsible
 from tests.helpers.gen_inventory import ClusterShape, write_cluster_inventory
 from ufcctl.cli.main import cli
-from ufcctl.engine.runner import HostResult, RunResult
 
 MARKER = "Report the node done to the rollout engine"
+
+
+class _Extravars:
+    """The extra vars of every Ansible process the fake saw (a list view of its calls)."""
+
+    def __init__(self, fake: FakeAnsible):
+        self.fake = fake
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter([dict(options.extravars) for _, _, options, _ in self.fake.calls])
+
+    def __len__(self) -> int:
+        return len(self.fake.calls)
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == other
 
 
 @pytest.fixture()
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[dict[str, Any]]]:
     monkeypatch.setenv("UFC_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
-    calls: list[dict[str, Any]] = []
-
-    def engine(playbook, hosts, options, *, run_id=None, observer=None, cancel=None):  # type: ignore[no-untyped-def]
-        calls.append(dict(options.extravars))
-        for h in hosts:
-            observer.host_task_done(run_id, h.name, MARKER, "ok", None)
-        results = {h.name: HostResult(h.name, ok=1) for h in hosts}
-        return RunResult(run_id, playbook.name, "successful", 0, results, Path("/x"), 0.1)
-
-    monkeypatch.setattr("ufcctl.rollout.kinds.upgrade_drivers.run_playbook", engine)
+    fake = FakeAnsible(marker=MARKER)
+    monkeypatch.setattr("ufcctl.rollout.runs.run_playbook", fake)
+    calls = _Extravars(fake)
     shape = ClusterShape(npu_nodes=4, nodes_per_tor=4)
     return write_cluster_inventory(tmp_path / "inv", shape, "explicit"), calls
 

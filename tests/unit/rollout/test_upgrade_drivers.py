@@ -1,33 +1,25 @@
-"""The upgrade-drivers use case driven by a fake runner (a test double of engine.runner.run_playbook).
-
-The double plays each host on its own thread, like `strategy: free`: it sleeps briefly, then reports
-the role's marker task (done) or a failure, exactly through the RunObserver calls the real runner
-makes. No containers; these tests check window, budget, canary, state and resume logic.
-"""
+"""The upgrade-drivers use case driven by FakeAnsible (tests/helpers/fake_ansible.py), a test double
+of engine.runner.run_playbook that plays a chunk like a host_pinned play behind the real rollout gate:
+each host asks the engine's gate socket and, on go, reports the role's marker task (done) or a
+failure, exactly through the RunObserver calls the real runner makes. No containers; these tests
+check window, budget, canary, state and resume logic."""
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.fake_ansible import Behaviour, FakeAnsible, GateWatch
 from ufcctl.domain.inventory.model import Group, Host, Inventory
 from ufcctl.engine.locks import hold_nodes
-from ufcctl.engine.runner import HostResult, RunOptions, RunResult
 from ufcctl.errors import InputError
-from ufcctl.rollout.kinds.upgrade_drivers import (
-    MARKER_TASK,
-    UpgradeRequest,
-    plan_upgrade,
-    resume,
-    summarize,
-    upgrade,
-)
+from ufcctl.rollout.kinds.upgrade_drivers import UpgradeRequest, plan_upgrade, upgrade
+from ufcctl.rollout.runs import resume, summarize
 from ufcctl.rollout.store import StateStore
+
+FakeRunner = FakeAnsible
 
 
 def make_inventory(n: int, per_tor: int = 2) -> Inventory:
@@ -45,68 +37,6 @@ def make_inventory(n: int, per_tor: int = 2) -> Inventory:
     return Inventory("inv", hosts, groups)
 
 
-@dataclass
-class Behaviour:
-    outcome: str = "done"  # done | failed | unreachable | silent (never reaches the marker)
-    seconds: float = 0.01
-    changed: bool = True
-    hold: threading.Event | None = None  # wait for this before ending (a straggler)
-
-
-@dataclass
-class FakeRunner:
-    """Test double for run_playbook: same signature, scripted per-host outcomes, records everything."""
-
-    behaviours: dict[str, Behaviour] = field(default_factory=dict)
-    calls: list[tuple[str, tuple[str, ...], RunOptions]] = field(default_factory=list)
-    starts: dict[str, int] = field(default_factory=dict)
-    in_flight: int = 0
-    max_in_flight: int = 0
-    on_end: Callable[[str], None] | None = None
-    raise_error: Exception | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __call__(self, playbook: Path, hosts: list[Host], options: RunOptions, *, run_id: str,
-                 observer, cancel) -> RunResult:
-        names = tuple(h.name for h in hosts)
-        with self._lock:
-            self.calls.append((run_id, names, options))
-        if self.raise_error:
-            raise self.raise_error
-        results = {n: HostResult(n) for n in names}
-        threads = [threading.Thread(target=self._play, args=(run_id, n, observer, results[n])) for n in names]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        rc = 0 if all(r.succeeded for r in results.values()) else 2
-        return RunResult(run_id, playbook.name, "successful" if rc == 0 else "failed", rc, results,
-                         Path("/nonexistent"), 0.0)
-
-    def _play(self, run_id: str, host: str, observer, result: HostResult) -> None:
-        b = self.behaviours.get(host, Behaviour())
-        with self._lock:
-            self.starts[host] = self.starts.get(host, 0) + 1
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        time.sleep(b.seconds)
-        if b.hold is not None:
-            assert b.hold.wait(30), f"{host} was held and never released: a barrier held the rollout"
-        with self._lock:
-            self.in_flight -= 1
-        if b.outcome == "done":
-            result.changed = int(b.changed)
-            observer.host_task_done(run_id, host, MARKER_TASK, "changed" if b.changed else "ok", None)
-        elif b.outcome == "failed":
-            result.failed, result.failed_task, result.message = 1, "Install the driver", "installer rc 1"
-            observer.host_task_done(run_id, host, "Install the driver", "failed", "installer rc 1")
-        elif b.outcome == "unreachable":
-            result.unreachable, result.message = True, "ssh: connect refused"
-            observer.host_task_done(run_id, host, "Read versions", "unreachable", "ssh: connect refused")
-        if self.on_end:
-            self.on_end(host)
-
-
 @pytest.fixture()
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StateStore:
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
@@ -116,7 +46,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StateStore:
 
 
 def request(**kw) -> UpgradeRequest:
-    return UpgradeRequest(**{"inventory_dir": Path("/inv"), "batch": 4, "coalesce_seconds": 0.05, **kw})
+    return UpgradeRequest(**{"inventory_dir": Path("/inv"), "batch": 4, **kw})
 
 
 def run(store: StateStore, fake: FakeRunner, n: int = 12, retry_failed: bool = False, **kw):
@@ -129,7 +59,7 @@ def test_full_rollout_marks_every_node_done_once(store: StateStore) -> None:
     summary = run(store, fake, n=10, window=2)
     assert summary.status == "done" and summary.counts["done"] == 10 and summary.changed == 10
     assert fake.starts == {f"w{i:02d}": 1 for i in range(10)}
-    assert all(len(names) <= 4 for _, names, _ in fake.calls)
+    assert fake.processes == 1  # freed slots were refilled through the gate, with no new process
     assert fake.max_in_flight <= 8  # window 2 x batch 4
     assert all(n.seconds is not None for n in summary.nodes)
     assert store.run(summary.run_id).pid is None
@@ -158,14 +88,47 @@ def test_a_straggler_does_not_hold_back_the_rest(store: StateStore) -> None:
     assert fake.max_in_flight <= 4
 
 
-def test_budget_stops_new_work_and_in_flight_work_finishes(store: StateStore) -> None:
-    fake = FakeRunner({
-        "w01": Behaviour("failed"), "w02": Behaviour("unreachable"),
-        "w03": Behaviour(seconds=0.3),  # still in flight when the budget is exceeded
-    })
-    summary = run(store, fake, n=12, max_fail=25, coalesce_seconds=30)  # no partial run sneaks in
+def started_together(fake: FakeAnsible, count: int) -> threading.Event:
+    """An event set once `count` nodes have passed the gate (hold nodes on it to end them together)."""
+    together = threading.Event()
+    seen: list[str] = []
+
+    def on_start(host: str) -> None:
+        seen.append(host)
+        if len(seen) >= count:
+            together.set()
+
+    fake.on_start = on_start
+    return together
+
+
+def first_four_first(monkeypatch: pytest.MonkeyPatch) -> FakeAnsible:
+    """A fake whose hosts reach the gate in inventory order, so the window's 4 slots go to w00-w03.
+    Left to thread timing, w04 or w05 (also at the gate: forks are 4 + 2) could ask before w03 and
+    take its slot; then which nodes ran before a stop, and which stay pending, would vary."""
+    return FakeRunner(arrive=GateWatch(monkeypatch).in_inventory_order)
+
+
+def failed_first(fake: FakeAnsible, failing: set[str]) -> threading.Event:
+    """An event set once one of `failing` has ended (hold the others on it: they end after the stop)."""
+    ended = threading.Event()
+    fake.on_end = lambda host: ended.set() if host in failing else None
+    return ended
+
+
+def test_budget_stops_new_work_and_in_flight_work_finishes(store: StateStore,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = first_four_first(monkeypatch)
+    together = started_together(fake, 4)  # the failures come once all four started ...
+    stopped = failed_first(fake, {"w01", "w02"})  # ... and the others end after the stop
+    fake.behaviours = {
+        "w00": Behaviour(hold=stopped), "w01": Behaviour("failed", hold=together),
+        "w02": Behaviour("unreachable", hold=together),
+        "w03": Behaviour(seconds=0.3, hold=stopped),  # still in flight when the budget is exceeded
+    }
+    summary = run(store, fake, n=12, max_fail=20)  # the first failure (1 of at least 4) exceeds 20%
     assert summary.status == "stopped"
-    assert summary.message and "2 failed" in summary.message
+    assert summary.message and "exceeds --max-fail 20%" in summary.message
     states = {n.host: n.state for n in summary.nodes}
     assert states["w03"] == "done"  # in flight work finished
     assert [h for h, s in states.items() if s == "pending"] == [f"w{i:02d}" for i in range(4, 12)]
@@ -184,8 +147,11 @@ def test_failures_within_budget_finish_the_rollout_as_failed(store: StateStore) 
 def test_canary_runs_alone_and_its_failure_stops_everything(store: StateStore) -> None:
     fake = FakeRunner({"w00": Behaviour("failed")})
     summary = run(store, fake, n=8, canary=1, max_fail=50)
-    assert fake.calls[0][1] == ("w00",) and len(fake.calls) == 1
+    assert fake.calls[0][1][0] == "w00" and fake.processes == 1  # the canary leads the inventory
+    assert set(fake.starts) == {"w00"}  # the gate let no other node through
+    assert all(answers == ["stop"] for host, answers in fake.answers.items() if host != "w00")
     assert summary.status == "stopped" and "canary" in (summary.message or "")
+    assert summary.counts["pending"] == 7
 
 
 def test_node_that_never_reaches_the_marker_fails_with_the_runs_reason(store: StateStore) -> None:
@@ -207,7 +173,7 @@ def test_options_carry_versions_timeout_check_mode_and_forks(store: StateStore) 
     summary = run(store, fake, n=4, version="24.1.rc3", firmware_version="7.5.0.2", dry_run=True,
                   node_timeout=60)
     options = fake.calls[0][2]
-    assert options.check is True and options.forks == 4
+    assert options.check is True and options.forks == 6  # the window (4) + 2 hosts waiting at the gate
     assert options.extravars == {
         "ascend_driver_version": "24.1.rc3", "ascend_driver_firmware_version": "7.5.0.2",
         "ascend_driver_install_timeout": 60,
@@ -266,10 +232,18 @@ def test_resume_unknown_run(store: StateStore) -> None:
         resume("nope", store, run_fn=FakeRunner())
 
 
-def test_resume_after_budget_stop_with_retry_failed(store: StateStore) -> None:
-    failing = FakeRunner({"w01": Behaviour("failed"), "w02": Behaviour("failed")})
-    summary = run(store, failing, n=8, max_fail=25, coalesce_seconds=30)
+def test_resume_after_budget_stop_with_retry_failed(store: StateStore,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    failing = first_four_first(monkeypatch)
+    together = started_together(failing, 4)
+    stopped = failed_first(failing, {"w01", "w02"})
+    failing.behaviours = {"w00": Behaviour(hold=stopped), "w01": Behaviour("failed", hold=together),
+                          "w02": Behaviour("failed", hold=together), "w03": Behaviour(hold=stopped)}
+    summary = run(store, failing, n=8, max_fail=20)
     assert summary.status == "stopped"
+    first = {n.host: n.state for n in summary.nodes}
+    assert first == {"w00": "done", "w01": "failed", "w02": "failed", "w03": "done",
+                     **{f"w{i:02d}": "pending" for i in range(4, 8)}}
     plain = FakeRunner()
     inventory = make_inventory(8)
     again = resume(summary.run_id, store, run_fn=plain, loader=lambda _p: inventory)
@@ -356,8 +330,7 @@ class RecordingGuard:
 
 def test_guard_skips_fails_and_releases(store: StateStore, monkeypatch: pytest.MonkeyPatch) -> None:
     guard = RecordingGuard()
-    monkeypatch.setattr("ufcctl.rollout.kinds.upgrade_drivers.drain_guard",
-                        lambda **_: (guard, "cordon + drain"))
+    monkeypatch.setattr("ufcctl.rollout.drain.drain_guard", lambda **_: (guard, "cordon + drain"))
     fake = FakeRunner({"w03": Behaviour("failed")})
     summary = run(store, fake, n=4, max_fail=100)
     states = {n.host: (n.state, n.reason) for n in summary.nodes}
@@ -366,3 +339,4 @@ def test_guard_skips_fails_and_releases(store: StateStore, monkeypatch: pytest.M
     assert set(fake.starts) == {"w00", "w03"}  # skipped and unprepared nodes never reach Ansible
     assert sorted(guard.released) == [("w00", True), ("w02", False), ("w03", False)]
     assert summary.steps["drain"] == "cordon + drain"
+    assert fake.answers["w01"] == ["skip"] and fake.answers["w02"] == ["skip"]

@@ -1,0 +1,137 @@
+"""A kind of rollout: what one node's work is (playbook, marker task, extra vars, gate hooks).
+
+Everything else (plan, start order, window, budget, canary, topology alignment, state, resume,
+--retry-failed, the node lock) is the engine's and the same for every kind (`runs.py`,
+`executor.py`). A kind is registered once by name; a stored run names its kind, so `ufcctl resume`
+finds the kind again from the run alone.
+
+A kind's playbook must start its play with the rollout gate and run `strategy: host_pinned`
+(playbooks/tasks/rollout-gate.yml says how; tests/unit/rollout/test_kinds.py checks every
+registered kind), and its role must end with the marker task: that task's ok/changed event is
+what marks a node done.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ufcctl.domain.inventory.model import Host
+from ufcctl.domain.rollout.order import LONGEST
+
+# Nodes per long-lived ansible-playbook process. 2,000 (8 processes for 16,000 nodes) because:
+# - a process start costs ~2.3 s of controller CPU (docs/reference/scale.md §1.2): ~1 ms per node at 2,000;
+# - the host_pinned loop walks the play's host list on every pass: measured with 10 hosts waiting at
+#   the gate and internal_poll_interval 0.01, an idle process took 2.9 % of a core with 200 hosts and
+#   8.4 % with 2,000, so much larger chunks make every waiting pass dearer;
+# - one broken process (killed, out of memory) costs at most one chunk's nodes in flight.
+DEFAULT_CHUNK = 2000
+
+
+class NodeGuard(Protocol):
+    """Work around each node outside Ansible (cordon/drain); prepare returns a skip reason or None."""
+
+    def prepare(self, host: Host) -> str | None: ...
+
+    def release(self, host: Host, ok: bool) -> None: ...
+
+
+@dataclass(frozen=True)
+class RolloutRequest:
+    """A rollout of any kind: targets, window, budget, canary, alignment, and the kind's own options."""
+
+    inventory_dir: Path
+    batch: int
+    window: int = 1
+    max_fail: float = 0.0
+    canary: int = 0
+    align: str = "none"
+    limit: str | None = None  # Ansible pattern inside the kind's group
+    dry_run: bool = False  # Ansible check mode: report what would change, touch nothing
+    force: bool = False  # drain nodes even when NPU pods run on them (only with a kubeconfig)
+    forks: int | None = None  # per Ansible process; default: the window's capacity plus a few
+    accelerate: str | None = None  # "mitogen" (opt-in)
+    order: str = LONGEST  # start order: longest expected first, or "plan"
+    chunk_size: int = DEFAULT_CHUNK
+    options: Mapping[str, Any] = field(default_factory=dict)  # the kind's own settings
+
+    def params(self) -> dict[str, Any]:
+        """What the store keeps: flat, the kind's options beside the common settings."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "options"}
+        data["inventory_dir"] = str(self.inventory_dir)
+        return {**data, **dict(self.options)}
+
+    @classmethod
+    def from_params(cls, data: Mapping[str, Any], kind: RolloutKind) -> RolloutRequest:
+        """The request a stored run was made with (settings added since take their defaults)."""
+        common = {f.name for f in dataclasses.fields(cls)} - {"options"}
+        values = {k: v for k, v in data.items() if k in common}
+        values["inventory_dir"] = Path(values["inventory_dir"])
+        options = {k: data[k] for k in kind.options if k in data}
+        return cls(**values, options=options)
+
+
+def no_extravars(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {}
+
+
+def no_deadline(options: Mapping[str, Any]) -> float | None:
+    return None
+
+
+GuardFactory = Callable[[RolloutRequest], tuple[NodeGuard | None, str]]
+
+
+def drain_hooks(request: RolloutRequest) -> tuple[NodeGuard | None, str]:
+    """The default gate hooks: cordon + drain before a node starts, uncordon after it succeeded."""
+    from ufcctl.rollout.drain import drain_guard
+
+    return drain_guard(force=request.force, dry_run=request.dry_run)
+
+
+@dataclass(frozen=True)
+class RolloutKind:
+    name: str  # the command and the stored run's kind, e.g. "upgrade-drivers"
+    playbook: str  # a file under playbooks/
+    marker_task: str  # the last task of the node's work: its ok/changed event means done
+    group: str  # the inventory group whose hosts are the targets
+    options: tuple[str, ...] = ()  # names of the kind's own settings (RolloutRequest.options)
+    extravars: Callable[[Mapping[str, Any]], dict[str, Any]] = no_extravars
+    # seconds after which a node with no result is failed as hung (None: never)
+    node_deadline: Callable[[Mapping[str, Any]], float | None] = no_deadline
+    hooks: GuardFactory = drain_hooks  # prepare/release around each node, and the report's line
+
+
+class KindRegistry:
+    """Kinds by name; a second kind under a taken name is refused."""
+
+    def __init__(self) -> None:
+        self._kinds: dict[str, RolloutKind] = {}
+
+    def register(self, kind: RolloutKind) -> RolloutKind:
+        if kind.name in self._kinds:
+            raise ValueError(f"a rollout kind named {kind.name!r} is already registered")
+        self._kinds[kind.name] = kind
+        return kind
+
+    def get(self, name: str) -> RolloutKind | None:
+        return self._kinds.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._kinds)
+
+    def __iter__(self) -> Iterator[RolloutKind]:
+        return iter(list(self._kinds.values()))
+
+
+KINDS = KindRegistry()
+
+
+def registered() -> KindRegistry:
+    """The registry with every kind this ufcctl ships (importing the kinds registers them)."""
+    import ufcctl.rollout.kinds  # noqa: F401
+
+    return KINDS

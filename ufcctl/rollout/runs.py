@@ -1,0 +1,269 @@
+"""Use cases every kind of rollout shares: plan, start, resume, --retry-failed, summaries, the run list.
+
+A kind (kind.py) says what a node's work is; this module does the rest the same way for all of
+them: targets (the kind's group, narrowed by --limit), the batch plan (canary, ToR/super-pod
+alignment), the start order (longest expected first, from durations stored by earlier runs), the
+failure budget, the node lock, the run store, and resuming a stored run by the kind it names.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ufcctl.domain.inventory.model import Host, Inventory
+from ufcctl.domain.inventory.patterns import PatternError, select_hosts
+from ufcctl.domain.rollout.budget import FailureBudget
+from ufcctl.domain.rollout.order import ORDERS, start_order
+from ufcctl.domain.rollout.plan import (
+    ALIGN_VARS,
+    Batch,
+    NodeRef,
+    PlanError,
+    Projection,
+    RolloutPlan,
+    plan_batches,
+    project,
+)
+from ufcctl.domain.rollout.states import DONE, FAILED, PENDING, RUNNING, SKIPPED, run_outcome
+from ufcctl.domain.rollout.summary import NodeOutcome, RolloutSummary
+from ufcctl.engine.locks import hold_nodes
+from ufcctl.engine.runner import RunOptions, mitogen_env, new_run_id, run_playbook
+from ufcctl.errors import InputError
+from ufcctl.paths import playbook
+from ufcctl.rollout.executor import RolloutJob, RolloutObserver, RunFn, chunk_forks, execute_rollout
+from ufcctl.rollout.kind import KindRegistry, NodeGuard, RolloutKind, RolloutRequest, registered
+from ufcctl.rollout.store import RunRecord, StateStore
+
+Loader = Callable[[Path], Inventory]
+# A rollout play's strategy is `{{ ufc_rollout_strategy | default('host_pinned') }}`
+# (playbooks/upgrade-drivers.yml): with --accelerate mitogen it is Mitogen's host_pinned, whose
+# plugin directory the runner adds.
+STRATEGY_VAR = "ufc_rollout_strategy"
+MITOGEN_STRATEGY = "mitogen_host_pinned"
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    plan: RolloutPlan
+    projection: Projection | None
+    targets: int
+    measured: int = 0  # targets with a duration recorded by an earlier run (the start order uses them)
+
+
+def _load(loader: Loader | None, path: Path) -> Inventory:
+    if loader is None:
+        from ufcctl.app.inventory import load_inventory
+
+        loader = load_inventory
+    return loader(path)
+
+
+def _targets(kind: RolloutKind, inventory: Inventory, request: RolloutRequest) -> list[Host]:
+    """The kind's group, narrowed by --limit when given, in inventory order."""
+    members = inventory.group_hosts(kind.group)
+    if not members:
+        raise InputError(f"{request.inventory_dir}: group {kind.group} has no hosts",
+                         f"put the nodes for {kind.name} in group {kind.group} (see inventories/sample)")
+    names = members
+    if request.limit is not None:
+        try:
+            limited = set(select_hosts(inventory, request.limit))
+        except PatternError as err:
+            raise InputError(f"--limit {request.limit!r}: {err}",
+                             "use host names, group names, globs, ! and &") from err
+        names = [h for h in members if h in limited]
+        if not names:
+            raise InputError(f"--limit {request.limit!r} selects no host of group {kind.group}")
+    return inventory.subset(names)
+
+
+def _plan(hosts: Sequence[Host], request: RolloutRequest) -> RolloutPlan:
+    if request.order not in ORDERS:
+        raise InputError(f"--order {request.order!r}: unknown order", f"use one of: {', '.join(ORDERS)}")
+    if request.chunk_size < 1:
+        raise InputError(f"chunk size {request.chunk_size} must be at least 1")
+    var = ALIGN_VARS.get(request.align)
+    nodes = [NodeRef(h.name, None if var is None or h.vars.get(var) is None else str(h.vars[var]))
+             for h in hosts]
+    try:
+        return plan_batches(nodes, batch_size=request.batch, canary=request.canary, align=request.align,
+                            window=request.window)
+    except PlanError as err:
+        raise InputError(f"{request.inventory_dir}: {err}") from err
+
+
+def plan(kind: RolloutKind, request: RolloutRequest, store: StateStore, *, node_seconds: float | None = None,
+         loader: Loader | None = None) -> PlanReport:
+    """Batches and projected duration; reads the inventory and the state store, touches nothing."""
+    hosts = _targets(kind, _load(loader, request.inventory_dir), request)
+    rollout_plan = _plan(hosts, request)
+    projection = None
+    if node_seconds is not None:
+        projection = project(rollout_plan, node_seconds, "--node-seconds")
+    else:
+        # newest first; dry runs install nothing, so they measure nothing
+        for record in store.runs(kind.name):
+            seconds = None if record.params.get("dry_run") else store.median_node_seconds(record.run_id)
+            if seconds is not None:
+                projection = project(rollout_plan, seconds, f"median node time of run {record.run_id}")
+                break
+    known = store.node_durations(kind.name)
+    measured = sum(1 for h in hosts if h.name in known)
+    return PlanReport(rollout_plan, projection, len(hosts), measured)
+
+
+def _check_accelerate(request: RolloutRequest) -> None:
+    """Refused before anything is written, not in every Ansible process later."""
+    if request.accelerate is None:
+        return
+    if request.accelerate != "mitogen":
+        raise InputError(f"--accelerate {request.accelerate!r}: unknown accelerator", "use: mitogen")
+    mitogen_env()  # EnvironmentMissing when Mitogen is absent or does not support this ansible-core
+
+
+def _options(kind: RolloutKind, request: RolloutRequest, capacity: int) -> RunOptions:
+    extravars: dict[str, Any] = dict(kind.extravars(request.options))
+    if request.accelerate == "mitogen":
+        extravars[STRATEGY_VAR] = MITOGEN_STRATEGY
+    return RunOptions(
+        forks=request.forks or chunk_forks(capacity),
+        check=request.dry_run,
+        extravars=extravars,
+        accelerate=request.accelerate,
+        # no whole-run timeout: a process serves its chunk for as long as its nodes take; a hung
+        # node is failed by the engine's per-node deadline (kind.node_deadline)
+        timeout=None,
+    )
+
+
+def _execute(kind: RolloutKind, run_id: str, request: RolloutRequest, inventory: Inventory,
+             rollout_plan: RolloutPlan, todo: list[str], store: StateStore, run_fn: RunFn | None,
+             observer: RolloutObserver | None, hooks: tuple[NodeGuard | None, str]) -> RolloutSummary:
+    run_fn = run_fn or run_playbook  # looked up per call, so tests can replace the engine
+    guard, drain_step = hooks
+    store.set_step(run_id, "drain", drain_step)
+    before = store.run(run_id)
+    counts = before.counts if before else {}
+    known = store.node_durations(kind.name) if request.order != "plan" else {}
+    job = RolloutJob(
+        run_id=run_id, playbook=playbook(kind.playbook), plan=rollout_plan, hosts=inventory.hosts,
+        order=tuple(start_order(rollout_plan, todo, known, request.order)),
+        options=_options(kind, request, rollout_plan.capacity), marker_task=kind.marker_task,
+        budget=FailureBudget(request.max_fail, floor=request.batch), chunk_size=request.chunk_size,
+        node_deadline=kind.node_deadline(request.options),
+        done_before=counts.get(DONE, 0), failed_before=counts.get(FAILED, 0),
+    )
+    started = time.monotonic()
+    try:
+        stop = execute_rollout(job, store, run_fn, observer=observer, guard=guard)
+    except KeyboardInterrupt:
+        store.finish_run(run_id, "interrupted", "interrupted by the user")
+        raise
+    after = store.run(run_id)
+    assert after is not None
+    store.finish_run(run_id, run_outcome(after.counts, stop), stop)
+    return summarize(store, run_id, seconds=time.monotonic() - started)
+
+
+def start(kind: RolloutKind, request: RolloutRequest, store: StateStore, *, run_fn: RunFn | None = None,
+          observer: RolloutObserver | None = None, loader: Loader | None = None,
+          retry_failed: bool = False) -> RolloutSummary:
+    """A new rollout of `kind` (or, with retry_failed, over the newest run's failed and skipped nodes)."""
+    inventory = _load(loader, request.inventory_dir)
+    hosts = _targets(kind, inventory, request)
+    if retry_failed:
+        hosts = _previous_failures(kind, store, request, hosts)
+    rollout_plan = _plan(hosts, request)
+    _check_accelerate(request)
+    hooks = kind.hooks(request)  # before anything is written: kubectl missing is refused here
+    run_id = new_run_id(kind.name)
+    rows = [(h, b.index, i) for b in rollout_plan.batches for i, h in enumerate(b.hosts)]
+    store.verify()
+    # held until the rollout ends (or the process dies): an overlapping run is refused at once
+    with hold_nodes(run_id, rollout_plan.hosts(), directory=store.lock_dir):
+        store.create_run(run_id, kind.name, str(request.inventory_dir), request.params(), rows)
+        return _execute(kind, run_id, request, inventory, rollout_plan, rollout_plan.hosts(), store, run_fn,
+                        observer, hooks)
+
+
+def _previous_failures(kind: RolloutKind, store: StateStore, request: RolloutRequest,
+                       hosts: list[Host]) -> list[Host]:
+    runs = [r for r in store.runs(kind.name) if r.inventory == str(request.inventory_dir)]
+    if not runs:
+        raise InputError(f"--retry-failed: no earlier {kind.name} run on {request.inventory_dir}",
+                         "run without --retry-failed first")
+    failed = {n.host for n in store.nodes(runs[0].run_id, (FAILED, SKIPPED))}
+    chosen = [h for h in hosts if h.name in failed]
+    if not chosen:
+        raise InputError(f"--retry-failed: run {runs[0].run_id} has no failed or skipped node to retry")
+    return chosen
+
+
+def resume(run_id: str, store: StateStore, *, retry_failed: bool = False, run_fn: RunFn | None = None,
+           observer: RolloutObserver | None = None, loader: Loader | None = None,
+           kinds: KindRegistry | None = None) -> RolloutSummary:
+    """Continue a run of any kind after a crash, a Ctrl-C or a budget stop; done nodes are never redone."""
+    record = _record(store, run_id)
+    registry = kinds or registered()
+    kind = registry.get(record.kind)
+    if kind is None:
+        raise InputError(f"run {run_id} is a {record.kind!r} rollout, a kind this ufcctl does not know",
+                         "resume it with the ufcctl that started it; known kinds: "
+                         f"{', '.join(registry.names())}")
+    request = RolloutRequest.from_params(record.params, kind)
+    inventory = _load(loader, request.inventory_dir)
+    _check_accelerate(request)
+    hooks = kind.hooks(request)
+    again = (RUNNING, FAILED, SKIPPED) if retry_failed else (RUNNING,)
+    touched = [n.host for n in store.nodes(run_id, (PENDING, *again))]
+    store.verify()
+    # The lock, not the recorded pid, says whether the run is still being run: a killed process
+    # holds no lock (its pid may have been reused since).
+    with hold_nodes(run_id, touched, directory=store.lock_dir):
+        store.claim_run(run_id)
+        store.reset(run_id, again)
+        nodes = store.nodes(run_id)
+        missing = [n.host for n in nodes if n.state == PENDING and n.host not in inventory.hosts]
+        for host in missing:
+            store.mark_skipped(run_id, [host], f"no longer in {request.inventory_dir}")
+        rollout_plan = stored_plan(record, store)
+        todo = [n.host for n in store.nodes(run_id, (PENDING,))]
+        return _execute(kind, run_id, request, inventory, rollout_plan, todo, store, run_fn, observer, hooks)
+
+
+def _record(store: StateStore, run_id: str) -> RunRecord:
+    record = store.run(run_id)
+    if record is None:
+        raise InputError(f"no run {run_id} in {store.path}", "list runs with `ufcctl runs`")
+    return record
+
+
+def stored_plan(record: RunRecord, store: StateStore) -> RolloutPlan:
+    """The plan exactly as the run recorded it (the inventory may have changed since)."""
+    batches: dict[int, list[str]] = {}
+    for node in store.nodes(record.run_id):
+        batches.setdefault(node.batch, []).append(node.host)
+    canary = int(record.params.get("canary", 0))
+    return RolloutPlan(
+        tuple(Batch(i, tuple(hosts), canary=bool(canary) and i == 0) for i, hosts in sorted(batches.items())),
+        batch_size=int(record.params["batch"]), window=int(record.params.get("window", 1)),
+        canary=canary, align=str(record.params.get("align", "none")),
+    )
+
+
+def summarize(store: StateStore, run_id: str, seconds: float | None = None) -> RolloutSummary:
+    record = _record(store, run_id)
+    nodes = tuple(
+        NodeOutcome(n.host, n.batch, n.state, n.reason, n.changed, n.seconds, n.attempts)
+        for n in store.nodes(run_id)
+    )
+    return RolloutSummary(run_id, record.kind, record.status, nodes, record.message, seconds,
+                          record.steps, bool(record.params.get("dry_run")))
+
+
+def list_runs(store: StateStore, limit: int = 50) -> list[RunRecord]:
+    return store.runs(limit=limit)
