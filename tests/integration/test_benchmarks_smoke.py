@@ -56,3 +56,22 @@ def test_deploy_benchmark_runs_on_a_small_lab() -> None:
     assert rows[0][7] == rows[1][7] and int(rows[0][7]) > 0, proc.stdout
     assert re.search(r"baseline / ufcctl: first deploy wall = [0-9.]+x, CPU = [0-9.]+x; no-op wall = "
                      r"[0-9.]+x, CPU = [0-9.]+x", proc.stdout), proc.stdout
+
+
+def test_engine_simulation_benchmark_runs_on_a_small_fleet() -> None:
+    # 120 simulated nodes, C=10, time compressed 2000x: the real engine (plan, order, window, gate
+    # socket, state store) against the simulated executor, both orders, in well under a minute
+    nodes = 120
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "benchmarks" / "bench_rollout_engine.py"), str(nodes), "10", "2000"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    print(proc.stdout)
+    rows = re.findall(r"^(fifo|longest) +(\w+) +(\d+) +(\d+) +[0-9.]+ +([0-9.]+) ", proc.stdout, re.MULTILINE)
+    assert [row[0] for row in rows] == ["fifo", "longest"], proc.stdout
+    for _order, _status, done, failed, ms_per_node in rows:
+        # every node ended exactly once: the one hung node failed at its deadline, the rest are done
+        assert (int(done), int(failed)) == (nodes - 1, 1), proc.stdout
+        assert float(ms_per_node) > 0, proc.stdout
+    assert re.search(r"lower bound max\(max Ti, sum Ti / C\) = \d+s", proc.stdout), proc.stdout
