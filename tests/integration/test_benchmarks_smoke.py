@@ -63,7 +63,8 @@ def test_engine_simulation_benchmark_runs_on_a_small_fleet() -> None:
     # socket, state store) against the simulated executor, both orders, in well under a minute
     nodes = 120
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "benchmarks" / "bench_rollout_engine.py"), str(nodes), "10", "2000"],
+        [sys.executable, str(ROOT / "tests" / "benchmarks" / "bench_rollout_engine.py"), str(nodes), "10",
+         "2000"],
         cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -109,7 +109,7 @@ def upgrade_drivers(inventory: Path, batch: int, window: int, max_fail: float, c
     finishes, so a slow node never holds back its batch. State is kept in .ufc/state.db: after a
     crash or a stop, `ufcctl resume RUN_ID` continues without redoing finished nodes.
     """
-    request = app.UpgradeRequest(
+    request = app.upgrade_request(
         inventory_dir=inventory, batch=batch, window=window, max_fail=max_fail, canary=canary, align=align,
         version=version, firmware_version=firmware_version, limit=limit, dry_run=dry_run, force=force,
         node_timeout=node_timeout, forks=forks, accelerate=accelerate, order=order, chunk_size=chunk_size,
@@ -133,7 +133,7 @@ def plan() -> None:
 def plan_upgrade_drivers(inventory: Path, batch: int, window: int, max_fail: float, canary: int, align: str,
                          limit: str | None, node_seconds: float | None, all_rows: bool, output: str) -> None:
     """Print the batches of an upgrade-drivers run and its projected duration."""
-    request = app.UpgradeRequest(inventory_dir=inventory, batch=batch, window=window, max_fail=max_fail,
+    request = app.upgrade_request(inventory_dir=inventory, batch=batch, window=window, max_fail=max_fail,
                                  canary=canary, align=align, limit=limit)
     with StateStore() as store:
         report = app.plan_upgrade(request, store, node_seconds=node_seconds)

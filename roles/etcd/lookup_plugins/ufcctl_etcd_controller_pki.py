@@ -9,8 +9,6 @@ a converged run skips the seven tasks that would only confirm them.
 
 from __future__ import annotations
 
-import os
-import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,37 +17,25 @@ from ansible.plugins.lookup import LookupBase
 
 try:
     from ufcctl.domain.etcd.pki import ControllerFiles, controller_problems
+    from ufcctl.engine.pki_files import bytes_of, mode_of, modes_of
 except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
     from ufcctl.domain.etcd.pki import ControllerFiles, controller_problems
+    from ufcctl.engine.pki_files import bytes_of, mode_of, modes_of
 
 FILES = ("ca.key", "ca.crt", "ufcctl.key", "ufcctl.crt")
 
 
-def _mode(path: Path) -> str | None:
-    try:
-        return f"{stat.S_IMODE(os.stat(path).st_mode):04o}"
-    except OSError:
-        return None
-
-
-def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
-
-
 def problems(directory: str) -> list[str]:
     base = Path(directory)
-    data = {name: _read(base / name) for name in FILES}
+    data = {name: bytes_of(base / name) for name in FILES}
     files = ControllerFiles(
-        directory_mode=_mode(base) if base.is_dir() else None,
+        directory_mode=mode_of(base) if base.is_dir() else None,
         ca_key=data["ca.key"],
         ca_cert=data["ca.crt"],
         client_key=data["ufcctl.key"],
         client_cert=data["ufcctl.crt"],
-        modes={name: mode for name in FILES if (mode := _mode(base / name))},
+        modes=modes_of(base, FILES),
     )
     return [f"{directory}: {problem}" for problem in controller_problems(files)]
 

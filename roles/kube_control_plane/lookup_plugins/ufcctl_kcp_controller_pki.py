@@ -8,8 +8,6 @@ of problems is returned) and judges them with ufcctl/domain/controlplane/pki.py.
 
 from __future__ import annotations
 
-import os
-import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,32 +16,20 @@ from ansible.plugins.lookup import LookupBase
 
 try:
     from ufcctl.domain.controlplane.pki import MODES, CaFiles, ca_problems
+    from ufcctl.engine.pki_files import bytes_of, mode_of, modes_of
 except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
     from ufcctl.domain.controlplane.pki import MODES, CaFiles, ca_problems
-
-
-def _mode(path: Path) -> str | None:
-    try:
-        return f"{stat.S_IMODE(os.stat(path).st_mode):04o}"
-    except OSError:
-        return None
-
-
-def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
+    from ufcctl.engine.pki_files import bytes_of, mode_of, modes_of
 
 
 def problems(directory: str) -> list[str]:
     base = Path(directory)
     files = CaFiles(
-        directory_mode=_mode(base) if base.is_dir() else None,
-        key=_read(base / "ca.key"),
-        cert=_read(base / "ca.crt"),
-        modes={name: mode for name in MODES if (mode := _mode(base / name))},
+        directory_mode=mode_of(base) if base.is_dir() else None,
+        key=bytes_of(base / "ca.key"),
+        cert=bytes_of(base / "ca.crt"),
+        modes=modes_of(base, MODES),
     )
     return [f"{directory}: {problem}" for problem in ca_problems(files)]
 

@@ -15,7 +15,8 @@ from tests.helpers.fake_ansible import Behaviour, FakeAnsible, GateWatch
 from ufcctl.domain.inventory.model import Group, Host, Inventory
 from ufcctl.engine.locks import hold_nodes
 from ufcctl.errors import InputError
-from ufcctl.rollout.kinds.upgrade_drivers import UpgradeRequest, plan_upgrade, upgrade
+from ufcctl.rollout.kind import RolloutRequest
+from ufcctl.rollout.kinds.upgrade_drivers import plan_upgrade, upgrade, upgrade_request
 from ufcctl.rollout.runs import resume, summarize
 from ufcctl.rollout.store import StateStore
 
@@ -45,8 +46,8 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StateStore:
     s.close()
 
 
-def request(**kw) -> UpgradeRequest:
-    return UpgradeRequest(**{"inventory_dir": Path("/inv"), "batch": 4, **kw})
+def request(**kw) -> RolloutRequest:
+    return upgrade_request(**{"inventory_dir": Path("/inv"), "batch": 4, **kw})
 
 
 def run(store: StateStore, fake: FakeRunner, n: int = 12, retry_failed: bool = False, **kw):

@@ -8,16 +8,13 @@ resume and the rest are the engine's (ufcctl/rollout/runs.py).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ufcctl.domain.inventory.model import NPU_NODE
-from ufcctl.domain.rollout.order import LONGEST
 from ufcctl.domain.rollout.summary import RolloutSummary
 from ufcctl.rollout import runs
 from ufcctl.rollout.executor import RolloutObserver, RunFn
-from ufcctl.rollout.kind import DEFAULT_CHUNK, KINDS, RolloutKind, RolloutRequest
+from ufcctl.rollout.kind import KINDS, RolloutKind, RolloutRequest
 from ufcctl.rollout.runs import Loader, PlanReport
 from ufcctl.rollout.store import StateStore
 
@@ -53,45 +50,23 @@ KIND = KINDS.register(RolloutKind(
 ))
 
 
-@dataclass(frozen=True)
-class UpgradeRequest:
-    """The `upgrade-drivers` command's flags."""
-
-    inventory_dir: Path
-    batch: int
-    window: int = 1
-    max_fail: float = 0.0
-    canary: int = 0
-    align: str = "none"
-    version: str | None = None  # ascend_driver_version (else the inventory's)
-    firmware_version: str | None = None  # ascend_driver_firmware_version (else the inventory's)
-    limit: str | None = None  # Ansible pattern inside npu_node
-    dry_run: bool = False  # Ansible check mode: report what would change, install nothing
-    force: bool = False  # drain nodes even when NPU pods run on them (only with a kubeconfig)
-    node_timeout: int = DEFAULT_NODE_TIMEOUT
-    forks: int | None = None  # per Ansible process; default: the window's capacity plus a few
-    accelerate: str | None = None
-    order: str = LONGEST
-    chunk_size: int = DEFAULT_CHUNK
-
-    def rollout(self) -> RolloutRequest:
-        return RolloutRequest(
-            inventory_dir=self.inventory_dir, batch=self.batch, window=self.window, max_fail=self.max_fail,
-            canary=self.canary, align=self.align, limit=self.limit, dry_run=self.dry_run, force=self.force,
-            forks=self.forks, accelerate=self.accelerate, order=self.order, chunk_size=self.chunk_size,
-            options={"version": self.version, "firmware_version": self.firmware_version,
-                     "node_timeout": self.node_timeout},
-        )
+def upgrade_request(*, version: str | None = None, firmware_version: str | None = None,
+                    node_timeout: int = DEFAULT_NODE_TIMEOUT, **common: Any) -> RolloutRequest:
+    """The `upgrade-drivers` flags as a rollout request: the common settings (RolloutRequest's
+    fields) plus this kind's options. version and firmware_version default to the inventory's
+    ascend_driver_version / ascend_driver_firmware_version."""
+    return RolloutRequest(**common, options={"version": version, "firmware_version": firmware_version,
+                                             "node_timeout": node_timeout})
 
 
-def plan_upgrade(request: UpgradeRequest, store: StateStore, *, node_seconds: float | None = None,
+def plan_upgrade(request: RolloutRequest, store: StateStore, *, node_seconds: float | None = None,
                  loader: Loader | None = None) -> PlanReport:
-    return runs.plan(KIND, request.rollout(), store, node_seconds=node_seconds, loader=loader)
+    return runs.plan(KIND, request, store, node_seconds=node_seconds, loader=loader)
 
 
-def upgrade(request: UpgradeRequest, store: StateStore, *, run_fn: RunFn | None = None,
+def upgrade(request: RolloutRequest, store: StateStore, *, run_fn: RunFn | None = None,
             observer: RolloutObserver | None = None, loader: Loader | None = None,
             retry_failed: bool = False) -> RolloutSummary:
     """A new rollout over npu_node (or, with retry_failed, over the newest run's failed nodes)."""
-    return runs.start(KIND, request.rollout(), store, run_fn=run_fn, observer=observer, loader=loader,
+    return runs.start(KIND, request, store, run_fn=run_fn, observer=observer, loader=loader,
                       retry_failed=retry_failed)
