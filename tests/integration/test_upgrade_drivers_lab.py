@@ -184,14 +184,19 @@ def test_budget_stops_the_run_and_resume_finishes_it(lab: Lab) -> None:
     before = {w: len(installs(w)) for w in WORKERS}
     for worker in WORKERS[:2]:
         write_faults(worker, {"fail": "firmware"})
-    rc, data = lab.upgrade("--batch", "4", "--max-fail", "10%", *TO_V1)
+    # --order plan: the faulty nodes come first in the start order (the default, longest expected
+    # first, would order by what earlier tests recorded). Which of the first window's hosts reach
+    # the gate first is up to Ansible's forks, so the test asserts states, not exact positions.
+    rc, data = lab.upgrade("--batch", "4", "--max-fail", "10%", "--order", "plan", *TO_V1)
     states = _states(data)
     assert rc == 1 and data["status"] == "stopped", (data["status"], data["message"], states)
     assert "exceeds --max-fail 10%" in data["message"]
     failed = {h: r for h, (s, r) in states.items() if s == "failed"}
-    assert failed and all("fault injected" in r for r in failed.values()), failed
+    assert failed and set(failed) <= set(WORKERS[:2]), states
+    assert all("fault injected" in r for r in failed.values()), failed
+    assert not [w for w in WORKERS[:2] if states[w][0] == "done"], states  # a faulty node never passes
     pending = [h for h, (s, _) in states.items() if s == "pending"]
-    assert pending and set(pending) <= set(WORKERS[4:])
+    assert pending and WORKERS[-1] in pending, states  # the stop came before the end of the start order
     for worker in pending:  # never started: nothing installed
         assert len(installs(worker)) == before[worker]
     assert not [h for h, (s, _) in states.items() if s == "running"]  # in-flight work finished
@@ -245,7 +250,7 @@ def test_kill_9_mid_run_then_resume_installs_every_node_exactly_once(lab: Lab) -
     resumed = lab.ufcctl("resume", run_id, "--output", "json")
     data = _json(resumed)
     _clear_faults()
-    assert resumed.returncode == 0, _states(data)
+    assert resumed.returncode == 0, (data.get("message"), _states(data), resumed.stderr[-2000:])
     assert data["counts"]["done"] == 12
     for worker in WORKERS:
         new = sorted(entry[:2] for entry in installs(worker)[before[worker]:])

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import secrets
 import selectors
 import socket
 import tempfile
@@ -80,11 +81,17 @@ class GateServer:
     def __init__(self, directory: Path, on_request: Callable[[GateRequest], None]):
         self.on_request = on_request
         self._own_dir: Path | None = None
-        path = directory / "gate.sock"
+        self._directory = directory
+        # A name of its own per attempt: after a kill -9, the killed attempt's Ansible processes may
+        # live on for a while, and a host of theirs reaching the gate must find nobody (and fail in
+        # that orphaned play), never the resumed attempt's engine, which would admit it a second time
+        # while the orphan, not the resumed process, runs it.
+        name = f"gate-{secrets.token_hex(4)}.sock"
+        path = directory / name
         if len(os.fsencode(path)) > MAX_SOCKET_PATH:
             # a deep state directory: a short private directory instead, removed at close
             self._own_dir = Path(tempfile.mkdtemp(prefix="ufc-gate-"))
-            path = self._own_dir / "gate.sock"
+            path = self._own_dir / name
         self.path = path
         self._selector = selectors.DefaultSelector()
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -100,7 +107,10 @@ class GateServer:
         return {GATE_ENV: str(self.path)}
 
     def start(self) -> GateServer:
-        self.path.unlink(missing_ok=True)  # a socket file left by a killed earlier attempt
+        # Socket files left by killed earlier attempts of this run (the run's lock says none of them
+        # is alive): nothing listens on them any more.
+        for stale in self._directory.glob("gate*.sock"):
+            stale.unlink(missing_ok=True)
         self._listener.bind(str(self.path))
         os.chmod(self.path, 0o600)
         self._listener.listen(1024)

@@ -41,7 +41,7 @@ def test_each_host_gets_its_own_answer(tmp_path: Path) -> None:
     collector = Collector()
     answers: dict[str, dict] = {}
     with GateServer(tmp_path, collector) as server:
-        assert server.env() == {GATE_ENV: str(tmp_path / "gate.sock")}
+        assert server.env() == {GATE_ENV: str(server.path)} and server.path.parent == tmp_path
         assert stat.S_IMODE(server.path.stat().st_mode) == 0o600
         threads = [ask_in_thread(server.path, h, answers) for h in ("a", "b", "c")]
         requests = {r.host: r for r in collector.wait_for(3)}
@@ -124,3 +124,19 @@ def test_a_deep_state_directory_gets_a_short_private_socket_directory(tmp_path: 
         assert stat.S_IMODE(server.path.parent.stat().st_mode) == 0o700
         own = server.path.parent
     assert not own.exists()
+
+
+def test_a_killed_attempts_processes_never_reach_the_next_attempts_gate(tmp_path: Path) -> None:
+    # kill -9 leaves the first attempt's socket file and, for a while, its Ansible processes, whose
+    # environment still names that file; the resumed attempt listens elsewhere and removes the file
+    first = GateServer(tmp_path, Collector())
+    first.start()
+    orphaned = first.env()[GATE_ENV]
+    first._listener.close()  # what the kernel does to a killed process's socket; the file stays
+    assert Path(orphaned).exists()
+    collector = Collector()
+    with GateServer(tmp_path, collector) as second:
+        assert str(second.path) != orphaned and not Path(orphaned).exists()
+        with pytest.raises(OSError):
+            ask_gate(orphaned, "w01")  # the orphan's host finds nobody: its own play fails it
+        assert collector.requests == []
