@@ -368,7 +368,7 @@ def run_playbook(
     order). `env` adds variables for the play's own plugins, such as the rollout gate's socket
     (engine/gate.py); Ansible's settings come from ansible.cfg alone.
     """
-    # Private (0600/0700): the run directory, ansible-runner's files in it (env/extravars, ...) and
+    # Private (0600/0700): the run directory, ansible-runner's files in it (status, rc, ...) and
     # whatever the Ansible process writes under .ufc/ (PKI, manifests); it inherits the umask.
     with statedir.private_files():
         return _run_playbook(playbook, hosts, options, run_id=run_id, observer=observer, cancel=cancel,
@@ -450,6 +450,11 @@ def _run_playbook(
             fact_cache_type="memory",
             timeout=options.timeout,
             settings={"suppress_output_file": True, "suppress_ansible_output": True},
+            # Nothing under env/: ansible-runner writes envvars/extravars/cmdline there only when the
+            # file is missing and then lets the file win over what it is given, so a second run in
+            # the same directory (a resumed rollout's chunk, run ids are stable) would get the first
+            # run's environment and variables, e.g. a gate socket that no longer exists.
+            suppress_env_files=True,
         )
     finally:
         sink.close()

@@ -129,3 +129,26 @@ def test_syntax_error_surfaces_ansible_output(workdir: Path) -> None:
     assert result.rc != 0 and not result.succeeded
     assert result.hosts == {}
     assert any("no_such_module_xyz" in line for line in result.output_tail)
+
+
+ENV_PLAYBOOK = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: Write what this run was given
+      ansible.builtin.copy:
+        content: "{{ lookup('ansible.builtin.env', 'UFC_TEST_GIVEN') }} {{ given }}\\n"
+        dest: "{{ out_dir }}/given.txt"
+        mode: "0600"
+"""
+
+
+def test_a_second_run_under_the_same_run_id_gets_its_own_environment_and_variables(workdir: Path) -> None:
+    # a resumed rollout runs its chunks under the run ids of the first attempt
+    (workdir / "env.yml").write_text(ENV_PLAYBOOK)
+    hosts = [_host("solo", {"kube_node"}, out_dir=str(workdir / "out"))]
+    for value in ("first", "second"):
+        result = run_playbook(workdir / "env.yml", hosts, RunOptions(extravars={"given": value}),
+                              run_id="same-run", env={"UFC_TEST_GIVEN": value})
+        assert result.succeeded, result
+        assert (workdir / "out" / "given.txt").read_text() == f"{value} {value}\n"
