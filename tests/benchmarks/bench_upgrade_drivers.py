@@ -4,7 +4,7 @@ On a test-owned lab (its own name and subnet) with the lab NPU emulator: every n
 driver install takes T seconds and one node, in the middle of the fleet, takes 10 x T. Measured in
 the same run, on the same nodes, doing the same work (a firmware + driver upgrade on every node):
 
-  ufcctl    `ufcctl upgrade-drivers --batch C` (sliding window of C nodes, strategy free, marker)
+  ufcctl    `ufcctl upgrade-drivers --batch C` (the fleet engine: window of C nodes, host_pinned, gate)
   baseline  `ansible-playbook tests/benchmarks/baseline_upgrade_drivers.yml -e baseline_serial=C`
             (serial batches, linear strategy, default SSH settings: no pipelining, ControlPersist 60s)
 
