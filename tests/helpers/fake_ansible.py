@@ -15,7 +15,6 @@ a sleep, is what makes those tests deterministic.
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.helpers.pyimports import load_file
 from ufcctl.domain.inventory.model import Host
 from ufcctl.engine.gate import GATE_ENV, GateRequest, GateServer
 from ufcctl.engine.runner import HostResult, RunOptions, RunResult
@@ -32,12 +32,7 @@ DEFAULT_MARKER = "Report the node done to the rollout engine"
 
 
 def _gate_client() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "ufc_gate_action", ROOT / "playbooks" / "action_plugins" / "ufc_gate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(ROOT / "playbooks" / "action_plugins" / "ufc_gate.py", "ufc_gate_action")
 
 
 ask_gate: Callable[[str, str], dict[str, Any]] = _gate_client().ask

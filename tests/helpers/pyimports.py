@@ -1,9 +1,12 @@
-"""Absolute module names a Python file imports, read with ast (nothing is executed)."""
+"""Absolute module names a Python file imports, read with ast (nothing is executed); and loading a
+plugin or module file that is not on the import path (a role's library/, filter_plugins/, ...)."""
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -81,3 +84,12 @@ def imported_names(path: Path) -> set[str]:
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.update(f"{node.module}.{a.name}" for a in node.names)
     return names
+
+
+def load_file(path: Path, name: str | None = None) -> ModuleType:
+    """Execute the Python file at `path` as a module named `name` (default: its stem) and return it."""
+    spec = importlib.util.spec_from_file_location(name or path.stem, path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

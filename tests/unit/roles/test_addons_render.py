@@ -9,7 +9,6 @@ ConfigMap's size are printed (run with -s), never asserted.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import platform
 import time
@@ -24,6 +23,7 @@ from ansible.template import Templar, trust_as_template
 
 from tests.helpers.ansible_values import trusted as _trusted
 from tests.helpers.gen_inventory import ClusterShape, write_cluster_inventory
+from tests.helpers.pyimports import load_file
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.addons.tor import MAX_CONFIGMAP_DATA_BYTES
 from ufcctl.domain.manifests.component import prepare_component
@@ -50,13 +50,7 @@ PARTS = [
 
 
 def _filters() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "ufcctl_ascend", ROLES / "ascend_components" / "filter_plugins" / "ufcctl_ascend.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(ROLES / "ascend_components" / "filter_plugins" / "ufcctl_ascend.py")
 
 
 FILTERS = _filters()

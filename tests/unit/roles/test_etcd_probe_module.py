@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import pwd
 from pathlib import Path
@@ -12,12 +11,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
+from tests.helpers.pyimports import load_file
+
 ROOT = Path(__file__).resolve().parents[3]
-_spec = importlib.util.spec_from_file_location(
-    "etcd_probe", ROOT / "roles" / "etcd" / "library" / "etcd_probe.py"
-)
-probe = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(probe)
+probe = load_file(ROOT / "roles" / "etcd" / "library" / "etcd_probe.py")
 
 DPKG = """\
 Package: etcd-client

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -15,7 +14,7 @@ from types import ModuleType
 import pytest
 import yaml
 
-from tests.helpers.pyimports import import_closure, source_of
+from tests.helpers.pyimports import import_closure, load_file, source_of
 from ufcctl.domain.etcd.rule import DEFAULT_RULE
 from ufcctl.domain.etcd.settings import ROLE_DEFAULTS
 from ufcctl.domain.etcd.topology import CLUSTER_KINDS, apiserver_etcd_flags, clusters_from_groups
@@ -243,13 +242,7 @@ def test_shipped_agent_runs_on_a_bare_interpreter(
 
 
 def _filters() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "ufcctl_etcd_filters", ROLE / "filter_plugins" / "ufcctl_etcd.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(ROLE / "filter_plugins" / "ufcctl_etcd.py", "ufcctl_etcd_filters")
 
 
 GROUPS = {

@@ -3,15 +3,13 @@ certificate key masked wherever they appear (output and command line)."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from tests.helpers.pyimports import load_file
 
 ROOT = Path(__file__).resolve().parents[3]
 PLUGIN = ROOT / "roles" / "kube_control_plane" / "filter_plugins" / "ufcctl_kube_control_plane.py"
-_spec = importlib.util.spec_from_file_location("ufcctl_kcp_filters", PLUGIN)
-assert _spec and _spec.loader
-filters = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(filters)
+filters = load_file(PLUGIN, "ufcctl_kcp_filters")
 
 TOKEN = "abcdef.0123456789abcdef"
 CERT_KEY = "f" * 64

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import yaml
 
+from tests.helpers.pyimports import load_file
 from ufcctl.domain.nfs.plan import plan_server
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -31,10 +31,7 @@ def test_every_planner_setting_is_a_role_default_and_back() -> None:
 
 
 def test_filter_plugin_exposes_the_planner() -> None:
-    spec = importlib.util.spec_from_file_location("ufcctl_nfs", ROLE / "filter_plugins" / "ufcctl_nfs.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_file(ROLE / "filter_plugins" / "ufcctl_nfs.py")
     filters = module.FilterModule().filters()
     settings = {key: DEFAULTS[f"nfs_server_{key}"] for key in SETTINGS}
     settings.update(ganesha_pseudo_path="/data", export_network="10.0.0.0/16")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import importlib.util
 import os
 from pathlib import Path
 
@@ -11,12 +10,10 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
+from tests.helpers.pyimports import load_file
+
 ROOT = Path(__file__).resolve().parents[3]
-_spec = importlib.util.spec_from_file_location(
-    "node_tuning_sysctl", ROOT / "roles" / "node_tuning" / "library" / "node_tuning_sysctl.py"
-)
-sysctl = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sysctl)
+sysctl = load_file(ROOT / "roles" / "node_tuning" / "library" / "node_tuning_sysctl.py")
 RMEM = "4096 131072 33554432"
 
 

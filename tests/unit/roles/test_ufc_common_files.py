@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import grp
-import importlib.util
 import json
 import os
 import pwd
@@ -16,6 +15,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.helpers.pyimports import load_file
 
 ROOT = Path(__file__).resolve().parents[3]
 PLAYBOOK_BIN = Path(sys.executable).parent / "ansible-playbook"
@@ -340,10 +341,7 @@ def test_numeric_ids_that_name_nobody_are_used_as_ids() -> None:
     # ansible.builtin.file takes "1000" for a uid that has no user (the NFS dataset owner need not
     # exist on the server); a number that does name a user still resolves by name first
     library = ROOT / "roles" / "ufc_common" / "library" / "ufc_files.py"
-    spec = importlib.util.spec_from_file_location("ufc_files_module", library)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_file(library, "ufc_files_module")
     assert module.resolve_ids("4242", "4243", "/x", False) == (4242, 4243)  # no user/group is named "4242"
     assert module.resolve_ids("root", "0", "/x", False) == (0, 0)
     with pytest.raises(module.Refused, match="/x: user no-such-user-ufc does not exist"):

@@ -40,14 +40,6 @@ def inventory(n: int, group: str = "npu_node") -> Inventory:
     return Inventory("inv", hosts, {group: Group(group, hosts=tuple(hosts))})
 
 
-@pytest.fixture()
-def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StateStore:
-    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
-    s = StateStore(tmp_path / "state.db")
-    yield s
-    s.close()
-
-
 def upgrade_kind() -> RolloutKind:
     kind = registered().get("upgrade-drivers")
     assert kind is not None

@@ -38,14 +38,6 @@ def make_inventory(n: int, per_tor: int = 2) -> Inventory:
     return Inventory("inv", hosts, groups)
 
 
-@pytest.fixture()
-def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StateStore:
-    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
-    s = StateStore(tmp_path / "state.db")
-    yield s
-    s.close()
-
-
 def request(**kw) -> RolloutRequest:
     return upgrade_request(**{"inventory_dir": Path("/inv"), "batch": 4, **kw})
 
