@@ -123,6 +123,20 @@ def _write(container: str, path: str, text: str) -> None:
         raise RuntimeError(f"writing {path} on {container} failed: {proc.stderr.strip()}")
 
 
+def set_installed(container: str, release: Release) -> None:
+    """Rewrite the versions the node reports as installed, as if `release` were installed.
+
+    Benchmarks use it to start every measured run from the same state (every node one release
+    behind its target) without paying an install; the node must have had a real (emulated)
+    install before, which put npu-smi and the version files in place.
+    """
+    script = "".join(
+        f"sed -i 's/^Version=.*/Version={version}/' /usr/local/Ascend/{kind}/version.info && "
+        for kind, version in (("driver", release.driver_version), ("firmware", release.firmware_version))
+    ) + "true"
+    podman("exec", container, "sh", "-c", script)
+
+
 def installs(container: str) -> list[tuple[str, str, str]]:
     """(kind, version, mode) of every completed install on the node, oldest first."""
     proc = podman("exec", container, "cat", INSTALLS, check=False)

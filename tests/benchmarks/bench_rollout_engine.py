@@ -296,7 +296,7 @@ def main() -> None:
         with StateStore(work / "state" / "state.db") as store:
             for order in ("plan", "longest"):
                 results.append(rollout(order, inventory_dir, store, kind, executor, capacity, compression))
-            known = store.node_durations(kind.name)
+            known, _ = store.node_durations(kind.name)
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     from ufcctl.domain.rollout.order import start_order
     from ufcctl.domain.rollout.plan import NodeRef, plan_batches

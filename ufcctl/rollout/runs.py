@@ -111,7 +111,7 @@ def plan(kind: RolloutKind, request: RolloutRequest, store: StateStore, *, node_
             if seconds is not None:
                 projection = project(rollout_plan, seconds, f"median node time of run {record.run_id}")
                 break
-    known = store.node_durations(kind.name)
+    known, _ = store.node_durations(kind.name)
     measured = sum(1 for h in hosts if h.name in known)
     return PlanReport(rollout_plan, projection, len(hosts), measured)
 
@@ -148,10 +148,10 @@ def _execute(kind: RolloutKind, run_id: str, request: RolloutRequest, inventory:
     store.set_step(run_id, "drain", drain_step)
     before = store.run(run_id)
     counts = before.counts if before else {}
-    known = store.node_durations(kind.name) if request.order != "plan" else {}
+    known, floors = store.node_durations(kind.name) if request.order != "plan" else ({}, {})
     job = RolloutJob(
         run_id=run_id, playbook=playbook(kind.playbook), plan=rollout_plan, hosts=inventory.hosts,
-        order=tuple(start_order(rollout_plan, todo, known, request.order)),
+        order=tuple(start_order(rollout_plan, todo, known, request.order, floors)),
         options=_options(kind, request, rollout_plan.capacity), marker_task=kind.marker_task,
         budget=FailureBudget(request.max_fail, floor=request.batch), chunk_size=request.chunk_size,
         node_deadline=kind.node_deadline(request.options),

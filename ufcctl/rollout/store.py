@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ufcctl.domain.rollout.states import NODE_STATES, PENDING, RUNNING, previous_states
+from ufcctl.domain.rollout.states import FAILED, NODE_STATES, PENDING, RUNNING, previous_states
 from ufcctl.engine import statedir
 from ufcctl.paths import state_dir
 from ufcctl.rollout.storefile import StateFileError, aside_hint, corrupt, identify
@@ -335,24 +335,29 @@ class StateStore:
             db.execute("UPDATE runs SET updated = ? WHERE run_id = ?", (time.time(), run_id))
         return refused
 
-    def node_durations(self, kind: str, *, runs: int = 5) -> dict[str, float]:
-        """Each node's latest measured duration in the newest `runs` real runs of `kind`.
+    def node_durations(self, kind: str, *, runs: int = 5) -> tuple[dict[str, float], dict[str, float]]:
+        """Each node's newest record in the newest `runs` real runs of `kind`: (measured, floors).
 
-        Measured means done with a change (a real install, not "already at target"); dry runs
-        install nothing and are left out. The rollout's start order reads these (domain/rollout/order.py).
+        Measured: done with a change (a real install, not "already at target"). Floors: the node's
+        newest record is a failure; it ran this long before it failed (a hang: until its deadline),
+        so it is expected to take at least that. Dry runs install nothing and are left out. The
+        rollout's start order reads these (domain/rollout/order.py).
         """
-        found: dict[str, float] = {}
+        measured: dict[str, float] = {}
+        floors: dict[str, float] = {}
         with self._conn() as db:
             rows = db.execute("SELECT run_id, params FROM runs WHERE kind = ? ORDER BY created DESC",
                               (kind,)).fetchall()
             real = [r["run_id"] for r in rows if not json.loads(r["params"]).get("dry_run")][:runs]
             for run_id in real:
-                for host, seconds in db.execute(
-                    "SELECT host, finished - started FROM nodes WHERE run_id = ? AND state = 'done'"
-                    " AND changed = 1 AND started IS NOT NULL AND finished IS NOT NULL", (run_id,)
+                for host, state, seconds in db.execute(
+                    "SELECT host, state, finished - started FROM nodes WHERE run_id = ?"
+                    " AND ((state = 'done' AND changed = 1) OR state = 'failed')"
+                    " AND started IS NOT NULL AND finished IS NOT NULL", (run_id,)
                 ):
-                    found.setdefault(host, seconds)
-        return found
+                    if host not in measured and host not in floors:
+                        (floors if state == FAILED else measured)[host] = seconds
+        return measured, floors
 
     def median_node_seconds(self, run_id: str) -> float | None:
         """Median duration of the run's nodes that were done with a change (a real install), or None."""

@@ -120,6 +120,27 @@ def test_median_node_seconds_counts_only_changed_done_nodes(store: StateStore) -
     assert store.median_node_seconds("r1") == 20
 
 
+def test_node_durations_keep_each_nodes_newest_record_and_failures_as_floors(store: StateStore) -> None:
+    def run(run_id: str, outcomes: dict[str, tuple[str, bool, float]], created: float) -> None:
+        store.create_run(run_id, "upgrade-drivers", "inv", {}, [(h, 0, i) for i, h in enumerate(outcomes)])
+        store.mark_running(run_id, list(outcomes), "x")
+        for host, (state, changed, _) in outcomes.items():
+            store.mark_finished(run_id, host, state, reason="r" if state == "failed" else None,
+                                changed=changed)
+        with store._tx() as db:
+            db.execute("UPDATE runs SET created = ? WHERE run_id = ?", (created, run_id))
+            for host, (_, _, secs) in outcomes.items():
+                db.execute("UPDATE nodes SET started = 0, finished = ? WHERE run_id = ? AND host = ?",
+                           (secs, run_id, host))
+
+    run("old", {"a": ("done", True, 5), "b": ("done", True, 6), "c": ("failed", False, 300)}, 1.0)
+    run("new", {"a": ("failed", False, 120), "b": ("done", False, 1), "c": ("done", True, 7)}, 2.0)
+    measured, floors = store.node_durations("upgrade-drivers")
+    # a: its newest record is the hang (a floor), not the older install; b: "already at target"
+    # measures nothing, so the older install counts; c: installed after it failed
+    assert measured == {"b": 6, "c": 7} and floors == {"a": 120}
+
+
 def test_concurrent_writers_lose_nothing(store: StateStore) -> None:
     hosts = [f"h{i}" for i in range(200)]
     store.create_run("r1", "k", "inv", {}, [(h, 0, i) for i, h in enumerate(hosts)])

@@ -10,7 +10,11 @@ in earlier runs of the same kind (the state store keeps them).
 The rules, in this order:
 1. Canary nodes first, in plan order, unchanged: they gate everything else.
 2. Nodes with no recorded duration are expected to take the median of the known ones; when no
-   node to order has one, the plan order is kept (nothing better is known).
+   node to order has one, the plan order is kept (nothing better is known). A node whose newest
+   record is a failure is expected to take at least as long as it ran then: a node that hung
+   until its deadline last time starts among the first, where a repeat costs the least (its
+   slot is busy while the others still run), not at the end, where it would add a whole
+   deadline to the rollout.
 3. Without alignment (`--by none`) every non-canary node is ordered by expected duration,
    longest first, ties in plan order. Batches then only label nodes for the report.
 4. With alignment (`--by tor` / `--by superpod`) each batch's nodes stay together (a failure
@@ -35,20 +39,23 @@ def median(values: Sequence[float]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def expected_durations(hosts: Sequence[str], known: Mapping[str, float]) -> dict[str, float] | None:
-    """Each host's expected seconds: its recorded one, else the median of the recorded ones.
+def expected_durations(hosts: Sequence[str], known: Mapping[str, float],
+                       floors: Mapping[str, float] | None = None) -> dict[str, float] | None:
+    """Each host's expected seconds: its recorded one, else the median of the recorded ones, raised
+    to its floor (how long it ran before it failed, when its newest record is a failure).
 
-    None when no host has a recorded duration.
+    None when no host has a recorded duration or a floor.
     """
+    floors = floors or {}
     seen = [known[h] for h in hosts if h in known]
-    if not seen:
+    if not seen and not any(h in floors for h in hosts):
         return None
-    fill = median(seen)
-    return {h: known.get(h, fill) for h in hosts}
+    fill = median(seen) if seen else 0.0
+    return {h: known[h] if h in known else max(fill, floors.get(h, 0.0)) for h in hosts}
 
 
 def start_order(plan: RolloutPlan, todo: Sequence[str], known: Mapping[str, float],
-                rule: str = LONGEST) -> list[str]:
+                rule: str = LONGEST, floors: Mapping[str, float] | None = None) -> list[str]:
     """The nodes of `todo` in the order they should start (see the module docstring)."""
     if rule not in ORDERS:
         raise ValueError(f"unknown order {rule!r}; use one of: {', '.join(ORDERS)}")
@@ -58,7 +65,7 @@ def start_order(plan: RolloutPlan, todo: Sequence[str], known: Mapping[str, floa
     batches = [[h for h in b.hosts if h in wanted and h not in canary] for b in plan.batches]
     batches = [b for b in batches if b]
     rest = [h for b in batches for h in b]
-    expected = expected_durations(rest, known) if rule == LONGEST else None
+    expected = expected_durations(rest, known, floors) if rule == LONGEST else None
     if expected is None:
         return first + rest
     position = {h: i for i, h in enumerate(rest)}

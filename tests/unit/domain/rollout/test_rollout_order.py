@@ -62,6 +62,16 @@ def test_expected_durations_and_median() -> None:
     assert median([3.0, 1.0, 2.0]) == 2.0 and median([4.0, 1.0]) == 2.5
 
 
+def test_a_node_that_failed_expects_at_least_the_time_it_ran() -> None:
+    known = {"a": 4.0, "b": 6.0}
+    # c hung for 100 s last time: it starts first; d failed fast: the median (5) still holds for it
+    assert expected_durations(["a", "b", "c", "d"], known, {"c": 100.0, "d": 1.0}) == {
+        "a": 4.0, "b": 6.0, "c": 100.0, "d": 5.0}
+    assert start_order(_plan(), NODES, known, floors={"e": 100.0})[0] == "e"
+    # only failures recorded: they still order the rollout, the rest after them in plan order
+    assert start_order(_plan(), NODES, {}, floors={"f": 30.0, "d": 60.0}) == ["d", "f", "a", "b", "c", "e"]
+
+
 def test_chunks() -> None:
     assert chunks(list("abcde"), 2) == [("a", "b"), ("c", "d"), ("e",)]
     assert chunks([], 3) == []
