@@ -82,7 +82,7 @@ def version_info(text):
 
 def firmware_version(board):
     """'Firmware Version : X' of `npu-smi info -t board -i 0`, or ''."""
-    match = re.search(r"(?m)^\s*Firmware Version\s*:\s*(\S*)", board)
+    match = re.search(r"(?m)^[ \t]*Firmware Version[ \t]*:[ \t]*(\S*)", board)
     return match.group(1) if match else ""
 
 
