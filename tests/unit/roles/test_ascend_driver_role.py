@@ -4,6 +4,8 @@ module's own logic: test_ascend_driver_module.py."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -14,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from lab.npu_emulator import npu_smi
 from ufcctl.app import role_vars
 from ufcctl.domain.inventory.validate import ACCELERATOR_TYPES
 from ufcctl.domain.placement.profiles import chips_by_type
@@ -83,7 +86,8 @@ VALIDATE_PLAY = """
 """
 
 
-def _play(tmp_path: Path, play: str, hosts: dict[str, dict[str, Any]], *options: str) -> dict[str, Any]:
+def _play(tmp_path: Path, play: str, hosts: dict[str, dict[str, Any]], *options: str,
+          env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run `play` with ansible-playbook on local-connection hosts; the json callback's report."""
     (tmp_path / "play.yml").write_text(play)
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
@@ -91,6 +95,7 @@ def _play(tmp_path: Path, play: str, hosts: dict[str, dict[str, Any]], *options:
         **{k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")},
         "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
         "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+        **(env or {}),
     }
     proc = subprocess.run(
         [str(PLAYBOOK_BIN), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"), *options],
@@ -190,3 +195,39 @@ def test_plain_values_pass_and_check_mode_reports_the_packages(validated) -> Non
     assert "installed: Ascend-hdk-910b-npu-driver_24.1.rc3_linux-" in marker["type-module"]["msg"]
     assert "firmware" not in marker["firmware-off"]["msg"]
     assert not (validated[1].parent / "Ascend").exists() and not (validated[1].parent / "cache").exists()
+
+
+
+HEALTH_PLAY = """
+- name: The health-only run the role's handler does after a reboot
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Health only
+      ufc_ascend_driver:
+        mode: health
+        version: "24.1.rc3"
+        expected_chips: 8
+        npu_smi: "{{ npu_smi }}"
+"""
+
+
+def test_the_health_only_run_after_a_reboot_gates_on_chips_and_version(tmp_path: Path) -> None:
+    """The handler's module run with only the health arguments (molecule cannot reboot a container)."""
+    hosts = {}
+    for name, bad, version in (("healthy", set(), "24.1.rc3"), ("bad-chip", {3}, "24.1.rc3"),
+                               ("old-driver", set(), "24.1.rc2")):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            npu_smi.info(8, "910B3", bad, version)
+        (tmp_path / f"{name}.txt").write_text(out.getvalue())
+        fake = tmp_path / f"npu-smi-{name}"
+        fake.write_text(f"#!/bin/sh\ncat '{tmp_path / (name + '.txt')}'\n")
+        fake.chmod(0o755)
+        hosts[name] = {**GOOD, "npu_smi": str(fake)}
+    report = _play(tmp_path, HEALTH_PLAY, hosts, env={
+        "ANSIBLE_LIBRARY": str(ROLE / "library"), "ANSIBLE_ACTION_PLUGINS": str(ROLE / "action_plugins")})
+    failures = _failures(report)
+    assert "healthy" not in failures and _results(report, "Health only")["healthy"]["health"]["checked"]
+    assert failures["bad-chip"] == "health gate: chips not OK: 3 Critical"
+    assert failures["old-driver"] == "health gate: driver version 24.1.rc2, expected 24.1.rc3"
