@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import grp
 import io
 import os
 import pwd
-import grp
 import shutil
 import subprocess
 import sys
@@ -28,9 +28,9 @@ if str(ROOT) not in sys.path:  # the emulators (lab/) are imported from the repo
 
 from lab.npu_emulator import npu_smi  # noqa: E402
 
-mod = load_file(ROOT / "roles" / "ascend_driver" / "library" / "ufc_ascend_driver.py", "ufc_ascend_driver_module")
-action = load_file(ROOT / "roles" / "ascend_driver" / "action_plugins" / "ufc_ascend_driver.py",
-                   "ufc_ascend_driver_action")
+ROLE = ROOT / "roles" / "ascend_driver"
+mod = load_file(ROLE / "library" / "ufc_ascend_driver.py", "ufc_ascend_driver_module")
+action = load_file(ROLE / "action_plugins" / "ufc_ascend_driver.py", "ufc_ascend_driver_action")
 USER = ["--install-username=HwHiAiUser", "--install-usergroup=HwHiAiUser"]
 needs_timeout = pytest.mark.skipif(not shutil.which("timeout"), reason="needs coreutils timeout")
 
@@ -124,7 +124,8 @@ FULL_DRIVER = " ".join(["--nox11", "--full", "--install-for-all", *USER, "--quie
         ("24.1.rc3", "7.5.0.2.220", {}, []),
         ("24.1.rc3", "7.5.0.2.220", {"force": True},
          [("firmware", "--nox11 --upgrade --quiet"), ("driver", "--nox11 --upgrade --quiet")]),
-        ("24.1.rc2", "", {}, [("driver", "--nox11 --upgrade --quiet"), ("firmware", "--nox11 --full --quiet")]),
+        ("24.1.rc2", "", {},
+         [("driver", "--nox11 --upgrade --quiet"), ("firmware", "--nox11 --full --quiet")]),
         ("24.1.rc2", "7.5.0.1.129", {"enabled": False}, [("driver", "--nox11 --upgrade --quiet")]),
         ("24.1.rc3", "7.5.0.1.129", {}, [("firmware", "--nox11 --upgrade --quiet")]),
         ("", "", {"enabled": False}, [("driver", FULL_DRIVER)]),
@@ -328,7 +329,8 @@ SETTINGS = {
         ({"install_timeout": "soon"}, "a positive ascend_driver_install_timeout"),
     ],
 )
-def test_settings_that_cannot_work_are_refused_naming_the_variable(change: dict[str, Any], names: str) -> None:
+def test_settings_that_cannot_work_are_refused_naming_the_variable(change: dict[str, Any],
+                                                                   names: str) -> None:
     problem = action.settings_problem({**SETTINGS, **change})
     assert problem is not None and problem.startswith("ascend_driver settings: need ") and names in problem
 

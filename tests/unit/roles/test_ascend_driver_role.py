@@ -59,15 +59,17 @@ def test_the_role_counts_chips_for_exactly_the_types_inventory_check_accepts() -
 
 def test_the_role_checks_versions_with_ufcctls_pattern() -> None:
     assert GENERATED["__ascend_driver_version_pattern"] == VERSION_PATTERN
-    assert "version_pattern: \"{{ __ascend_driver_version_pattern }}\"" in (ROLE / "tasks" / "main.yml").read_text()
+    main = (ROLE / "tasks" / "main.yml").read_text()
+    assert 'version_pattern: "{{ __ascend_driver_version_pattern }}"' in main
 
 
 def test_the_role_runs_one_task_on_the_node_before_the_marker() -> None:
     """The point of issue 14: per node one action + module run, then the marker (handlers only after
     an install that asked for a reboot)."""
     tasks = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
-    assert [next(k for k in t if k not in ("name", "register", "timeout", "notify", "changed_when")) for t in tasks] \
-        == ["ufc_ascend_driver", "ansible.builtin.meta", "ansible.builtin.debug"]
+    keywords = ("name", "register", "timeout", "notify", "changed_when")
+    actions = [next(k for k in t if k not in keywords) for t in tasks]
+    assert actions == ["ufc_ascend_driver", "ansible.builtin.meta", "ansible.builtin.debug"]
     assert not (ROLE / "templates").exists()
 
 
@@ -179,7 +181,9 @@ def test_an_unknown_type_fails_validation_naming_the_known_ones(validated) -> No
         ("evil-arch", "ascend_driver_arch"),
     ],
 )
-def test_a_value_that_is_not_a_plain_word_is_refused_before_the_node_runs_anything(validated, host, variable) -> None:
+def test_a_value_that_is_not_a_plain_word_is_refused_before_the_node_runs_anything(
+    validated, host, variable
+) -> None:
     report, pwned = validated
     message = _failures(report)[host]
     assert f"{variable} " in message and "is not a plain word" in message

@@ -12,12 +12,11 @@ shell: the last tests here check that odd values reach the installer as single a
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-import os
-import shutil
 
 import jinja2.nodes as nodes
 import pytest
@@ -117,7 +116,9 @@ def test_the_scan_reads_root_shell_of_the_roles() -> None:
 
 def test_the_driver_role_runs_no_shell() -> None:
     """Its installers get argv lists from the module; a shell task there would escape the tests below."""
-    assert [t.where for t in all_tasks() if t.where.startswith("ascend_driver/") and t.action in SHELL_MODULES] == []
+    driver = [t for t in all_tasks() if t.where.startswith("ascend_driver/")]
+    shell = [t.where for t in driver if t.action in SHELL_MODULES]
+    assert shell == []
 
 
 FAKE_INSTALLER = """#!/bin/sh
@@ -128,7 +129,7 @@ for arg in "$@"; do printf '%s\\n' "$arg"; done > "$(dirname "$0")/args"
 @pytest.mark.skipif(not shutil.which("timeout"), reason="needs coreutils timeout")
 def test_the_driver_module_passes_odd_values_as_single_words(tmp_path: Path) -> None:
     """A space, `;` or `$(...)` in a user, group or path stays inside its argument: no shell reads them."""
-    module = load_file(ROOT / "roles" / "ascend_driver" / "library" / "ufc_ascend_driver.py", "ufc_ascend_driver_q")
+    module = load_file(ROOT / "roles" / "ascend_driver" / "library" / "ufc_ascend_driver.py", "ufc_driver_q")
     download = tmp_path / "cache dir; touch pwned"
     download.mkdir()
     installer = download / "Ascend-hdk-910b-npu-driver_24.1.rc3_linux-x86_64.run"
