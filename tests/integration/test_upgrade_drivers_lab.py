@@ -209,14 +209,20 @@ def test_budget_stops_the_run_and_resume_finishes_it(lab: Lab) -> None:
         assert versions(worker) == (V1.driver_version, V1.firmware_version), worker
 
 
-def _installing(states: dict[str, str]) -> bool:
-    """A running node whose emulated installer has started and not finished."""
+def _install_log(worker: str) -> list[str]:
+    log = podman("exec", worker, "cat", "/var/log/ascend_seclog/ascend_install.log", check=False)
+    return log.stdout.splitlines()
+
+
+def _installing(states: dict[str, str], seen: dict[str, int]) -> bool:
+    """A running node whose emulated driver installer has started in this run and not finished.
+    Only the log lines after `seen` count: earlier tests left V2 installs (and, on the node stopped
+    mid-install, a start without its done) in the log."""
     for host, state in states.items():
         if state != "running":
             continue
-        log = podman("exec", host, "cat", "/var/log/ascend_seclog/ascend_install.log", check=False).stdout
-        starts = [line for line in log.splitlines() if f" start driver {V2.driver_version}" in line]
-        if starts and f" done driver {V2.driver_version}" not in log:
+        log = "\n".join(_install_log(host)[seen[host]:])
+        if f" start driver {V2.driver_version}" in log and f" done driver {V2.driver_version}" not in log:
             return True
     return False
 
@@ -224,6 +230,7 @@ def _installing(states: dict[str, str]) -> bool:
 def test_kill_9_mid_run_then_resume_installs_every_node_exactly_once(lab: Lab) -> None:
     # Whatever ran before (V1 installed, or a fresh lab when run alone), every node takes V2 once.
     before = {w: len(installs(w)) for w in WORKERS}
+    seen = {w: len(_install_log(w)) for w in WORKERS}
     for worker in WORKERS:
         write_faults(worker, {"driver_seconds": 8})
     earlier = lab.newest_run() if (lab.state / "state.db").exists() else None
@@ -235,7 +242,7 @@ def test_kill_9_mid_run_then_resume_installs_every_node_exactly_once(lab: Lab) -
             newest = lab.newest_run() if (lab.state / "state.db").exists() else None
             run_id = run_id or (newest if newest != earlier else None)
             states = lab.node_states(run_id) if run_id else {}
-            if list(states.values()).count("done") >= 4 and _installing(states):
+            if list(states.values()).count("done") >= 4 and _installing(states, seen):
                 break
             time.sleep(0.5)
         else:

@@ -18,7 +18,7 @@ if str(ROOT) not in sys.path:  # the emulators (lab/) are imported from the repo
 from lab.npu_emulator import npu_smi  # noqa: E402
 from lab.npu_emulator.packages import CHECKSUM_FILE, RELEASES, Release, build  # noqa: E402
 
-# The same pattern as __ascend_driver_chips in roles/ascend_driver/vars/main/main.yml (checked below).
+# The same pattern as chips() in roles/ascend_driver/library/ufc_ascend_driver.py (checked below).
 CHIP_ROW = r"(?m)^\|\s+(\d+)\s+\S+\s+\|\s+(\w+)\s+\|"
 
 
@@ -55,8 +55,8 @@ def test_role_pattern_reads_every_chip_and_its_health(chips: int, bad: set[int])
 
 
 def test_role_uses_the_same_pattern() -> None:
-    role_vars = (ROOT / "roles" / "ascend_driver" / "vars" / "main" / "main.yml").read_text()
-    assert r"regex_findall('(?m)^\|\s+(\d+)\s+\S+\s+\|\s+(\w+)\s+\|')" in role_vars
+    module = (ROOT / "roles" / "ascend_driver" / "library" / "ufc_ascend_driver.py").read_text()
+    assert f're.findall(r"{CHIP_ROW}", info)' in module
 
 
 def test_rebuilding_leaves_identical_packages_alone(tmp_path: Path) -> None:

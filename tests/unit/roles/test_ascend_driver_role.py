@@ -1,11 +1,13 @@
 """roles/ascend_driver agrees with ufcctl: the rollout's marker task, the generated chips table and
-version pattern, and the validate step and installer script evaluated by Ansible on localhost."""
+version pattern, and the role's settings checks run by Ansible on localhost (check mode). The node
+module's own logic: test_ascend_driver_module.py."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from lab.npu_emulator import npu_smi
 from ufcctl.app import role_vars
 from ufcctl.domain.inventory.validate import ACCELERATOR_TYPES
 from ufcctl.domain.placement.profiles import chips_by_type
@@ -56,18 +59,28 @@ def test_the_role_counts_chips_for_exactly_the_types_inventory_check_accepts() -
 
 def test_the_role_checks_versions_with_ufcctls_pattern() -> None:
     assert GENERATED["__ascend_driver_version_pattern"] == VERSION_PATTERN
-    assert "__ascend_driver_version_pattern" in (ROLE / "tasks" / "validate.yml").read_text()
+    main = (ROLE / "tasks" / "main.yml").read_text()
+    assert 'version_pattern: "{{ __ascend_driver_version_pattern }}"' in main
+
+
+def test_the_role_runs_one_task_on_the_node_before_the_marker() -> None:
+    """The point of issue 14: per node one action + module run, then the marker (handlers only after
+    an install that asked for a reboot)."""
+    tasks = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
+    keywords = ("name", "register", "timeout", "notify", "changed_when")
+    actions = [next(k for k in t if k not in keywords) for t in tasks]
+    assert actions == ["ufc_ascend_driver", "ansible.builtin.meta", "ansible.builtin.debug"]
+    assert not (ROLE / "templates").exists()
 
 
 VALIDATE_PLAY = """
-- name: The role's validate step only
+- name: The role in check mode
   hosts: all
   gather_facts: false
   tasks:
-    - name: Validate
+    - name: Run the role
       ansible.builtin.include_role:
         name: ascend_driver
-        tasks_from: validate.yml
         public: true
     - name: Chips the health gate expects
       ansible.builtin.debug:
@@ -75,7 +88,8 @@ VALIDATE_PLAY = """
 """
 
 
-def _play(tmp_path: Path, play: str, hosts: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _play(tmp_path: Path, play: str, hosts: dict[str, dict[str, Any]], *options: str,
+          env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run `play` with ansible-playbook on local-connection hosts; the json callback's report."""
     (tmp_path / "play.yml").write_text(play)
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
@@ -83,9 +97,10 @@ def _play(tmp_path: Path, play: str, hosts: dict[str, dict[str, Any]]) -> dict[s
         **{k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")},
         "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
         "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+        **(env or {}),
     }
     proc = subprocess.run(
-        [str(PLAYBOOK_BIN), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")],
+        [str(PLAYBOOK_BIN), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"), *options],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
     )
     start = proc.stdout.find("{\n")  # ansible.cfg's profile_tasks prints its recap too
@@ -120,6 +135,10 @@ def _failures(report: dict[str, Any]) -> dict[str, str]:
 def validated(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
     tmp = tmp_path_factory.mktemp("validate")
     pwned = tmp / "pwned"
+    # check mode: the module reads this machine and changes nothing; the lock and the install path
+    # are the test's own
+    local = {"__ascend_driver_lock": str(tmp / "lock"), "ascend_driver_install_path": str(tmp / "Ascend"),
+             "ascend_driver_download_dir": str(tmp / "cache")}
     hosts = {f"type-{t}": {**GOOD, "npu_accelerator_type": t} for t in ACCELERATOR_TYPES}
     hosts.update({
         "bad-type": {**GOOD, "npu_accelerator_type": "card-300i"},
@@ -134,7 +153,8 @@ def validated(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any],
             **GOOD, "npu_accelerator_type": "card-300i", "ascend_driver_chips_by_type": {"card-300i": 4}
         },
     })
-    return _play(tmp, VALIDATE_PLAY, hosts), pwned
+    hosts = {name: {**local, **values} for name, values in hosts.items()}
+    return _play(tmp, VALIDATE_PLAY, hosts, "--check"), pwned
 
 
 def test_the_gate_knows_the_chips_of_every_type_inventory_check_accepts(validated) -> None:
@@ -161,7 +181,9 @@ def test_an_unknown_type_fails_validation_naming_the_known_ones(validated) -> No
         ("evil-arch", "ascend_driver_arch"),
     ],
 )
-def test_a_value_that_is_not_a_plain_word_is_refused_by_the_validate_step(validated, host, variable) -> None:
+def test_a_value_that_is_not_a_plain_word_is_refused_before_the_node_runs_anything(
+    validated, host, variable
+) -> None:
     report, pwned = validated
     message = _failures(report)[host]
     assert f"{variable} " in message and "is not a plain word" in message
@@ -169,75 +191,47 @@ def test_a_value_that_is_not_a_plain_word_is_refused_by_the_validate_step(valida
     assert not pwned.exists()
 
 
-def test_plain_values_pass_validation(validated) -> None:
-    failures = _failures(validated[0])
+def test_plain_values_pass_and_check_mode_reports_the_packages(validated) -> None:
+    report, _ = validated
+    failures = _failures(report)
     assert not [h for h in failures if h.startswith("type-") or h in ("firmware-off", "site-type")], failures
+    marker = _results(report, MARKER_TASK)
+    assert "installed: Ascend-hdk-910b-npu-driver_24.1.rc3_linux-" in marker["type-module"]["msg"]
+    assert "firmware" not in marker["firmware-off"]["msg"]
+    assert not (validated[1].parent / "Ascend").exists() and not (validated[1].parent / "cache").exists()
 
 
-RENDER_PLAY = """
-- name: Render the installer script as the install task would
+
+HEALTH_PLAY = """
+- name: The health-only run the role's handler does after a reboot
   hosts: all
   gather_facts: false
-  vars:
-    __ascend_driver_probe: {driver: "", firmware: "", arch: x86_64, uid: "1000", gid: "1000"}
   tasks:
-    - name: Load the role's variables (user.yml does nothing for an existing user)
-      ansible.builtin.include_role:
-        name: ascend_driver
-        tasks_from: user.yml
-        public: true
-    - name: Write the script
-      ansible.builtin.copy:
-        content: "{{ __ascend_driver_install_script }}"
-        dest: "{{ out }}"
-        mode: "0600"
-      vars:
-        __ascend_driver_kind: driver
-        __ascend_driver_read: "{{ __ascend_driver_read_driver }}"
-        __ascend_driver_target: "{{ ascend_driver_version }}"
-        __ascend_driver_installer: "{{ __ascend_driver_driver_package }}"
-        __ascend_driver_flags: >-
-          {{ ['--nox11', '--full', '--install-for-all', '--install-username=' + ascend_driver_user,
-              '--install-usergroup=' + ascend_driver_group, '--quiet'] }}
-"""
-FAKE_INSTALLER = """#!/bin/sh
-for arg in "$@"; do printf '%s\\n' "$arg"; done > "$(dirname "$0")/args"
+    - name: Health only
+      ufc_ascend_driver:
+        mode: health
+        version: "24.1.rc3"
+        expected_chips: 8
+        npu_smi: "{{ npu_smi }}"
 """
 
 
-@pytest.mark.skipif(not (shutil.which("flock") and shutil.which("timeout")), reason="needs flock and timeout")
-def test_the_installer_script_passes_odd_values_as_single_words(tmp_path: Path) -> None:
-    """Rendered by Ansible, run by bash against a fake installer: a space or `;` stays inside its word."""
-    download = tmp_path / "cache dir; touch pwned"
-    download.mkdir()
-    package = download / "Ascend-hdk-910b-npu-driver_24.1.rc3_linux-x86_64.run"
-    package.write_text(FAKE_INSTALLER)
-    package.chmod(0o700)
-    install = tmp_path / "Ascend $(touch pwned)"
-    host = {
-        **GOOD,
-        "out": str(tmp_path / "install.sh"),
-        "ascend_driver_download_dir": str(download),
-        "ascend_driver_install_path": str(install),
-        "ascend_driver_user": "Hw User",
-        "__ascend_driver_lock": str(tmp_path / "lock file"),
-        "ascend_driver_install_timeout": 60,
-    }
-    report = _play(tmp_path, RENDER_PLAY, {"localhost": host})
-    assert not _failures(report), _failures(report)
-    script = tmp_path / "install.sh"
-
-    proc = subprocess.run(["bash", str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert (download / "args").read_text().splitlines() == [
-        "--nox11", "--full", "--install-for-all", "--install-username=Hw User",
-        "--install-usergroup=HwHiAiUser", "--quiet",
-    ]
-    assert not (tmp_path / "pwned").exists()
-
-    (install / "driver").mkdir(parents=True)
-    (install / "driver" / "version.info").write_text("Version=24.1.rc3\n")
-    (download / "args").unlink()
-    proc = subprocess.run(["bash", str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0 and "ufcctl: already at driver 24.1.rc3" in proc.stdout
-    assert not (download / "args").exists()  # already at the target: the installer did not run
+def test_the_health_only_run_after_a_reboot_gates_on_chips_and_version(tmp_path: Path) -> None:
+    """The handler's module run with only the health arguments (molecule cannot reboot a container)."""
+    hosts = {}
+    for name, bad, version in (("healthy", set(), "24.1.rc3"), ("bad-chip", {3}, "24.1.rc3"),
+                               ("old-driver", set(), "24.1.rc2")):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            npu_smi.info(8, "910B3", bad, version)
+        (tmp_path / f"{name}.txt").write_text(out.getvalue())
+        fake = tmp_path / f"npu-smi-{name}"
+        fake.write_text(f"#!/bin/sh\ncat '{tmp_path / (name + '.txt')}'\n")
+        fake.chmod(0o755)
+        hosts[name] = {**GOOD, "npu_smi": str(fake)}
+    report = _play(tmp_path, HEALTH_PLAY, hosts, env={
+        "ANSIBLE_LIBRARY": str(ROLE / "library"), "ANSIBLE_ACTION_PLUGINS": str(ROLE / "action_plugins")})
+    failures = _failures(report)
+    assert "healthy" not in failures and _results(report, "Health only")["healthy"]["health"]["checked"]
+    assert failures["bad-chip"] == "health gate: chips not OK: 3 Critical"
+    assert failures["old-driver"] == "health gate: driver version 24.1.rc2, expected 24.1.rc3"

@@ -5,10 +5,15 @@ a shell script template must be `| quote`d, a number (`| int`), a list quoted el
 (`| map('quote') | join(' ')`), or a bare internal `__<role>_*` variable holding more shell text,
 which is scanned the same way. `argv` lists are not scanned: each element is one argument and no
 shell reads it. EXCEPTIONS lists what remains, each with the reason it is safe.
+
+roles/ascend_driver runs its installers from a module (library/ufc_ascend_driver.py) without a
+shell: the last tests here check that odd values reach the installer as single argv words.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +21,7 @@ from typing import Any
 import jinja2.nodes as nodes
 import pytest
 
+from tests.helpers.pyimports import load_file
 from tests.helpers.role_tasks import ROLES, ROOT, TaskRef, all_tasks, expressions, role_vars
 
 SHELL_MODULES = {"ansible.builtin.shell", "ansible.builtin.raw", "ansible.builtin.command"}
@@ -101,14 +107,53 @@ def test_every_exception_is_still_needed() -> None:
     assert set(EXCEPTIONS) <= set(findings()), "remove exceptions the scan no longer finds"
 
 
-def test_the_scan_reads_the_root_shell_of_the_driver_role_and_its_snippets() -> None:
-    # a guard against scanning nothing: the installer script reaches the scanner through task vars
-    texts = {t.where: shell_text(t) for t in all_tasks() if shell_text(t) is not None}
-    install = "ascend_driver/tasks/install.yml: Install or upgrade the driver"
-    assert texts[install] == "{{ __ascend_driver_install_script }}"
-    probe = next(t for t in all_tasks() if t.where.startswith("ascend_driver/tasks/probe.yml"))
-    assert "getent passwd" in (shell_text(probe) or "")
+def test_the_scan_reads_root_shell_of_the_roles() -> None:
+    # a guard against scanning nothing: etcd's member commands are shell tasks
+    texts = [shell_text(t) for t in all_tasks() if t.where.startswith("etcd/tasks/members.yml")]
+    assert [t for t in texts if t and "{{" in t], "no etcd shell task found to scan"
     assert SCRIPT_TEMPLATES, "no shell script templates found"
+
+
+def test_the_driver_role_runs_no_shell() -> None:
+    """Its installers get argv lists from the module; a shell task there would escape the tests below."""
+    driver = [t for t in all_tasks() if t.where.startswith("ascend_driver/")]
+    shell = [t.where for t in driver if t.action in SHELL_MODULES]
+    assert shell == []
+
+
+FAKE_INSTALLER = """#!/bin/sh
+for arg in "$@"; do printf '%s\\n' "$arg"; done > "$(dirname "$0")/args"
+"""
+
+
+@pytest.mark.skipif(not shutil.which("timeout"), reason="needs coreutils timeout")
+def test_the_driver_module_passes_odd_values_as_single_words(tmp_path: Path) -> None:
+    """A space, `;` or `$(...)` in a user, group or path stays inside its argument: no shell reads them."""
+    module = load_file(ROOT / "roles" / "ascend_driver" / "library" / "ufc_ascend_driver.py", "ufc_driver_q")
+    download = tmp_path / "cache dir; touch pwned"
+    download.mkdir()
+    installer = download / "Ascend-hdk-910b-npu-driver_24.1.rc3_linux-x86_64.run"
+    installer.write_text(FAKE_INSTALLER)
+    installer.chmod(0o700)
+    user, group = "Hw User; touch pwned", "$(touch pwned)"
+    [(_, _, flags)] = module.plan("", "", "24.1.rc3", "", False, False, user, group)
+
+    class Params:
+        params = {"install_timeout": 60}
+        check_mode = False
+
+    fd = module.lock(str(tmp_path / "lock file"), 5)
+    try:
+        rc, _ = module.Node(Params()).install("driver", str(installer), flags, fd)
+    finally:
+        os.close(fd)
+    assert rc == 0
+    assert (download / "args").read_text().splitlines() == [
+        "--nox11", "--full", "--install-for-all", "--install-username=Hw User; touch pwned",
+        "--install-usergroup=$(touch pwned)", "--quiet",
+    ]
+    assert not list(tmp_path.rglob("pwned"))
+    assert not (ROOT / "pwned").exists()
 
 
 @pytest.mark.parametrize(

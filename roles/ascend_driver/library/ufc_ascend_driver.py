@@ -1,0 +1,456 @@
+#!/usr/bin/python
+"""Node side of roles/ascend_driver: probe, run user, download, install and health gate in one run."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import grp
+import hashlib
+import json
+import os
+import pwd
+import re
+import subprocess
+import tempfile
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import fetch_url
+
+DOCUMENTATION = r"""
+module: ufc_ascend_driver
+short_description: Install or upgrade the Ascend NPU driver and firmware on one node in one module run
+description:
+  - Called by the C(ufc_ascend_driver) action plugin (roles/ascend_driver/action_plugins), which
+    checks the settings on the controller first; the role calls the action, not this module.
+  - Holds the node's install lock (I(lock)) for the whole run. Reads the installed versions, refuses
+    a run user or group whose IDs differ from the fleet's, creates them when missing, downloads the
+    packages that are needed and verifies their sha256, runs the installers in the order of the CANN
+    install guide, writes I(install_path)/ufcctl-install.json, and runs the health gate unless a
+    reboot must come first (I(reboot)=auto and an installer asked for one).
+  - Each installer runs in its own session under C(timeout -k 30 install_timeout), with the lock's
+    file descriptor inherited and its output in a log file beside the package: an installer
+    orphaned by a dropped SSH session keeps the lock and finishes, and a resumed run waits for it.
+  - I(mode)=health runs the health gate only (after the role rebooted the node).
+  - Check mode reads, decides and reports the packages it would install; it changes nothing.
+"""
+
+RETURN = r"""
+before:
+  description: Versions found (driver, firmware; empty when not installed) and the arch.
+  type: dict
+  returned: always
+packages: {description: Packages needed per the probe (driver first)., type: list, returned: always}
+installed: {description: Packages whose installer ran (check mode - would run)., type: list, returned: always}
+user_created:
+  description: The run user or group was created (check mode - would be).
+  type: bool
+  returned: always
+reboot_requested: {description: An installer printed "Reboot needed"., type: bool, returned: always}
+health: {description: "checked (bool) and problems (list of str).", type: dict, returned: always}
+"""
+
+# The installers' request for a reboot (docs/reference/ascend.md §6).
+REBOOT_TEXT = "Reboot needed"
+# GNU timeout: 124 after TERM, 128+9 when -k had to KILL.
+KILLED = (124, 137)
+# Lines of an installer's output returned on failure.
+TAIL_LINES = 20
+CHUNK = 1024 * 1024
+
+
+class Failure(Exception):
+    """The node fails; the message is the task's msg (its first line becomes the rollout's reason)."""
+
+    def __init__(self, msg, **extra):
+        super().__init__(msg)
+        self.msg = msg
+        self.extra = extra
+
+
+# --- pure parts (tests/unit/roles/test_ascend_driver_module.py) -----------------------------------
+
+
+def version_info(text):
+    """Version= of a version.info file, or ''."""
+    for line in text.splitlines():
+        if line.startswith("Version="):
+            return line[len("Version="):].strip()
+    return ""
+
+
+def firmware_version(board):
+    """'Firmware Version : X' of `npu-smi info -t board -i 0`, or ''."""
+    match = re.search(r"(?m)^[ \t]*Firmware Version[ \t]*:[ \t]*(\S*)", board)
+    return match.group(1) if match else ""
+
+
+def chips(info):
+    """(chip id, health) of every chip of `npu-smi info`: a chip block's first line is
+    "| <id>  <name> | <health> | ..." (docs/reference/ascend.md §6)."""
+    return re.findall(r"(?m)^\|\s+(\d+)\s+\S+\s+\|\s+(\w+)\s+\|", info)
+
+
+def smi_version(info):
+    match = re.search(r"Version:\s*(\S+)", info)
+    return match.group(1) if match else ""
+
+
+def health_problems(rc, out, err, expected, version, version_deferred):
+    """What fails the health gate in `npu-smi info`'s answer; [] when healthy."""
+    if rc != 0:
+        return [f"npu-smi info failed (rc {rc}): {err.strip()}"]
+    listed = chips(out)
+    problems = []
+    if len(listed) != expected:
+        problems.append(f"{len(listed)} chip(s) listed, {expected} expected")
+    bad = [f"{chip} {health}" for chip, health in listed if health != "OK"]
+    if bad:
+        problems.append("chips not OK: " + ", ".join(bad))
+    found = smi_version(out)
+    if not version_deferred and found != version:
+        problems.append(f"driver version {found}, expected {version}")
+    return problems
+
+
+def checksum_from_file(text, package):
+    """The sha256 of `package` in a sha256sum-format file (text or binary mode, optional ./), or ''."""
+    for line in text.splitlines():
+        parts = line.strip().split(None, 1)
+        if len(parts) != 2 or not re.fullmatch(r"[0-9a-fA-F]{64}", parts[0]):
+            continue
+        name = parts[1].strip().lstrip("*")
+        if name.startswith("./"):
+            name = name[2:]
+        if name == package:
+            return parts[0].lower()
+    return ""
+
+
+def package_names(chip, driver, firmware, arch):
+    return (f"Ascend-hdk-{chip}-npu-driver_{driver}_linux-{arch}.run",
+            f"Ascend-hdk-{chip}-npu-firmware_{firmware}.run")
+
+
+def plan(installed_driver, installed_firmware, want_driver, want_firmware, firmware_enabled, force,
+         user, group):
+    """The installs a node needs, in order: [(kind, target version, installer flags)].
+
+    Flags as ascend-deployer uses them (docs/reference/ascend.md §6): a first driver install is
+    --full --install-for-all with the run user (--install-for-all lets non-root tools such as the
+    NPU exporter use the driver), an upgrade --upgrade. CANN install guide: a first install goes
+    driver then firmware, an upgrade or reinstall firmware then driver; the firmware goes first only
+    when both are installed already."""
+    needs_driver = force or installed_driver != want_driver
+    needs_firmware = firmware_enabled and (force or installed_firmware != want_firmware)
+    if installed_driver:
+        driver_flags = ["--nox11", "--upgrade", "--quiet"]
+    else:
+        driver_flags = ["--nox11", "--full", "--install-for-all", "--install-username=" + user,
+                        "--install-usergroup=" + group, "--quiet"]
+    firmware_flags = ["--nox11", "--upgrade" if installed_firmware else "--full", "--quiet"]
+    steps = []
+    if needs_driver:
+        steps.append(("driver", want_driver, driver_flags))
+    if needs_firmware:
+        firmware = ("firmware", want_firmware, firmware_flags)
+        first = installed_driver != "" and installed_firmware != ""
+        steps.insert(0, firmware) if first else steps.append(firmware)
+    return steps
+
+
+def install_failure(kind, package, rc, limit, output):
+    """None when the installer succeeded, else the one-line message failing the node.
+    Firmware exit code 2 is success in some releases; ascend-deployer tolerates it (§6)."""
+    if rc == 0 or (kind == "firmware" and rc == 2):
+        return None
+    if rc in KILLED:
+        return f"{kind} installer killed after {limit} s (ascend_driver_install_timeout)"
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    last = " / ".join(lines[-3:]) if lines else "no output"
+    return f"{kind} installer {package} failed (rc {rc}): {last[-600:]}"
+
+
+def lock(path, limit, sleep=time.sleep, clock=time.monotonic):
+    """An open file descriptor holding an exclusive flock on `path`, waiting up to `limit` s."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    deadline = clock() + limit
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                os.close(fd)
+                raise
+        if clock() >= deadline:
+            os.close(fd)
+            raise Failure(f"an installer still holds {path} after {limit} s")
+        sleep(0.5)
+
+
+# --- node work ------------------------------------------------------------------------------------
+
+
+class Node:
+    def __init__(self, module):
+        self.module = module
+        self.p = module.params
+        self.check = module.check_mode
+
+    def read_driver(self):
+        try:
+            with open(os.path.join(self.p["install_path"], "driver", "version.info")) as fh:
+                return version_info(fh.read())
+        except (OSError, UnicodeDecodeError):
+            return ""
+
+    def read_firmware(self, driver):
+        smi = self.p["npu_smi"]
+        if not driver or not os.access(smi, os.X_OK):
+            return ""
+        rc, out, _ = self.module.run_command([smi, "info", "-t", "board", "-i", "0"])
+        return firmware_version(out) if rc == 0 else ""
+
+    def ids(self):
+        """(uid, gid) of the run user and group as text, '' when missing (the probe's answer)."""
+        try:
+            uid = str(pwd.getpwnam(self.p["user"]).pw_uid)
+        except KeyError:
+            uid = ""
+        try:
+            gid = str(grp.getgrnam(self.p["group"]).gr_gid)
+        except KeyError:
+            gid = ""
+        return uid, gid
+
+    def run_user(self):
+        """Refuse IDs that differ from the fleet's; create the group and user when missing."""
+        p = self.p
+        uid, gid = self.ids()
+        if uid not in ("", str(p["uid"])) or gid not in ("", str(p["gid"])):
+            raise Failure(
+                f"{p['user']} has UID '{uid}' and group {p['group']} GID '{gid}' on this node, but the fleet "
+                f"uses {p['uid']}:{p['gid']} (MindCluster needs them equal on every node). Renumber by hand "
+                "(usermod -u / groupmod -g, then chown the files they own) or set ascend_driver_uid / "
+                "ascend_driver_gid.")
+        created = False
+        if gid == "":
+            created = True
+            if not self.check:
+                self.command(["groupadd", "-g", str(p["gid"]), p["group"]], "creating group " + p["group"])
+        if uid == "":
+            created = True
+            if not self.check:
+                self.command(["useradd", "-u", str(p["uid"]), "-g", p["group"], "-s", "/usr/sbin/nologin",
+                              "-M", p["user"]], "creating user " + p["user"])
+        return created
+
+    def command(self, argv, what):
+        rc, out, err = self.module.run_command(argv)
+        if rc != 0:
+            raise Failure(f"{what} failed (rc {rc}): {(err or out).strip()}")
+
+    def base_url(self):
+        return self.p["artifact_url"].rstrip("/")
+
+    def fetch(self, url, dest_fd=None):
+        """GET url: its body as text, or streamed into dest_fd (returning its sha256)."""
+        response, info = fetch_url(self.module, url, timeout=60)
+        if response is None or info.get("status") != 200:
+            raise Failure(f"download of {url} failed: HTTP {info.get('status')} {info.get('msg', '')}")
+        if dest_fd is None:
+            return response.read().decode("utf-8", "replace")
+        digest = hashlib.sha256()
+        while True:
+            block = response.read(CHUNK)
+            if not block:
+                return digest.hexdigest()
+            digest.update(block)
+            os.write(dest_fd, block)
+
+    def expected_sums(self, packages):
+        """package -> (sha256, where it came from)."""
+        sums, listed = {}, None
+        checksum_url = f"{self.base_url()}/{self.p['checksum_file']}"
+        for package in packages:
+            if package in self.p["checksums"]:
+                given = str(self.p["checksums"][package])
+                sums[package] = (given.lower(), "sha256 " + given)
+                continue
+            if listed is None:
+                listed = self.fetch(checksum_url)
+            found = checksum_from_file(listed, package)
+            if not found:
+                raise Failure(f"no sha256 for {package} in {checksum_url}")
+            sums[package] = (found, "sha256 listed in " + checksum_url)
+        return sums
+
+    def download(self, package, sha256):
+        """The package's verified path in the download dir; a verified file there is not fetched again."""
+        directory = self.p["download_dir"]
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        os.chmod(directory, 0o700)
+        dest = os.path.join(directory, package)
+        if os.path.isfile(dest) and self.module.sha256(dest) == sha256:
+            os.chmod(dest, 0o700)
+            return dest
+        url = f"{self.base_url()}/{package}"
+        fd, tmp = tempfile.mkstemp(prefix=f".{package}.", dir=directory)
+        try:
+            got = self.fetch(url, fd)
+            os.close(fd)
+            fd = -1
+            if got != sha256:
+                raise Failure(f"checksum mismatch for {url}: sha256 {got}, expected {sha256}")
+            os.chmod(tmp, 0o700)
+            os.rename(tmp, dest)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        return dest
+
+    def install(self, kind, installer, flags, lock_fd):
+        """Run one installer; (rc, output). Its own session and the inherited lock fd keep it, and the
+        lock, alive if this module dies with its SSH session; its output goes to a file for the same
+        reason (a closed pipe would kill it)."""
+        limit = self.p["install_timeout"]
+        log = installer + ".log"
+        with open(log, "wb") as out:
+            os.chmod(log, 0o600)
+            os.set_inheritable(lock_fd, True)
+            proc = subprocess.Popen(
+                ["timeout", "-k", "30", str(limit), installer] + list(flags),
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                pass_fds=(lock_fd,), start_new_session=True, cwd="/",
+            )
+            rc = proc.wait()
+        with open(log, "rb") as fh:
+            return rc, fh.read().decode("utf-8", "replace")
+
+    def health(self, version_deferred):
+        p = self.p
+        rc, out, err = self.module.run_command([p["npu_smi"], "info"])
+        return health_problems(rc, out, err, p["expected_chips"], p["version"], version_deferred)
+
+    def record(self, packages, sums):
+        p = self.p
+        data = {
+            "managed_by": "ufcctl role ascend_driver",
+            "driver_version": p["version"],
+            "firmware_version": p["firmware_version"] if p["firmware_enabled"] else None,
+            "installed_packages": packages,
+            "artifact_url": p["artifact_url"],
+            "verified_against": dict((package, sums[package][1]) for package in packages),
+            "run_user": f"{p['user']}:{p['group']} ({p['uid']}:{p['gid']})",
+        }
+        os.makedirs(p["install_path"], mode=0o755, exist_ok=True)
+        path = os.path.join(p["install_path"], "ufcctl-install.json")
+        fd, tmp = tempfile.mkstemp(prefix=".ufcctl-install.", dir=p["install_path"])
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, path)
+
+
+def converge(node, result):
+    p = node.p
+    if p["mode"] == "health":
+        problems = node.health(version_deferred=False)
+        result["health"] = {"checked": True, "problems": problems}
+        if problems:
+            raise Failure("health gate: " + "; ".join(problems))
+        return
+    lock_fd = lock(p["lock"], p["install_timeout"])
+    try:
+        converge_locked(node, result, lock_fd)
+    finally:
+        os.close(lock_fd)
+
+
+def converge_locked(node, result, lock_fd):
+    p = node.p
+    driver = node.read_driver()
+    firmware = node.read_firmware(driver)
+    arch = p["arch"] or os.uname()[4]
+    result["before"] = {"driver": driver, "firmware": firmware, "arch": arch}
+    result["user_created"] = node.run_user()
+    steps = plan(driver, firmware, p["version"], p["firmware_version"], p["firmware_enabled"], p["force"],
+                 p["user"], p["group"])
+    names = dict(zip(("driver", "firmware"),
+                     package_names(p["chip"], p["version"], p["firmware_version"], arch)))
+    packages = [names[kind] for kind in ("driver", "firmware") if kind in [s[0] for s in steps]]
+    result["packages"] = packages
+    if node.check:
+        result["installed"] = packages
+        return
+    if packages:
+        sums = node.expected_sums(packages)
+        paths = dict((package, node.download(package, sums[package][0])) for package in packages)
+    outputs = []
+    # The versions were read under the lock, which this run holds until it ends: an earlier run's
+    # installer that outlived its SSH session had finished before, so they are current.
+    for kind, _target, flags in steps:
+        rc, output = node.install(kind, paths[names[kind]], flags, lock_fd)
+        outputs.append(output)
+        failed = install_failure(kind, names[kind], rc, p["install_timeout"], output)
+        if failed:
+            raise Failure(failed, installer_output=output.splitlines()[-TAIL_LINES:], rc=rc)
+        result["installed"].append(names[kind])
+    result["reboot_requested"] = any(REBOOT_TEXT in output for output in outputs)
+    if packages:
+        node.record(packages, sums)
+    if p["health_gate"] and not (result["reboot_requested"] and p["reboot"] == "auto"):
+        problems = node.health(version_deferred=result["reboot_requested"])
+        result["health"] = {"checked": True, "problems": problems}
+        if problems:
+            raise Failure("health gate: " + "; ".join(problems))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            mode=dict(type="str", default="install", choices=["install", "health"]),
+            version=dict(type="str", required=True),
+            firmware_version=dict(type="str", default=""),
+            firmware_enabled=dict(type="bool", default=True),
+            chip=dict(type="str"),
+            arch=dict(type="str", default=""),
+            artifact_url=dict(type="str"),
+            checksums=dict(type="dict", default={}),
+            checksum_file=dict(type="str", default="SHA256SUMS"),
+            download_dir=dict(type="path"),
+            install_path=dict(type="path"),
+            user=dict(type="str"),
+            group=dict(type="str"),
+            uid=dict(type="int"),
+            gid=dict(type="int"),
+            reboot=dict(type="str", default="auto", choices=["auto", "never"]),
+            install_timeout=dict(type="int"),
+            force=dict(type="bool", default=False),
+            health_gate=dict(type="bool", default=True),
+            expected_chips=dict(type="int", default=0),
+            lock=dict(type="path"),
+            npu_smi=dict(type="path", required=True),
+        ),
+        required_if=[("mode", "install", ["chip", "artifact_url", "download_dir", "install_path", "user",
+                                          "group", "uid", "gid", "install_timeout", "lock"])],
+        supports_check_mode=True,
+    )
+    result = {"changed": False, "before": {}, "packages": [], "installed": [],
+              "user_created": False, "reboot_requested": False, "health": {"checked": False, "problems": []}}
+    try:
+        converge(Node(module), result)
+    except Failure as exc:
+        result.update(exc.extra)
+        result["changed"] = bool(result["installed"] or result["user_created"])
+        module.fail_json(msg=exc.msg, **result)
+    result["changed"] = bool(result["installed"] or result["user_created"])
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
