@@ -25,7 +25,7 @@ def test_first_host_inits_and_the_others_join(hosts):
     for name in names:
         kinds = [d["kind"] for d in _docs(hosts[name], "kubeadm.yaml")]
         expected = (
-            ["InitConfiguration", "ClusterConfiguration", "KubeletConfiguration"]
+            ["InitConfiguration", "ClusterConfiguration", "KubeletConfiguration", "KubeProxyConfiguration"]
             if name == names[0]
             else ["JoinConfiguration"]
         )

@@ -123,7 +123,8 @@ def inventories(tmp_path_factory) -> dict[str, Path]:
     ("host", "kinds"),
     [
         pytest.param(
-            "cp1", ["InitConfiguration", "ClusterConfiguration", "KubeletConfiguration"], id="first-init"
+            "cp1", ["InitConfiguration", "ClusterConfiguration", "KubeletConfiguration",
+                    "KubeProxyConfiguration"], id="first-init"
         ),
         pytest.param("cp2", ["JoinConfiguration"], id="other-join"),
     ],
@@ -146,6 +147,9 @@ def test_rendered_files_are_schema_valid(inventories, inventory, host, kinds, te
         assert args["max-requests-inflight"] == "3000" and args["goaway-chance"] == "0.001"
         assert "10.0.0.10" in cluster["apiServer"]["certSANs"] and "cp3" in cluster["apiServer"]["certSANs"]
         assert by_kind["KubeletConfiguration"]["clusterDNS"] == ["169.254.20.10"]
+        proxy = by_kind["KubeProxyConfiguration"]
+        assert proxy["mode"] == "iptables" and proxy["clusterCIDR"] == cluster["networking"]["podSubnet"]
+        assert proxy["conntrack"] == {"maxPerCore": 32768, "min": 131072}
     else:
         join = by_kind["JoinConfiguration"]
         assert join["discovery"]["bootstrapToken"]["apiServerEndpoint"] == "10.0.0.10:8443"
@@ -162,6 +166,8 @@ def _task(name_start: str) -> tuple[int, dict[str, Any]]:
     ("overrides", "file", "fragment"),
     [
         pytest.param({"kube_control_plane_kubelet_max_pods": 0}, "kubeadm.yaml", "maxPods", id="kubelet"),
+        # NodeLocal DNSCache is set up for iptables and ipvs only: another mode would break DNS
+        pytest.param({"ufc_kube_proxy_mode": "nftables"}, "kubeadm.yaml", "mode", id="kube-proxy-mode"),
         pytest.param(
             {"kube_control_plane_scheduler_percentage_of_nodes_to_score": 101},
             "kube-scheduler-config.yaml", "percentageOfNodesToScore", id="scheduler",
@@ -184,3 +190,16 @@ def test_a_schema_violation_fails_the_roles_check_before_the_write(
         errors[name] = templar_factory(local).template(_trusted(check["vars"]["__kube_control_plane_errors"]))
     assert [n for n, e in errors.items() if e] == [file]
     assert fragment in " ".join(errors[file])
+
+
+@pytest.mark.parametrize("mode", [None, "iptables", "ipvs"])
+def test_kube_proxy_and_nodelocaldns_read_one_mode(inventories, templar_factory, mode):
+    # ipvs makes the IPVS interface own the kube-dns ClusterIP, so the cache must not bind it: the
+    # mode kube-proxy runs in and the one nodelocaldns is set up for come from one variable
+    overrides = {} if mode is None else {"ufc_kube_proxy_mode": mode}
+    variables = _variables(inventories["sample"], "cp1", templar_factory, _ca_pem(), overrides)
+    templar = templar_factory(variables)
+    proxy = templar.template(trust_as_template("{{ __kube_control_plane_kube_proxy_doc }}"))
+    dns_defaults = yaml.safe_load((ROOT / "roles" / "nodelocaldns" / "defaults" / "main.yml").read_text())
+    dns_mode = templar.template(_trusted(dns_defaults["nodelocaldns_kube_proxy_mode"]))
+    assert proxy["mode"] == dns_mode == (mode or "iptables")

@@ -1,11 +1,12 @@
-"""Strict JSON schemas of the kubeadm v1beta4, kubelet v1beta1 and kube-scheduler v1 fields ufcctl renders.
+"""Strict JSON schemas of the kubeadm v1beta4, kubelet v1beta1, kube-scheduler v1 and kube-proxy v1alpha1
+fields ufcctl renders.
 
 There is no official JSON schema for these files. These were written from the upstream API reference
 (kubernetes.io/docs/reference/config-api/kubeadm-config.v1beta4, kubelet-config.v1beta1,
-kube-scheduler-config.v1) and cover only the fields the kube_control_plane role renders, with
-`additionalProperties: false`: a typo'd or misplaced key fails here instead of being silently
-ignored by kubeadm's lenient decoding. Fields ufcctl does not render are refused too: add them here
-(from the reference) when a template starts rendering them.
+kube-scheduler-config.v1, kube-proxy-config.v1alpha1) and cover only the fields the
+kube_control_plane role renders, with `additionalProperties: false`: a typo'd or misplaced key
+fails here instead of being silently ignored by kubeadm's lenient decoding. Fields ufcctl does not
+render are refused too: add them here (from the reference) when a template starts rendering them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import jsonschema
 KUBEADM = "kubeadm.k8s.io/v1beta4"
 KUBELET = "kubelet.config.k8s.io/v1beta1"
 SCHEDULER = "kubescheduler.config.k8s.io/v1"
+KUBE_PROXY = "kubeproxy.config.k8s.io/v1alpha1"
 
 DURATION = {"type": "string", "pattern": r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"}
 STR = {"type": "string", "minLength": 1}
@@ -218,12 +220,30 @@ SCHEDULER_CONFIG = _obj(
     ("apiVersion", "kind"),
 )
 
+SYNC = _obj({"syncPeriod": DURATION, "minSyncPeriod": DURATION})
+KUBE_PROXY_CONFIG = _obj(
+    {
+        **_header(KUBE_PROXY, "KubeProxyConfiguration"),
+        # the modes NodeLocal DNSCache is set up for (roles/nodelocaldns); nftables not yet
+        "mode": {"enum": ["iptables", "ipvs"]},
+        "clusterCIDR": {"type": "string", "pattern": r"^[0-9a-fA-F.:]+/[0-9]+$"},
+        "clientConnection": _obj({"qps": {"type": "number", "minimum": 0},
+                                  "burst": {"type": "integer", "minimum": 0}}),
+        "conntrack": _obj({"maxPerCore": {"type": "integer", "minimum": 0},
+                           "min": {"type": "integer", "minimum": 0}}),
+        "iptables": SYNC,
+        "ipvs": SYNC,
+    },
+    ("apiVersion", "kind", "mode"),
+)
+
 SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
     (KUBEADM, "InitConfiguration"): INIT,
     (KUBEADM, "ClusterConfiguration"): CLUSTER,
     (KUBEADM, "JoinConfiguration"): JOIN,
     (KUBELET, "KubeletConfiguration"): KUBELET_CONFIG,
     (SCHEDULER, "KubeSchedulerConfiguration"): SCHEDULER_CONFIG,
+    (KUBE_PROXY, "KubeProxyConfiguration"): KUBE_PROXY_CONFIG,
 }
 _FORMATS = jsonschema.Draft202012Validator.FORMAT_CHECKER
 
