@@ -14,7 +14,8 @@ The rules, in this order:
    record is a failure is expected to take at least as long as it ran then: a node that hung
    until its deadline last time starts among the first, where a repeat costs the least (its
    slot is busy while the others still run), not at the end, where it would add a whole
-   deadline to the rollout.
+   deadline to the rollout. With a failure budget its repeat failure then counts early, against
+   at least one batch (the budget's floor): `--max-fail` below 100 / batch stops the rollout there.
 3. Without alignment (`--by none`) every non-canary node is ordered by expected duration,
    longest first, ties in plan order. Batches then only label nodes for the report.
 4. With alignment (`--by tor` / `--by superpod`) each batch's nodes stay together (a failure
