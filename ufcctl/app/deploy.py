@@ -1,17 +1,58 @@
-"""Use case: deploy the stack (playbooks/deploy.yml) onto an inventory or a part of it."""
+"""Use case: deploy the stack onto an inventory or a part of it, in two phases (decision 10).
+
+1. The cluster phase: playbooks/deploy.yml, once, on the hosts that carry the cluster (etcd, VIP and
+   load balancer, control planes, NFS server; `ufcctl/domain/inventory/phases.py`).
+2. The node phase: playbooks/deploy-nodes.yml on the workers through the fleet engine (the
+   deploy-nodes rollout kind): batches, window, failure budget, pacing, state and resume.
+
+`ufcctl add-nodes` is the node phase alone.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ufcctl.app.inventory import load_inventory
+from ufcctl.domain.inventory.model import KUBE_NODE, Inventory
 from ufcctl.domain.inventory.patterns import PatternError, select_hosts
+from ufcctl.domain.inventory.phases import split_phases
+from ufcctl.domain.rollout.summary import RolloutSummary
 from ufcctl.engine.locks import hold_nodes
 from ufcctl.engine.playbook_tags import SPECIAL_TAGS, playbook_tags, unknown_tags
 from ufcctl.engine.runner import RunObserver, RunOptions, RunResult, new_run_id, run_playbook
 from ufcctl.errors import InputError
 from ufcctl.paths import ROLES_DIR, playbook
+from ufcctl.rollout.executor import RolloutObserver
+from ufcctl.rollout.kinds import deploy_nodes
+from ufcctl.rollout.store import StateStore
+
+PHASES = ("all", "cluster", "nodes")
+
+
+@dataclass
+class DeployResult:
+    cluster: RunResult | None = None
+    nodes: RolloutSummary | None = None
+    skipped: list[str] = field(default_factory=list)  # phases not run, each with its reason
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cluster": self.cluster.to_json() if self.cluster else None,
+                "nodes": self.nodes.to_json() if self.nodes else None, "skipped": self.skipped}
+
+
+def _select(inventory: Inventory, inventory_dir: Path, limit: str | None) -> list[str]:
+    try:
+        names = select_hosts(inventory, limit)
+    except PatternError as err:
+        raise InputError(f"--limit {limit!r}: {err}", "use host names, group names, globs, ! and &") from err
+    if not names:
+        raise InputError(f"--limit {limit!r} selects no host of {inventory_dir}")
+    return names
 
 
 def deploy(
@@ -19,30 +60,71 @@ def deploy(
     options: RunOptions,
     *,
     limit: str | None = None,
-    playbook_name: str = "deploy.yml",
-    observer: RunObserver | None = None,
-) -> RunResult:
-    """Validate the inventory (nothing is touched when it is bad), then run the playbook on the hosts.
-
-    `--limit` is resolved here, so the generated inventory Ansible reads holds only those hosts.
-    """
-    path = playbook(playbook_name)
+    phase: str = "all",
+    fleet: Mapping[str, Any] | None = None,
+    store: StateStore | None = None,
+    progress: Callable[[], AbstractContextManager[RunObserver | None]] = nullcontext,
+    rollout_progress: Callable[[], AbstractContextManager[RolloutObserver | None]] = nullcontext,
+) -> DeployResult:
+    """Validate the inventory (nothing is touched when it is bad), then run the phases in turn; the node
+    phase starts only when the cluster phase succeeded. `fleet` holds the node phase's settings
+    (deploy_nodes.nodes_request's: batch, window, max_fail, canary, align, rate, order, ...).
+    `progress` and `rollout_progress` make each phase's live display, one at a time."""
+    if phase not in PHASES:
+        raise InputError(f"--phase {phase!r}: unknown phase", f"use one of: {', '.join(PHASES)}")
+    path = playbook("deploy.yml")
     check_tags(path, options)
     inventory = load_inventory(inventory_dir)
-    try:
-        names = select_hosts(inventory, limit)
-    except PatternError as err:
-        raise InputError(f"--limit {limit!r}: {err}", "use host names, group names, globs, ! and &") from err
-    if not names:
-        raise InputError(f"--limit {limit!r} selects no host of {inventory_dir}")
+    phases = split_phases(inventory, _select(inventory, inventory_dir, limit))
+    result = DeployResult()
+    if phase in ("all", "cluster"):
+        if phases.cluster:
+            with progress() as observer:
+                result.cluster = deploy_cluster(inventory_dir, inventory, list(phases.cluster), options,
+                                                observer)
+        else:
+            result.skipped.append("cluster phase: the selection holds no cluster host")
+    if phase == "cluster":
+        return result
+    if not phases.nodes:
+        result.skipped.append("node phase: the selection holds no worker (kube_node, not a control plane)")
+    elif options.tags or options.skip_tags:
+        result.skipped.append("node phase: --tags/--skip-tags select tasks of the cluster phase only")
+    elif result.cluster is not None and not result.cluster.succeeded:
+        result.skipped.append("node phase: not started, the cluster phase failed")
+    elif store is None:
+        raise ValueError("the node phase needs a state store")
+    else:
+        request = deploy_nodes.nodes_request(
+            inventory_dir=inventory_dir, limit=limit, dry_run=options.check, accelerate=options.accelerate,
+            **dict(fleet or {}))
+        with rollout_progress() as rollout_observer:
+            result.nodes = deploy_nodes.deploy_nodes(request, store, observer=rollout_observer,
+                                                     loader=lambda _: inventory)
+    return result
+
+
+def deploy_cluster(inventory_dir: Path, inventory: Inventory, hosts: list[str], options: RunOptions,
+                   observer: RunObserver | None = None) -> RunResult:
+    """playbooks/deploy.yml on `hosts`. Every worker's vars go along, uncontacted (Ansible's --limit
+    holds the play to `hosts`): the add-ons build the ToR map and node labels from every kube_node
+    host's vars, so a cluster phase never sees a partial fleet."""
+    path = playbook("deploy.yml")
     # Ansible only sees the generated per-run inventory, so the roles learn the inventory's name here
     # (k8s_manifests writes to .ufc/manifests/<name>/); an explicit -e value wins.
     extravars = {"ufc_inventory_name": inventory_dir.name, **options.extravars}
-    options = dataclasses.replace(options, extravars=extravars)
+    chosen = set(hosts)
+    vars_only = [h for h in inventory.group_hosts(KUBE_NODE) if h not in chosen]
+    options = dataclasses.replace(options, extravars=extravars,
+                                  limit=",".join(hosts) if vars_only else options.limit)
     run_id = new_run_id(path.stem)
     # the hosts this run contacts, held until it ends: a rollout or deploy on any of them is refused
-    with hold_nodes(run_id, names):
-        return run_playbook(path, inventory.subset(names), options, run_id=run_id, observer=observer)
+    with hold_nodes(run_id, hosts):
+        result = run_playbook(path, inventory.subset([*hosts, *vars_only]), options, run_id=run_id,
+                              observer=observer)
+    skipped = set(vars_only)
+    result.not_run = [h for h in result.not_run if h not in skipped]
+    return result
 
 
 def check_tags(path: Path, options: RunOptions) -> None:

@@ -1,17 +1,34 @@
-"""`ufcctl deploy`: run playbooks/deploy.yml with live progress and a recap."""
+"""`ufcctl deploy` (cluster phase, then the node phase on the fleet engine), `ufcctl add-nodes`,
+`ufcctl plan deploy`."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
+from ufcctl.app.deploy import PHASES, DeployResult
 from ufcctl.app.deploy import deploy as run_deploy
+from ufcctl.cli.numbers import integer, number
 from ufcctl.cli.options import accelerate_option, forks_option, inventory_option, output_option
+from ufcctl.cli.rollout import fleet_options, plan, summary_out
+from ufcctl.domain.rollout.order import ORDERS
+from ufcctl.domain.rollout.pacing import paced_seconds
 from ufcctl.engine.runner import RunOptions
 from ufcctl.errors import InputError, RunFailed
 from ufcctl.report.output import print_json, print_run_summary
 from ufcctl.report.progress import RunProgress
+from ufcctl.report.rollout import RolloutProgress, plan_json, print_plan
+from ufcctl.rollout.kinds import deploy_nodes
+from ufcctl.rollout.store import StateStore
+
+# Node phase defaults: 2 x 50 = 100 workers in flight. Each in-flight node holds one Ansible fork on
+# the controller (about 100 MB, --forks' help), so the window, not the join rate, bounds the
+# controller's memory: ~11 GB at the default. A larger controller raises --batch/--window; the join
+# rate (--join-rate) stays the apiservers' guard whatever the window (`ufcctl plan deploy` shows both).
+DEFAULT_BATCH = 50
+DEFAULT_WINDOW = 2
 
 
 def _split(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -26,52 +43,150 @@ def _filters(limit: str | None, options: RunOptions) -> str:
     return f" ({'; '.join(used)})" if used else ""
 
 
+def _node_flags(func: Any) -> Any:
+    """The node phase's own flags (deploy and add-nodes)."""
+    options = [
+        click.option("--join-rate", type=number(0), default=deploy_nodes.DEFAULT_JOIN_RATE, show_default=True,
+                     help="Workers started per second at most, so joins do not flood the apiservers "
+                          "(0: no ceiling)."),
+        click.option("--order", type=click.Choice(list(ORDERS)), default="longest", show_default=True,
+                     help="Start order after the canary: longest expected first, or the plan's order."),
+        click.option("--node-timeout", type=integer(60), default=deploy_nodes.DEFAULT_NODE_TIMEOUT,
+                     show_default=True, help="Seconds after which a worker with no result is failed "
+                                             "as hung."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _fleet(batch: int, window: int, max_fail: float, canary: int, align: str, join_rate: float, order: str,
+           node_timeout: int) -> dict[str, Any]:
+    return {"batch": batch, "window": window, "max_fail": max_fail, "canary": canary, "align": align,
+            "rate": join_rate or None, "order": order, "node_timeout": node_timeout}
+
+
 @click.command()
 @inventory_option()
 @click.option("--limit", "-l", default=None, help="Ansible host pattern; only these hosts are run.")
-@click.option("--tags", "-t", multiple=True, help="Only tasks with these tags (comma list or repeated).")
-@click.option("--skip-tags", multiple=True, help="Skip tasks with these tags.")
+@click.option("--phase", type=click.Choice(PHASES), default="all", show_default=True,
+              help="cluster: playbooks/deploy.yml only; nodes: the workers only (as add-nodes); all: both.")
+@click.option("--tags", "-t", multiple=True,
+              help="Only tasks with these tags (cluster phase; comma list or repeated).")
+@click.option("--skip-tags", multiple=True, help="Skip tasks with these tags (cluster phase).")
 @click.option("--check", "-C", is_flag=True, help="Ansible check mode: report what would change.")
 @click.option("--diff", "-D", is_flag=True, help="Show file differences.")
+@fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW, limit=False)
+@_node_flags
 @forks_option()
 @accelerate_option()
 @click.option("-v", "--verbose", count=True, help="Ansible verbosity (repeat for more).")
 @output_option()
 def deploy(
-    inventory: Path, limit: str | None, tags: tuple[str, ...], skip_tags: tuple[str, ...],
-    check: bool, diff: bool, forks: int, accelerate: str | None, verbose: int, output: str,
+    inventory: Path, limit: str | None, phase: str, tags: tuple[str, ...], skip_tags: tuple[str, ...],
+    check: bool, diff: bool, batch: int, window: int, max_fail: float, canary: int, align: str,
+    join_rate: float, order: str, node_timeout: int, forks: int, accelerate: str | None, verbose: int,
+    output: str,
 ) -> None:
-    """Deploy the whole stack (playbooks/deploy.yml) onto INVENTORY."""
+    """Deploy the stack onto INVENTORY: the cluster phase (playbooks/deploy.yml: etcd, VIP, control
+    plane, NFS, add-ons), then the node phase (playbooks/deploy-nodes.yml: every worker joins, through
+    the fleet engine: batches, window, failure budget, pacing; `ufcctl resume RUN_ID` after a stop)."""
     options = RunOptions(
         forks=forks, check=check, diff=diff, tags=_split(tags), skip_tags=_split(skip_tags),
         accelerate=accelerate, verbosity=verbose,
     )
-    with RunProgress(quiet=output == "json") as progress:
-        result = run_deploy(inventory, options, limit=limit, observer=progress)
+    fleet = _fleet(batch, window, max_fail, canary, align, join_rate, order, node_timeout)
+    quiet = output == "json"
+    with StateStore() as store:
+        result = run_deploy(inventory, options, limit=limit, phase=phase, fleet=fleet, store=store,
+                            progress=lambda: RunProgress(quiet=quiet),
+                            rollout_progress=lambda: RolloutProgress(quiet=quiet))
+    _report(result, limit, options, output)
+
+
+def _report(result: DeployResult, limit: str | None, options: RunOptions, output: str) -> None:
     if output == "json":
         print_json(result.to_json())
-    else:
-        print_run_summary(result)
-        if result.rc != 0 and not result.hosts and result.output_tail:
-            click.echo("Ansible said:\n  " + "\n  ".join(result.output_tail[-15:]), err=True)
-    if result.succeeded and result.nothing_ran:
+    cluster = result.cluster
+    if cluster is not None and output != "json":
+        print_run_summary(cluster)
+        if cluster.rc != 0 and not cluster.hosts and cluster.output_tail:
+            click.echo("Ansible said:\n  " + "\n  ".join(cluster.output_tail[-15:]), err=True)
+    for line in result.skipped:
+        click.echo(f"skipped: {line}", err=True)
+    if cluster is not None and cluster.succeeded and cluster.nothing_ran and result.nodes is None:
         # Exit 2, not 0: nothing was deployed, and automation reading 0 would take the stack as
         # installed. Not 1 either: no host failed; the selection (flags or inventory groups)
         # matched no task, so the input is what to fix, as for any other bad flag.
         raise InputError(
-            f"deploy ran no task on any of its {len(result.hosts) + len(result.not_run)} host(s)"
+            f"deploy ran no task on any of its {len(cluster.hosts) + len(cluster.not_run)} host(s)"
             f"{_filters(limit, options)}: nothing was deployed",
             ("the tags chosen select no task of the plays that target these hosts' groups"
              if options.tags or options.skip_tags else "no play targets these hosts' groups, or every "
              "task was skipped") + "; see the plays and their groups in playbooks/deploy.yml",
         )
-    if not result.succeeded:
-        failed = result.failed_hosts
+    if cluster is not None and not cluster.succeeded:
+        failed = cluster.failed_hosts
         raise RunFailed(
-            f"deploy {result.status} on {len(failed)} of {len(result.hosts)} host(s)"
+            f"deploy {cluster.status} on {len(failed)} of {len(cluster.hosts)} host(s)"
             + (f": {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}" if failed else ""),
-            f"details in {result.run_dir}/failures.jsonl; fix and rerun (roles are idempotent)",
+            f"details in {cluster.run_dir}/failures.jsonl; fix and rerun (roles are idempotent)",
         )
+    if result.nodes is not None:
+        summary_out(result.nodes, "text" if output != "json" else "quiet")
 
 
-COMMANDS = [deploy]
+@click.command("add-nodes")
+@inventory_option()
+@click.option("--limit", "-l", required=True,
+              help="The new workers (Ansible host pattern inside kube_node); nothing else is contacted "
+                   "but the first control plane, for the join token.")
+@click.option("--check", "-C", is_flag=True, help="Ansible check mode: report what would change.")
+@click.option("--retry-failed", is_flag=True,
+              help="A new run over only the nodes that failed or were skipped in the newest node phase.")
+@fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW, limit=False)
+@_node_flags
+@accelerate_option()
+@output_option()
+def add_nodes(inventory: Path, limit: str, check: bool, retry_failed: bool, batch: int, window: int,
+              max_fail: float, canary: int, align: str, join_rate: float, order: str, node_timeout: int,
+              accelerate: str | None, output: str) -> None:
+    """Add workers to a running cluster: the node phase of deploy on --limit only, never the cluster plays."""
+    request = deploy_nodes.nodes_request(
+        inventory_dir=inventory, limit=limit, dry_run=check, accelerate=accelerate,
+        **_fleet(batch, window, max_fail, canary, align, join_rate, order, node_timeout))
+    with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
+        summary = deploy_nodes.deploy_nodes(request, store, observer=progress, retry_failed=retry_failed)
+    summary_out(summary, output)
+
+
+@plan.command("deploy")
+@inventory_option()
+@fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW)
+@click.option("--join-rate", type=number(0), default=deploy_nodes.DEFAULT_JOIN_RATE, show_default=True,
+              help="Workers started per second at most (0: no ceiling).")
+@click.option("--node-seconds", type=number(0.001), default=None,
+              help="Time one worker takes (default: the median of the newest measured node phase).")
+@click.option("--all", "all_rows", is_flag=True, help="List every batch, not only the first 50.")
+@output_option()
+def plan_deploy(inventory: Path, batch: int, window: int, max_fail: float, canary: int, align: str,
+                limit: str | None, join_rate: float, node_seconds: float | None, all_rows: bool,
+                output: str) -> None:
+    """Print the node phase's batches and projected duration (the cluster phase runs once, before it)."""
+    request = deploy_nodes.nodes_request(inventory_dir=inventory, batch=batch, window=window,
+                                         max_fail=max_fail, canary=canary, align=align, limit=limit,
+                                         rate=join_rate or None)
+    with StateStore() as store:
+        report = deploy_nodes.plan_nodes(request, store, node_seconds=node_seconds)
+    pacing = paced_seconds(report.targets, request.rate)
+    if output == "json":
+        print_json({**plan_json(report.plan, report.projection, report.targets),
+                    "join_rate": request.rate, "pacing_floor_seconds": round(pacing, 1)})
+        return
+    print_plan(report.plan, report.projection, report.targets, all_rows=all_rows)
+    if request.rate is not None:
+        click.echo(f"join pacing: {report.targets} workers at {request.rate:g}/s start over at least "
+                   f"{pacing / 60:.1f} min (the node phase takes the longer of this and the projection)")
+
+
+COMMANDS = [deploy, add_nodes]

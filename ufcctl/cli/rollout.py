@@ -38,32 +38,46 @@ def _version(ctx: click.Context, param: click.Parameter, value: str | None) -> s
     return value
 
 
+def fleet_options(*, group: str, batch: int | None = None, window: int = 1,
+                  limit: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The fleet flags every rollout command shares (declared once): batch, window, budget, canary,
+    alignment, and (limit=True) --limit inside `group`. batch None: --batch is required."""
+    batch_help = "Nodes per batch: the unit of planning, alignment, canary and the budget's floor."
+
+    def apply(func: Callable[..., Any]) -> Callable[..., Any]:
+        options = [
+            click.option("--batch", "-b", type=integer(1, 10000), required=batch is None, default=batch,
+                         show_default=batch is not None, help=batch_help),
+            click.option("--window", "-w", type=integer(1, 100), default=window, show_default=True,
+                         help="Batches' worth of nodes in flight at once (window x batch node slots)."),
+            click.option("--max-fail", type=percent(), default="0%", show_default=True,
+                         help="Stop starting nodes once failed nodes exceed this share of processed ones "
+                              "(measured against at least one batch)."),
+            click.option("--canary", type=integer(0), default=0, show_default=True,
+                         help="Nodes run first, alone; any failure among them stops the rollout."),
+            click.option("--by", "align", type=click.Choice(list(ALIGN_VARS)), default="none",
+                         show_default=True, help="Cut batches along ToR switches or super pods "
+                                                 "(npu_tor_id / npu_super_pod_id)."),
+        ]
+        if limit:
+            options.append(click.option("--limit", "-l", default=None,
+                                        help=f"Ansible host pattern inside group {group}."))
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return apply
+
+
 def _plan_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Flags shared by upgrade-drivers and plan upgrade-drivers (declared once)."""
-    options = [
-        inventory_option(),
-        click.option("--batch", "-b", type=integer(1, 10000), required=True,
-                     help="Nodes per batch: the unit of planning, alignment, canary and the budget's floor."),
-        click.option("--window", "-w", type=integer(1, 100), default=1, show_default=True,
-                     help="Batches' worth of nodes in flight at once (window x batch node slots)."),
-        click.option("--max-fail", type=percent(), default="0%", show_default=True,
-                     help="Stop starting nodes once failed nodes exceed this share of processed ones "
-                          "(measured against at least one batch)."),
-        click.option("--canary", type=integer(0), default=0, show_default=True,
-                     help="Nodes upgraded first, alone; any failure among them stops the rollout."),
-        click.option("--by", "align", type=click.Choice(list(ALIGN_VARS)), default="none", show_default=True,
-                     help="Cut batches along ToR switches or super pods (npu_tor_id / npu_super_pod_id)."),
-        click.option("--limit", "-l", default=None, help="Ansible host pattern inside group npu_node."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    """Flags shared by upgrade-drivers and plan upgrade-drivers."""
+    return inventory_option()(fleet_options(group="npu_node")(func))
 
 
-def _summary_out(summary: RolloutSummary, output: str) -> None:
+def summary_out(summary: RolloutSummary, output: str) -> None:
     if output == "json":
         print_json(summary.to_json())
-    else:
+    elif output != "quiet":  # quiet: the caller printed it (deploy's JSON holds both phases)
         print_summary(summary)
     if summary.status != "done":
         failed = [n.host for n in summary.failed]
@@ -116,7 +130,7 @@ def upgrade_drivers(inventory: Path, batch: int, window: int, max_fail: float, c
     )
     with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
         summary = app.upgrade(request, store, observer=progress, retry_failed=retry_failed)
-    _summary_out(summary, output)
+    summary_out(summary, output)
 
 
 @click.group("plan")
@@ -167,7 +181,7 @@ def resume(run_id: str, retry_failed: bool, output: str) -> None:
     """Continue RUN_ID (of any kind) after a crash, Ctrl-C or budget stop; done nodes are never redone."""
     with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
         summary = rollout_runs.resume(run_id, store, retry_failed=retry_failed, observer=progress)
-    _summary_out(summary, output)
+    summary_out(summary, output)
 
 
 COMMANDS = [upgrade_drivers, plan, runs, resume]

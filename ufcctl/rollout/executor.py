@@ -58,6 +58,7 @@ from typing import Protocol
 from ufcctl.domain.inventory.model import Host
 from ufcctl.domain.rollout.budget import FailureBudget
 from ufcctl.domain.rollout.order import chunks
+from ufcctl.domain.rollout.pacing import Pacer
 from ufcctl.domain.rollout.plan import RolloutPlan
 from ufcctl.domain.rollout.states import DONE, FAILED, PENDING, RUNNING, SKIPPED
 from ufcctl.domain.rollout.window import RolloutWindow
@@ -111,6 +112,7 @@ class RolloutJob:
     budget: FailureBudget
     chunk_size: int = DEFAULT_CHUNK
     node_deadline: float | None = None
+    rate: float | None = None  # admissions per second at most (join pacing; None: no ceiling)
     prepare_workers: int = PREPARE_WORKERS
     prepare_ahead: int = PREPARE_AHEAD
     settle_seconds: float = SETTLE_SECONDS
@@ -236,6 +238,7 @@ class _Execution:
         self.window = RolloutWindow(job.plan, job.order, capacity, job.budget,
                                     ahead=job.prepare_ahead if guard else capacity,
                                     done=job.done_before, failed=job.failed_before)
+        self.pacer = Pacer(job.rate)
         self.batch_of = job.plan.batch_of()
         self.chunks = [_Chunk(i, f"{job.run_id}-c{i + 1:03d}", hosts, open=len(hosts))
                        for i, hosts in enumerate(chunks(job.order, job.chunk_size))]
@@ -323,6 +326,8 @@ class _Execution:
 
     def _timeout(self) -> float:
         wait = 1.0
+        if self.window.admissible and self.window.in_flight_count < self.window.capacity:
+            wait = min(wait, max(0.01, self.pacer.wait(self.clock())))  # held back by pacing only
         if self.deadlines:
             wait = min(wait, max(0.01, self.deadlines[0][0] - self.clock()))
         return wait
@@ -353,7 +358,8 @@ class _Execution:
                 self.window.prepared(host)
             else:
                 self.pool.submit(self._prepare, host)
-        admitted = self.window.admissions()
+        admitted = self.window.admissions(self.pacer.allowance(now))
+        self.pacer.take(len(admitted), now)
         for host in admitted:
             self._admit(host, now)
         expired = self._expire(now)

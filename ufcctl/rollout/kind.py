@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ufcctl.domain.inventory.model import Host
+from ufcctl.domain.inventory.model import Host, Inventory
 from ufcctl.domain.rollout.order import LONGEST
 
 # Nodes per long-lived ansible-playbook process. 2,000 (8 processes for 16,000 nodes) because:
@@ -56,6 +56,7 @@ class RolloutRequest:
     accelerate: str | None = None  # "mitogen" (opt-in)
     order: str = LONGEST  # start order: longest expected first, or "plan"
     chunk_size: int = DEFAULT_CHUNK
+    rate: float | None = None  # nodes admitted per second at most (join pacing); None: no ceiling
     options: Mapping[str, Any] = field(default_factory=dict)  # the kind's own settings
 
     def params(self) -> dict[str, Any]:
@@ -103,6 +104,11 @@ class RolloutKind:
     # seconds after which a node with no result is failed as hung (None: never)
     node_deadline: Callable[[Mapping[str, Any]], float | None] = no_deadline
     hooks: GuardFactory = drain_hooks  # prepare/release around each node, and the report's line
+    # hosts of `group` that are not targets (e.g. control planes that are also kube_node)
+    exclude_groups: tuple[str, ...] = ()
+    # run once before any node starts (a new run and every resume), e.g. a join token; returns the
+    # line the report shows for it. Raises InputError/RunFailed to stop before any node is touched.
+    prepare: Callable[[RolloutRequest, Inventory], str] | None = None
 
 
 class KindRegistry:

@@ -64,7 +64,8 @@ def _load(loader: Loader | None, path: Path) -> Inventory:
 
 def _targets(kind: RolloutKind, inventory: Inventory, request: RolloutRequest) -> list[Host]:
     """The kind's group, narrowed by --limit when given, in inventory order."""
-    members = inventory.group_hosts(kind.group)
+    excluded = {h for g in kind.exclude_groups for h in inventory.group_hosts(g)}
+    members = [h for h in inventory.group_hosts(kind.group) if h not in excluded]
     if not members:
         raise InputError(f"{request.inventory_dir}: group {kind.group} has no hosts",
                          f"put the nodes for {kind.name} in group {kind.group} (see inventories/sample)")
@@ -154,7 +155,7 @@ def _execute(kind: RolloutKind, run_id: str, request: RolloutRequest, inventory:
         order=tuple(start_order(rollout_plan, todo, known, request.order, floors)),
         options=_options(kind, request, rollout_plan.capacity), marker_task=kind.marker_task,
         budget=FailureBudget(request.max_fail, floor=request.batch), chunk_size=request.chunk_size,
-        node_deadline=kind.node_deadline(request.options),
+        node_deadline=kind.node_deadline(request.options), rate=request.rate,
         done_before=counts.get(DONE, 0), failed_before=counts.get(FAILED, 0),
     )
     started = time.monotonic()
@@ -186,8 +187,23 @@ def start(kind: RolloutKind, request: RolloutRequest, store: StateStore, *, run_
     # held until the rollout ends (or the process dies): an overlapping run is refused at once
     with hold_nodes(run_id, rollout_plan.hosts(), directory=store.lock_dir):
         store.create_run(run_id, kind.name, str(request.inventory_dir), request.params(), rows)
+        _prepare_run(kind, run_id, request, inventory, store)
         return _execute(kind, run_id, request, inventory, rollout_plan, rollout_plan.hosts(), store, run_fn,
                         observer, hooks)
+
+
+def _prepare_run(kind: RolloutKind, run_id: str, request: RolloutRequest, inventory: Inventory,
+                 store: StateStore) -> None:
+    """The kind's once-per-run step (a join token...); a failure ends the run before any node starts."""
+    if kind.prepare is None:
+        return
+    try:
+        line = kind.prepare(request, inventory)
+    except Exception as err:
+        message = getattr(err, "message", None) or str(err)
+        store.finish_run(run_id, "failed", f"before any node: {message}")
+        raise
+    store.set_step(run_id, "prepare", line)
 
 
 def _previous_failures(kind: RolloutKind, store: StateStore, request: RolloutRequest,
@@ -232,6 +248,8 @@ def resume(run_id: str, store: StateStore, *, retry_failed: bool = False, run_fn
             store.mark_skipped(run_id, [host], f"no longer in {request.inventory_dir}")
         rollout_plan = stored_plan(record, store)
         todo = [n.host for n in store.nodes(run_id, (PENDING,))]
+        if todo:
+            _prepare_run(kind, run_id, request, inventory, store)
         return _execute(kind, run_id, request, inventory, rollout_plan, todo, store, run_fn, observer, hooks)
 
 

@@ -137,11 +137,23 @@ class RolloutWindow:
         self._waiting.discard(host)
         self._admissible.discard(host)
 
-    def admissions(self) -> list[str]:
-        """Nodes admitted now (claimed, prepared, at the gate), earliest in start order first."""
+    @property
+    def in_flight_count(self) -> int:
+        return len(self._in_flight)
+
+    @property
+    def admissible(self) -> int:
+        """Nodes claimed, prepared and waiting at the gate (admitted as soon as slots and pacing allow)."""
+        return len(self._admissible)
+
+    def admissions(self, limit: int | None = None) -> list[str]:
+        """Nodes admitted now (claimed, prepared, at the gate), earliest in start order first; at most
+        `limit` of them (the pacer's allowance) when given."""
         if self.stop_reason is not None:
             return []
         free = self.capacity - len(self._in_flight)
+        if limit is not None:
+            free = min(free, limit)
         if free <= 0:
             return []
         admitted = sorted(self._admissible, key=self._rank.__getitem__)[:free]

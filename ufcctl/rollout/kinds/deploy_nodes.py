@@ -1,0 +1,98 @@
+"""The deploy-nodes kind: the node phase of `ufcctl deploy` and all of `ufcctl add-nodes`.
+
+Each worker (kube_node, not a control plane) gets preflight, kernel tuning, the container runtime,
+kubelet and kubeadm, and joins the cluster through the apiserver VIP (playbooks/deploy-nodes.yml).
+What is particular to this kind: its playbook, the join token made once per run before any node
+starts (playbooks/join-token.yml on the first control plane: the only other host it contacts),
+no drain around a node (a joining node runs no pods), and admission pacing (the request's rate).
+Window, budget, canary, alignment, state, resume and `--retry-failed` are the engine's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ufcctl.domain.inventory.model import CONTROL_PLANE, KUBE_NODE, Inventory
+from ufcctl.domain.rollout.summary import RolloutSummary
+from ufcctl.engine.runner import RunOptions, run_playbook
+from ufcctl.errors import RunFailed
+from ufcctl.paths import playbook
+from ufcctl.rollout import runs
+from ufcctl.rollout.executor import RolloutObserver, RunFn
+from ufcctl.rollout.kind import KINDS, NodeGuard, RolloutKind, RolloutRequest
+from ufcctl.rollout.runs import Loader, PlanReport
+from ufcctl.rollout.store import StateStore
+
+# The last task of roles/kube_node: its ok/changed event means the node is done.
+MARKER_TASK = "Report the node done to the rollout engine"
+# A node's whole work: packages present, two binaries fetched, containerd restarted, and a join whose
+# own timeouts add up to ~14 min (kubeadm v1beta4: discovery 5m + TLS bootstrap 5m + kubelet health
+# 4m, docs/reference/nodes-observability-images.md §2). 30 min fails a node hung past all of them.
+DEFAULT_NODE_TIMEOUT = 1800
+# Joins admitted per second at most. Each join is a burst of apiserver writes (CSR, Node, Lease,
+# status) and one pod per DaemonSet (CNI, NodeLocal DNSCache, kube-proxy, Device Plugin, NodeD: ~5)
+# for the scheduler. 10/s is ~50 pods/s, half the ~100 pods/s measured on a 5,000-node cluster
+# (docs/reference/scale.md, PR #74041), leaving the rest for workloads; 16,000 joins take >= 27 min.
+DEFAULT_JOIN_RATE = 10.0
+TOKEN_PLAYBOOK = "join-token.yml"
+
+
+def _extravars(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {}
+
+
+def _deadline(options: Mapping[str, Any]) -> float:
+    return float(options.get("node_timeout", DEFAULT_NODE_TIMEOUT))
+
+
+def _no_drain(request: RolloutRequest) -> tuple[NodeGuard | None, str]:
+    return None, "none (a joining node runs no pods)"
+
+
+def prepare_join_token(request: RolloutRequest, inventory: Inventory) -> str:
+    """Create or refresh the join token on the first control plane (playbooks/join-token.yml): once
+    per run and on every resume, so a long node phase never outlives its token."""
+    control_planes = inventory.group_hosts(CONTROL_PLANE)
+    if not control_planes:
+        return f"no join token: group {CONTROL_PLANE} has no hosts (joins are reported SKIPPED)"
+    first = control_planes[0]
+    result = run_playbook(playbook(TOKEN_PLAYBOOK), inventory.subset([first]),
+                          RunOptions(forks=1, check=request.dry_run))
+    if not result.succeeded:
+        host = result.hosts.get(first)
+        why = (host.message if host and host.message else None) or "; ".join(result.output_tail[-3:])
+        raise RunFailed(f"join token on {first}: {result.outcome}: {why}",
+                        f"details in {result.run_dir}/failures.jsonl; no worker was touched")
+    return f"join token from {first}: {result.hosts[first].status if first in result.hosts else 'ok'}"
+
+
+KIND = KINDS.register(RolloutKind(
+    name="deploy-nodes",
+    playbook="deploy-nodes.yml",
+    marker_task=MARKER_TASK,
+    group=KUBE_NODE,
+    options=("node_timeout",),
+    extravars=_extravars,
+    node_deadline=_deadline,
+    hooks=_no_drain,
+    exclude_groups=(CONTROL_PLANE,),
+    prepare=prepare_join_token,
+))
+
+
+def nodes_request(*, node_timeout: int = DEFAULT_NODE_TIMEOUT, **common: Any) -> RolloutRequest:
+    return RolloutRequest(**common, options={"node_timeout": node_timeout})
+
+
+def plan_nodes(request: RolloutRequest, store: StateStore, *, node_seconds: float | None = None,
+               loader: Loader | None = None) -> PlanReport:
+    return runs.plan(KIND, request, store, node_seconds=node_seconds, loader=loader)
+
+
+def deploy_nodes(request: RolloutRequest, store: StateStore, *, run_fn: RunFn | None = None,
+                 observer: RolloutObserver | None = None, loader: Loader | None = None,
+                 retry_failed: bool = False) -> RolloutSummary:
+    """A new node phase over the workers (narrowed by request.limit), or over the newest run's failures."""
+    return runs.start(KIND, request, store, run_fn=run_fn, observer=observer, loader=loader,
+                      retry_failed=retry_failed)
