@@ -122,8 +122,9 @@ def deploy_cluster(inventory_dir: Path, inventory: Inventory, hosts: list[str], 
     with hold_nodes(run_id, hosts):
         result = run_playbook(path, inventory.subset([*hosts, *vars_only]), options, run_id=run_id,
                               observer=observer)
-    skipped = set(vars_only)
-    result.not_run = [h for h in result.not_run if h not in skipped]
+    # only the contacted hosts belong in the recap (Ansible's --limit keeps the rest out of it already)
+    result.hosts = {h: r for h, r in result.hosts.items() if h in chosen}
+    result.not_run = [h for h in result.not_run if h in chosen]
     return result
 
 
