@@ -63,8 +63,10 @@ def running_lab(work: Path, lab: str, subnet: str, nodes: int, **extra_env: str)
 # its own lab and deploy into it (about 30 min of the CI run's CPU went to the three extra deploys).
 STACK_LAB = "itstack"
 STACK_SUBNET = "10.89.71.0/24"  # a test-owned podman network; nothing else is ever targeted
-STACK_MODULES = frozenset(
-    {"test_deploy_lab.py", "test_etcd_lab.py", "test_nfs_lab.py", "test_vip_failover.py"})
+STACK_MODULES = frozenset({"test_deploy_lab.py", "test_etcd_lab.py", "test_nfs_lab.py",
+                           "test_vip_failover.py", "test_workers_lab.py"})
+# Workers of the shared lab: enough for one to fail while the others finish (the node phase tests).
+STACK_WORKERS = 3
 # Lab-sized etcd defrag thresholds (the defaults are sized for 8 GiB databases); the timer itself never
 # fires during the tests (a calendar date in the past): test_etcd_lab starts the units the timer starts.
 STACK_TEST_VARS = {
@@ -104,8 +106,9 @@ def deploy_json(inventory: Path, env: dict[str, str],
 
 @contextmanager
 def deployed_stack(work: Path) -> Iterator[Stack]:
-    """`lab up` (3 control planes + 1 worker), the lab-sized test vars, one full deploy; always `lab down`."""
-    with running_lab(work, STACK_LAB, STACK_SUBNET, nodes=1) as env:
+    """`lab up` (3 control planes + STACK_WORKERS workers), the lab-sized test vars, one full deploy (both
+    phases); always `lab down`."""
+    with running_lab(work, STACK_LAB, STACK_SUBNET, nodes=STACK_WORKERS) as env:
         inventory = work / "inventory"
         extra_vars = inventory / "group_vars" / "all" / "stack-test.yml"
         extra_vars.parent.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.lab import Stack, deploy_json
+from tests.helpers.lab import STACK_WORKERS, Stack, deploy_json
 from tests.helpers.lab import ufcctl as _run
 from ufcctl.app.inventory import load_inventory
 
@@ -32,45 +32,60 @@ def _deploy(inventory: Path, env: dict[str, str], *extra: str) -> tuple[int, dic
 
 
 def _failures(data: dict) -> str:
-    return json.dumps({h: r for h, r in data["hosts"].items() if r["status"] in ("failed", "unreachable")},
-                      indent=1)[:4000]
+    cluster = data.get("cluster") or {"hosts": {}}
+    bad = {h: r for h, r in cluster["hosts"].items() if r["status"] in ("failed", "unreachable")}
+    nodes = data.get("nodes") or {"nodes": []}
+    bad |= {n["host"]: n for n in nodes["nodes"] if n["state"] != "done"}
+    return json.dumps({"failed": bad, "skipped": data.get("skipped"),
+                       "output_tail": cluster.get("output_tail")}, indent=1)[:4000]
 
 
 def test_deploy_is_green_then_idempotent(stack: Stack) -> None:
+    """Both phases: the cluster phase on the 3 control planes, the node phase on every worker through
+    the fleet engine; a second deploy changes nothing in either, and check mode changes nothing."""
     inventory, env = stack.inventory, stack.env
     first = stack.deploy  # the shared lab's first deploy (tests/integration/conftest.py)
     if first is None:
         pytest.fail(f"deploy printed no JSON (rc={stack.deploy_proc.returncode}):\n"
                     f"{stack.deploy_proc.stdout[-3000:]}\n{stack.deploy_proc.stderr[-3000:]}")
-    rc = stack.deploy_proc.returncode
-    assert rc == 0, _failures(first) + "\n" + "\n".join(first.get("output_tail", []))
-    assert first["totals"]["failed"] == 0 and first["totals"]["unreachable"] == 0
-    hosts = set(first["hosts"])
-    assert len(hosts) == 4  # 3 control-plane + 1 worker, every one reached
-    assert first["totals"]["changed"] > 0  # the first deploy really did work
+    assert stack.deploy_proc.returncode == 0, _failures(first)
+    inv = load_inventory(inventory)
+    cluster, nodes = first["cluster"], first["nodes"]
+    assert cluster["totals"]["failed"] == 0 and cluster["totals"]["unreachable"] == 0
+    assert set(cluster["hosts"]) == set(inv.group_hosts("kube_control_plane"))  # workers: node phase
+    assert cluster["totals"]["changed"] > 0  # the first deploy really did work
+    workers = set(inv.group_hosts("kube_node")) - set(inv.group_hosts("kube_control_plane"))
+    assert nodes["kind"] == "deploy-nodes" and nodes["status"] == "done", _failures(first)
+    assert {n["host"] for n in nodes["nodes"]} == workers and len(workers) == STACK_WORKERS
+    assert all(n["changed"] for n in nodes["nodes"])
 
     rc, second = _deploy(inventory, env)
     assert rc == 0, _failures(second)
-    assert second["totals"]["changed"] == 0, {h: r["changed"] for h, r in second["hosts"].items()}
+    assert second["cluster"]["totals"]["changed"] == 0, {
+        h: r["changed"] for h, r in second["cluster"]["hosts"].items()}
+    assert second["nodes"]["status"] == "done"
+    assert [n["host"] for n in second["nodes"]["nodes"] if n["changed"]] == []
 
     rc, checked = _deploy(inventory, env, "--check")
     assert rc == 0, _failures(checked)
-    assert checked["check"] is True and checked["totals"]["changed"] == 0
+    assert checked["cluster"]["check"] is True and checked["cluster"]["totals"]["changed"] == 0
+    assert checked["nodes"]["dry_run"] is True and checked["nodes"]["status"] == "done"
+    assert [n["host"] for n in checked["nodes"]["nodes"] if n["changed"]] == []
+
+
+def test_limit_runs_only_the_chosen_hosts(lab: tuple[Path, dict[str, str]]) -> None:
+    inventory, env = lab
+    control_plane = load_inventory(inventory).group_hosts("kube_control_plane")[0]
+    # two cheap roles are enough to show which hosts a run touches (the whole deploy is tested above)
+    rc, data = _deploy(inventory, env, "--limit", control_plane, "--tags", "preflight,node_tuning")
+    assert rc == 0, _failures(data)
+    assert list(data["cluster"]["hosts"]) == [control_plane] and data["nodes"] is None
 
 
 def _a_worker(env: dict[str, str], inventory: Path) -> str:
     workers = load_inventory(inventory).group_hosts("npu_node")
     assert workers, f"{inventory}: no npu_node host"
     return workers[0]
-
-
-def test_limit_runs_only_the_chosen_hosts(lab: tuple[Path, dict[str, str]]) -> None:
-    inventory, env = lab
-    worker = _a_worker(env, inventory)
-    # two cheap roles are enough to show which hosts a run touches (the whole deploy is tested above)
-    rc, data = _deploy(inventory, env, "--limit", worker, "--tags", "preflight,node_tuning")
-    assert rc == 0, _failures(data)
-    assert list(data["hosts"]) == [worker]
 
 
 def test_bad_inventory_exits_2_and_contacts_no_host(lab: tuple[Path, dict[str, str]], tmp_path: Path) -> None:

@@ -114,6 +114,9 @@ def _report(result: DeployResult, limit: str | None, options: RunOptions, output
             click.echo("Ansible said:\n  " + "\n  ".join(cluster.output_tail[-15:]), err=True)
     for line in result.skipped:
         click.echo(f"skipped: {line}", err=True)
+    if cluster is None and result.nodes is None:
+        raise InputError(f"deploy ran nothing{_filters(limit, options)}: " + "; ".join(result.skipped),
+                         "choose hosts and tags of the phase to run (ufcctl add-nodes joins workers)")
     if cluster is not None and cluster.succeeded and cluster.nothing_ran and result.nodes is None:
         # Exit 2, not 0: nothing was deployed, and automation reading 0 would take the stack as
         # installed. Not 1 either: no host failed; the selection (flags or inventory groups)

@@ -69,3 +69,15 @@ def test_a_run_in_which_nothing_ran_exits_2(state: Path, monkeypatch: pytest.Mon
     assert ("Error: deploy ran no task on any of its 1 host(s) (--tags nfs_server; --limit cp1): "
             "nothing was deployed") in result.output
     assert "Hint: " in result.output
+
+
+def test_workers_with_cluster_tags_run_nothing_and_exit_2(state: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """npu001 is only a worker: no cluster phase; --tags select cluster-phase tasks: no node phase."""
+    monkeypatch.setattr("ufcctl.app.deploy.run_playbook", FakeEngine(ran=1))
+    result = CliRunner().invoke(cli, ["deploy", "-i", str(SAMPLE), "--tags", "preflight",
+                                      "--limit", "npu001"])
+    assert result.exit_code == 2, result.output
+    assert "Error: deploy ran nothing (--tags preflight; --limit npu001): cluster phase: the selection " \
+           "holds no cluster host; node phase: --tags/--skip-tags select tasks of the cluster phase only" \
+           in result.output.replace("\n", " ")

@@ -1,0 +1,46 @@
+"""Every registered rollout kind keeps the contract of ufcctl/rollout/kind.py: its playbook's play starts
+with the rollout gate and runs host_pinned (overridable for Mitogen), and the last task of its last
+role is the marker task the engine counts a node done by. A kind that broke either would never admit a
+node, or would mark none done."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ufcctl.paths import ROLES_DIR, playbook
+from ufcctl.rollout.kind import RolloutKind, registered
+
+KINDS = list(registered())
+
+
+def _play(kind: RolloutKind) -> dict:
+    plays = yaml.safe_load(playbook(kind.playbook).read_text())
+    assert isinstance(plays, list) and len(plays) == 1, f"{kind.playbook}: one play per rollout playbook"
+    return plays[0]
+
+
+def _role_name(entry: str | dict) -> str:
+    return entry if isinstance(entry, str) else entry["role"]
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=[k.name for k in KINDS])
+def test_the_play_starts_at_the_gate_and_runs_host_pinned(kind: RolloutKind) -> None:
+    play = _play(kind)
+    assert play["strategy"] == "{{ ufc_rollout_strategy | default('host_pinned') }}"
+    assert play["gather_facts"] is False
+    first = play["pre_tasks"][0]
+    assert first["ansible.builtin.import_tasks"] == "tasks/rollout-gate.yml"
+    assert kind.group in play["hosts"], f"{kind.playbook} targets {play['hosts']}, the kind {kind.group}"
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=[k.name for k in KINDS])
+def test_the_last_role_ends_with_the_marker_task(kind: RolloutKind) -> None:
+    play = _play(kind)
+    assert "post_tasks" not in play and "tasks" not in play  # nothing may run after the marker
+    last_role = _role_name(play["roles"][-1])
+    tasks = yaml.safe_load((Path(ROLES_DIR) / last_role / "tasks" / "main.yml").read_text())
+    assert tasks[-1]["name"] == kind.marker_task, f"roles/{last_role}/tasks/main.yml"
+    assert "when" not in tasks[-1]  # it must run on every node that got that far
