@@ -1,0 +1,196 @@
+"""Worker nodes on a real container lab: containerd runs on every worker, each worker joined the cluster
+exactly once through the VIP, a failed join fails only its node and `--retry-failed` completes it,
+kill -9 during the node phase loses nothing and resume redoes no joined node, and `add-nodes` touches
+only the new worker (and the first control plane, for the join token).
+
+kubeadm and kubelet cannot be installed here: the joins run against the LAB KUBE EMULATOR
+(lab/kube_emulator: kubeadm/kubelet stand-ins with the real names, served from the lab mirror, whose
+join checks the endpoint's TLS against the cluster CA, the token and the CA hash). containerd is
+Debian's, for real. The lab is the test-owned stack shared with the deploy, etcd, NFS and VIP modules
+(tests/integration/conftest.py); this module runs last of them (file order) and grows the lab by one
+worker at its end."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lab.kube_emulator.lab import joins, registered_nodes, write_faults
+
+from tests.helpers.lab import STACK_LAB, STACK_SUBNET, STACK_WORKERS, UFCCTL, Stack, ufcctl
+from ufcctl.app.inventory import load_inventory
+
+pytestmark = pytest.mark.integration
+
+LAB = STACK_LAB
+WORKERS = [f"{LAB}-w{i:02d}" for i in range(1, STACK_WORKERS + 1)]
+NEW_WORKER = f"{LAB}-w{STACK_WORKERS + 1:02d}"
+CONTROL_PLANE = f"{LAB}-cp1"
+
+
+@pytest.fixture(scope="module")
+def lab(stack: Stack) -> Iterator[Stack]:
+    stack.require_deployed()
+    yield stack
+    for worker in WORKERS:  # never leave an injected fault behind
+        write_faults(worker, None)
+
+
+def _podman(*args: str, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(["podman", *args], env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert not check or proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def _worker_joins(worker: str) -> int:
+    return sum(1 for j in joins(worker) if j.get("kind") == "worker")
+
+
+def _counts(hosts: list[str]) -> dict[str, int]:
+    return {h: _worker_joins(h) for h in hosts}
+
+
+def _reset(stack: Stack, worker: str) -> None:
+    """Make a joined worker unjoined again, as `kubeadm reset` would (the emulator keeps its join log)."""
+    _podman("exec", worker, "sh", "-c", "systemctl stop kubelet; rm -f /etc/kubernetes/kubelet.conf",
+            env=stack.env)
+
+
+def _json(proc: subprocess.CompletedProcess[str]) -> dict:
+    try:
+        return json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        pytest.fail(f"no JSON (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+
+
+def _states(data: dict) -> dict[str, tuple[str, str | None]]:
+    return {n["host"]: (n["state"], n["reason"]) for n in data["nodes"]}
+
+
+def _nodes_phase(stack: Stack, *extra: str) -> tuple[int, dict]:
+    proc = ufcctl(["deploy", "--inventory", str(stack.inventory), "--phase", "nodes", "--output", "json",
+                   *extra], stack.env)
+    data = _json(proc)
+    return proc.returncode, data["nodes"]
+
+
+def test_every_worker_joined_once_through_the_vip_and_containerd_runs(lab: Stack) -> None:
+    """After the first deploy, a second and a check-mode deploy (test_deploy_lab ran them before)."""
+    inventory = load_inventory(lab.inventory)
+    vip = str(inventory.hosts[WORKERS[0]].vars["ufc_vip"])
+    for worker in WORKERS:
+        worker_joins = [j for j in joins(worker) if j.get("kind") == "worker"]
+        assert len(worker_joins) == 1, (worker, worker_joins)
+        assert worker_joins[0]["endpoint"].startswith(f"{vip}:"), worker_joins[0]
+        assert worker_joins[0]["node"] == worker
+        active = _podman("exec", worker, "systemctl", "is-active", "containerd", "kubelet", env=lab.env)
+        assert active.stdout.split() == ["active", "active"], (worker, active.stdout)
+        version = _podman("exec", worker, "ctr", "version", env=lab.env).stdout
+        assert "Server:" in version and "Version:" in version.split("Server:")[1], version
+        config = _podman("exec", worker, "containerd", "config", "dump", env=lab.env).stdout
+        assert "SystemdCgroup = true" in config and 'config_path = "/etc/containerd/certs.d"' in config
+        if worker in inventory.group_hosts("npu_node"):
+            assert 'default_runtime_name = "ascend"' in config, worker
+            assert "Ascend-Docker-Runtime/ascend-docker-runtime" in config, worker
+    registered = registered_nodes(CONTROL_PLANE, env=lab.env)
+    assert {w: registered.get(w) for w in WORKERS} == dict.fromkeys(WORKERS, 1), registered
+
+
+def test_a_failed_join_fails_only_its_worker_and_retry_failed_completes_it(lab: Stack) -> None:
+    broken = WORKERS[1]
+    _reset(lab, broken)
+    write_faults(broken, {"join": "fail"})
+    before = _counts(WORKERS)
+    try:
+        rc, data = _nodes_phase(lab)
+    finally:
+        write_faults(broken, None)
+    states = _states(data)
+    assert rc == 1 and data["status"] == "failed", (data["status"], data["message"], states)
+    assert states[broken][0] == "failed" and "injected" in (states[broken][1] or ""), states[broken]
+    assert all(states[w][0] == "done" for w in WORKERS if w != broken), states
+    assert _counts(WORKERS) == before  # the failed join recorded nothing; the others were not rejoined
+    proc = ufcctl(["resume", data["run_id"], "--retry-failed", "--output", "json"], lab.env)
+    resumed = _json(proc)
+    assert proc.returncode == 0, (resumed.get("message"), _states(resumed))
+    assert _states(resumed)[broken][0] == "done"
+    assert _counts(WORKERS) == {**before, broken: before[broken] + 1}
+
+
+def _newest_run(stack: Stack, earlier: set[str]) -> str | None:
+    proc = ufcctl(["runs", "--output", "json"], stack.env)
+    fresh = [r for r in json.loads(proc.stdout) if r["run_id"] not in earlier and r["kind"] == "deploy-nodes"]
+    return fresh[0]["run_id"] if fresh else None
+
+
+def test_kill_9_during_the_node_phase_then_resume_redoes_no_joined_node(lab: Stack) -> None:
+    hung = WORKERS[2]
+    _reset(lab, hung)
+    write_faults(hung, {"join": "hang"})
+    before = _counts(WORKERS)
+    earlier = {r["run_id"] for r in json.loads(ufcctl(["runs", "--output", "json"], lab.env).stdout)}
+    proc = subprocess.Popen(
+        [UFCCTL, "deploy", "--inventory", str(lab.inventory), "--phase", "nodes", "--output", "json"],
+        env=lab.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+    run_id = None
+    try:
+        for _ in range(1200):  # until the other workers are done and the hung one is in its join
+            assert proc.poll() is None, f"the run ended (rc {proc.returncode}) before it could be killed"
+            run_id = run_id or _newest_run(lab, earlier)
+            in_join = _podman("exec", hung, "pgrep", "-f", "kubeadm join", env=lab.env, check=False)
+            if run_id and in_join.returncode == 0:
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail("the node phase never reached the hung worker's join")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        write_faults(hung, None)
+        # the orphaned join: the orphaned Ansible process sees its task fail and ends
+        _podman("exec", hung, "pkill", "-f", "kubeadm join", env=lab.env, check=False)
+    assert run_id is not None
+    resumed_proc = ufcctl(["resume", run_id, "--output", "json"], lab.env)
+    resumed = _json(resumed_proc)
+    assert resumed_proc.returncode == 0, (resumed.get("message"), _states(resumed))
+    assert {s for s, _ in _states(resumed).values()} == {"done"}
+    # every worker joined at most once more in all: the hung one once, the others not again
+    assert _counts(WORKERS) == {**before, hung: before[hung] + 1}
+
+
+def _run_dirs(stack: Stack) -> set[Path]:
+    runs = Path(stack.env["UFC_STATE_DIR"]) / "runs"
+    return set(runs.iterdir()) if runs.exists() else set()
+
+
+def test_add_nodes_touches_only_the_new_worker(lab: Stack) -> None:
+    up = ufcctl(["lab", "up", "--nodes", str(STACK_WORKERS + 1), "--subnet", STACK_SUBNET], lab.env)
+    assert up.returncode == 0, up.stdout + up.stderr
+    before = _counts(WORKERS)
+    dirs = _run_dirs(lab)
+    proc = ufcctl(["add-nodes", "--inventory", str(lab.inventory), "--limit", NEW_WORKER, "--output", "json"],
+                  lab.env)
+    data = _json(proc)
+    assert proc.returncode == 0, (data.get("message"), _states(data), proc.stderr[-2000:])
+    assert [n["host"] for n in data["nodes"]] == [NEW_WORKER] and data["status"] == "done"
+    # Ansible's per-host recap of every run add-nodes made: the join token on the first control plane,
+    # then the node's own work on the new worker, and nothing anywhere else
+    contacted: dict[str, set[str]] = {}
+    for directory in _run_dirs(lab) - dirs:
+        summary = directory / "summary.json"
+        if summary.is_file():
+            recap = json.loads(summary.read_text())
+            contacted[recap.get("playbook", directory.name)] = set(recap["hosts"])
+    assert contacted == {"join-token.yml": {CONTROL_PLANE}, "deploy-nodes.yml": {NEW_WORKER}}, contacted
+    assert _counts(WORKERS) == before and _worker_joins(NEW_WORKER) == 1
+    registered = registered_nodes(CONTROL_PLANE, env=lab.env)
+    assert registered.get(NEW_WORKER) == 1, registered
