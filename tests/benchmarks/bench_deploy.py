@@ -1,26 +1,33 @@
-"""Wall time, controller CPU and tasks per host of `ufcctl deploy` versus plain ansible-playbook.
+"""Wall time, controller CPU and tasks per host of `ufcctl deploy` versus plain ansible-playbook, per phase.
 
 On a test-owned lab (3 control planes + WORKERS workers, its own name, subnet, state and inventory),
-measured in the same run:
+measured in the same run, each phase a process of its own so that it is timed alone:
 
-  ufcctl    `ufcctl deploy --inventory <lab>`: the project's ansible.cfg (forks, pipelining,
-            ControlPersist, poll interval, callbacks), the first run and then a no-op rerun
-  baseline  `ansible-playbook -i <lab> playbooks/deploy.yml` with ansible-core's defaults: ANSIBLE_CONFIG
-            is an empty file, so forks 5, no pipelining, ssh_args `-C -o ControlMaster=auto
-            -o ControlPersist=60s`, internal_poll_interval 0.001, the default callback showing skipped
-            hosts. It gets only what it needs to run at all: ANSIBLE_ROLES_PATH=roles, and the lab
-            inventory's own connection variables (user, key, known_hosts with StrictHostKeyChecking=yes).
-            It runs on a second, fresh lab of the same shape (`lab down`, then `lab up` with new state
-            and inventory directories), first run and no-op rerun.
+  ufcctl    cluster phase `ufcctl deploy --phase cluster` (playbooks/deploy.yml on the control planes,
+            the workers' vars along for the add-ons), then node phase `ufcctl deploy --phase nodes`
+            (the fleet engine: join token on cp1, then playbooks/deploy-nodes.yml, one long-lived
+            host_pinned process, paced admissions); the project's ansible.cfg. First run, then a
+            no-op rerun.
+  baseline  today's path without ufcctl: `ansible-playbook -i <lab> playbooks/deploy.yml`, then one
+            unbatched `ansible-playbook -i <lab> playbooks/join-token.yml playbooks/deploy-nodes.yml`
+            over every worker, with ansible-core's defaults: ANSIBLE_CONFIG is an empty file, so forks
+            5, no pipelining, ssh_args `-C -o ControlMaster=auto -o ControlPersist=60s`,
+            internal_poll_interval 0.001, linear strategy as written in no play (host_pinned comes from
+            the playbook itself, so both sides run the same plays). It gets only what it needs to run
+            at all: ANSIBLE_ROLES_PATH=roles, and the lab inventory's own connection variables. It runs
+            on a second, fresh lab of the same shape, first run and no-op rerun.
 
 Each run is timed for wall clock and for controller CPU (user + sys of the process and every
 descendant it waited for, from getrusage(RUSAGE_CHILDREN); SSH ControlPersist masters detach and
-are not counted, on either side). Host-tasks per host come from ufcctl's summary.json and from the
-baseline's PLAY RECAP (ok + skipped + failed; ok includes changed). The no-op rerun must change
-nothing on either side, else this exits non-zero. Nothing here judges a time: it prints them.
+are not counted, on either side). Host-tasks per host come from ufcctl's summary.json files (every
+Ansible run of the command) and from the baseline's PLAY RECAP (ok + skipped + failed; ok includes
+changed). The no-op rerun must change nothing on either side, else this exits non-zero. Nothing here
+judges a time: it prints them.
 
     python tests/benchmarks/bench_deploy.py [WORKERS=6] [--tags TAGS]
 
+--tags limits the cluster phase only (the CI smoke run: preflight,node_tuning); the node phase always
+runs whole (without the cluster's control plane its join step reports SKIPPED on both sides alike).
 Needs podman and the lab image (`ufcctl lab image`). Lab "bdep" on 10.89.79.0/24, removed at the
 end; BENCH_LAB / BENCH_SUBNET choose another (e.g. beside a running test suite, whose CI smoke run
 uses the defaults).
@@ -99,40 +106,56 @@ def _lab_env(work: Path) -> dict[str, str]:
             "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
-def _ufcctl_deploy(work: Path, env: dict[str, str], tags: str | None) -> Run:
-    cmd = [UFCCTL, "deploy", "--inventory", str(work / "inventory"), "--output", "json"]
-    if tags:
+def _run_dirs(work: Path) -> set[Path]:
+    runs = work / "state" / "runs"
+    return set(runs.iterdir()) if runs.exists() else set()
+
+
+def _ufcctl_phase(work: Path, env: dict[str, str], phase: str, tags: str | None) -> Run:
+    cmd = [UFCCTL, "deploy", "--inventory", str(work / "inventory"), "--phase", phase, "--output", "json"]
+    if tags and phase == "cluster":
         cmd += ["--tags", tags]
+    before = _run_dirs(work)
     wall, cpu, proc = _timed(cmd, env)
-    _check("ufcctl deploy", proc)
-    summary = json.loads((Path(json.loads(proc.stdout)["run_dir"]) / "summary.json").read_text())
-    hosts = {name: (h["ok"], h["changed"], h["skipped"], h["failed"]) for name, h in summary["hosts"].items()}
+    _check(f"ufcctl deploy --phase {phase}", proc)
+    hosts: dict[str, tuple[int, int, int, int]] = {}
+    for directory in _run_dirs(work) - before:  # every Ansible run the command made
+        summary = directory / "summary.json"
+        if summary.is_file():
+            for name, h in json.loads(summary.read_text())["hosts"].items():
+                old = hosts.get(name, (0, 0, 0, 0))
+                hosts[name] = (old[0] + h["ok"], old[1] + h["changed"], old[2] + h["skipped"],
+                               old[3] + h["failed"])
     return Run(wall, cpu, hosts, os.getloadavg()[0])
 
 
-def _baseline_deploy(work: Path, env: dict[str, str], tags: str | None) -> Run:
+def _baseline_phase(work: Path, env: dict[str, str], playbooks: list[str], tags: str | None) -> Run:
     cmd = [str(BIN / "ansible-playbook"), "-i", str(work / "inventory"),
-           str(ROOT / "playbooks" / "deploy.yml")]
+           *(str(ROOT / "playbooks" / p) for p in playbooks)]
     if tags:
         cmd += ["--tags", tags]
     wall, cpu, proc = _timed(cmd, env)
-    _check("baseline ansible-playbook", proc)
+    _check(f"baseline ansible-playbook {' '.join(playbooks)}", proc)
     hosts = {m[0]: (int(m[1]), int(m[2]), int(m[5]), int(m[4])) for m in RECAP.findall(proc.stdout)}
     return Run(wall, cpu, hosts, os.getloadavg()[0])
 
 
-def _on_a_fresh_lab(work: Path, workers: int, deploy) -> tuple[Run, Run]:
-    """lab up, first deploy, no-op deploy, lab down (always)."""
+Phases = dict[str, Run]  # "cluster" / "nodes" -> one timed run
+
+
+def _on_a_fresh_lab(work: Path, workers: int, deploy) -> tuple[Phases, Phases]:
+    """lab up, first deploy, no-op deploy (each: cluster phase, then node phase), lab down (always)."""
     env = _lab_env(work)
     _, _, up = _timed([UFCCTL, "lab", "up", "--nodes", str(workers), "--subnet", SUBNET], env)
     try:
         _check("lab up", up)
-        first = deploy(work, env)
-        noop = deploy(work, env)
+        first = {phase: deploy(work, env, phase) for phase in ("cluster", "nodes")}
+        noop = {phase: deploy(work, env, phase) for phase in ("cluster", "nodes")}
     finally:
         _timed([UFCCTL, "lab", "down"], env)
-    if noop.changed:
-        sys.exit(f"the no-op rerun changed {noop.changed} host-task(s): not idempotent ({work})")
+    for phase, run in noop.items():
+        if run.changed:
+            sys.exit(f"the no-op {phase} phase changed {run.changed} host-task(s): not idempotent ({work})")
     return first, noop
 
 
@@ -145,7 +168,7 @@ def _machine() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workers", nargs="?", type=int, default=6, help="worker nodes (default 6)")
-    parser.add_argument("--tags", help="deploy only these tags (the CI smoke run: preflight,node_tuning)")
+    parser.add_argument("--tags", help="the cluster phase's tags (the CI smoke run: preflight,node_tuning)")
     args = parser.parse_args()
     lab_nodes = 3 + args.workers
     cp1, w01 = f"{LAB}-cp1", f"{LAB}-w01"
@@ -153,33 +176,40 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ufc_work, base_work = Path(tmp) / "ufcctl", Path(tmp) / "baseline"
         ufc_first, ufc_noop = _on_a_fresh_lab(
-            ufc_work, args.workers, lambda work, env: _ufcctl_deploy(work, env, args.tags))
+            ufc_work, args.workers, lambda work, env, phase: _ufcctl_phase(work, env, phase, args.tags))
         empty = Path(tmp) / "empty.cfg"
         empty.write_text("[defaults]\n")
 
-        def baseline(work: Path, env: dict[str, str]) -> Run:
+        def baseline(work: Path, env: dict[str, str], phase: str) -> Run:
             # ansible-core's defaults (no project ansible.cfg); the roles path is all it needs besides the
             # inventory's connection variables. Its own state directory: a fresh controller too.
             base_env = {**env, "ANSIBLE_CONFIG": str(empty), "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
                         "ANSIBLE_NOCOLOR": "1"}
-            return _baseline_deploy(work, base_env, args.tags)
+            if phase == "cluster":
+                return _baseline_phase(work, base_env, ["deploy.yml"], args.tags)
+            return _baseline_phase(work, base_env, ["join-token.yml", "deploy-nodes.yml"], None)
 
         base_first, base_noop = _on_a_fresh_lab(base_work, args.workers, baseline)
     print(f"lab: 3 control planes + {args.workers} workers ({lab_nodes} nodes) on {SUBNET}, "
-          f"tags: {args.tags or 'all'}; load average at end {os.getloadavg()[0]:.1f}")
-    rows = [("ufcctl deploy", ufc_first, ufc_noop), ("ansible-playbook, defaults", base_first, base_noop)]
-    print(f"{'':28} {'first s':>8} {'CPU s':>7} {'no-op s':>8} {'CPU s':>7} {'host-tasks':>10} "
+          f"cluster phase tags: {args.tags or 'all'}; load average at end {os.getloadavg()[0]:.1f}")
+    print(f"{'':34} {'first s':>8} {'CPU s':>7} {'no-op s':>8} {'CPU s':>7} {'host-tasks':>10} "
           f"{'cp1':>5} {'w01':>5}  load (first/no-op)")
-    for name, first, noop in rows:
-        print(f"{name:28} {first.wall:8.1f} {first.cpu:7.1f} {noop.wall:8.1f} {noop.cpu:7.1f} "
-              f"{noop.host_tasks:10d} {noop.tasks_of(cp1):5d} {noop.tasks_of(w01):5d}  "
-              f"{first.load:.1f}/{noop.load:.1f}")
+    for phase in ("cluster", "nodes"):
+        for name, first, noop in ((f"ufcctl {phase}", ufc_first[phase], ufc_noop[phase]),
+                                  (f"ansible-playbook {phase}", base_first[phase], base_noop[phase])):
+            print(f"{name:34} {first.wall:8.1f} {first.cpu:7.1f} {noop.wall:8.1f} {noop.cpu:7.1f} "
+                  f"{noop.host_tasks:10d} {noop.tasks_of(cp1):5d} {noop.tasks_of(w01):5d}  "
+                  f"{first.load:.1f}/{noop.load:.1f}")
     print("host-tasks: of the no-op run (ok + skipped + failed over all hosts), cp1/w01: per host")
-    print(f"baseline / ufcctl: first deploy wall = {base_first.wall / ufc_first.wall:.2f}x, "
-          f"CPU = {base_first.cpu / ufc_first.cpu:.2f}x; no-op wall = {base_noop.wall / ufc_noop.wall:.2f}x, "
-          f"CPU = {base_noop.cpu / ufc_noop.cpu:.2f}x")
-    print(f"ufcctl no-op CPU per host-task = {ufc_noop.cpu / max(ufc_noop.host_tasks, 1):.3f} s, "
-          f"baseline = {base_noop.cpu / max(base_noop.host_tasks, 1):.3f} s")
+    for phase in ("cluster", "nodes"):
+        uf, un, bf, bn = ufc_first[phase], ufc_noop[phase], base_first[phase], base_noop[phase]
+        print(f"{phase} phase, baseline / ufcctl: first wall = {bf.wall / uf.wall:.2f}x, "
+              f"CPU = {bf.cpu / uf.cpu:.2f}x; no-op wall = {bn.wall / un.wall:.2f}x, "
+              f"CPU = {bn.cpu / un.cpu:.2f}x")
+    per = {name: run["nodes"].cpu / args.workers for name, run in
+           (("ufcctl first", ufc_first), ("no-op", ufc_noop), ("baseline first", base_first),
+            ("baseline no-op", base_noop))}
+    print("node phase controller CPU per worker: " + ", ".join(f"{k} {v:.2f} s" for k, v in per.items()))
 
 
 if __name__ == "__main__":

@@ -55,13 +55,16 @@ def test_deploy_benchmark_runs_on_a_small_lab() -> None:
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     print(proc.stdout)
-    rows = re.findall(r"^(ufcctl deploy|ansible-playbook, defaults) +([0-9.]+) +([0-9.]+) +([0-9.]+) "
+    rows = re.findall(r"^(ufcctl|ansible-playbook) (cluster|nodes) +([0-9.]+) +([0-9.]+) +([0-9.]+) "
                       r"+([0-9.]+) +(\d+) +(\d+) +(\d+)", proc.stdout, re.MULTILINE)
-    assert [row[0] for row in rows] == ["ufcctl deploy", "ansible-playbook, defaults"], proc.stdout
-    # both sides ran the same roles on every node: the same tasks on a worker
-    assert rows[0][7] == rows[1][7] and int(rows[0][7]) > 0, proc.stdout
-    assert re.search(r"baseline / ufcctl: first deploy wall = [0-9.]+x, CPU = [0-9.]+x; no-op wall = "
-                     r"[0-9.]+x, CPU = [0-9.]+x", proc.stdout), proc.stdout
+    assert [row[:2] for row in rows] == [("ufcctl", "cluster"), ("ansible-playbook", "cluster"),
+                                         ("ufcctl", "nodes"), ("ansible-playbook", "nodes")], proc.stdout
+    # both sides ran the same node-phase plays on the worker: the same tasks there
+    assert rows[2][8] == rows[3][8] and int(rows[2][8]) > 0, proc.stdout
+    for phase in ("cluster", "nodes"):
+        assert re.search(rf"{phase} phase, baseline / ufcctl: first wall = [0-9.]+x, CPU = [0-9.]+x; no-op "
+                         r"wall = [0-9.]+x, CPU = [0-9.]+x", proc.stdout), proc.stdout
+    assert "node phase controller CPU per worker: ufcctl first" in proc.stdout
 
 
 def test_engine_simulation_benchmark_runs_on_a_small_fleet() -> None:
