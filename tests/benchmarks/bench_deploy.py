@@ -65,6 +65,7 @@ class Run:
     cpu: float
     hosts: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
     load: float = 0.0
+    node_seconds: list[float] = field(default_factory=list)  # ufcctl node phase: each worker's time
 
     @property
     def changed(self) -> int:
@@ -126,7 +127,29 @@ def _ufcctl_phase(work: Path, env: dict[str, str], phase: str, tags: str | None)
                 old = hosts.get(name, (0, 0, 0, 0))
                 hosts[name] = (old[0] + h["ok"], old[1] + h["changed"], old[2] + h["skipped"],
                                old[3] + h["failed"])
-    return Run(wall, cpu, hosts, os.getloadavg()[0])
+    nodes = json.loads(proc.stdout).get("nodes") or {}
+    seconds = [n["seconds"] for n in nodes.get("nodes", []) if n.get("seconds") is not None]
+    return Run(wall, cpu, hosts, os.getloadavg()[0], seconds)
+
+
+def _projection(node_seconds: float, nodes: int = 16000) -> str:
+    """`ufcctl plan deploy` on a generated 16,000-worker inventory with the lab's median worker time."""
+    sys.path.insert(0, str(ROOT))
+    from tests.helpers.gen_inventory import ClusterShape, write_cluster_inventory
+
+    with tempfile.TemporaryDirectory() as tmp:
+        inventory = write_cluster_inventory(Path(tmp) / "inv", ClusterShape(npu_nodes=nodes), "ranges")
+        env = {**os.environ, "UFC_STATE_DIR": str(Path(tmp) / "state")}
+        proc = subprocess.run([UFCCTL, "plan", "deploy", "--inventory", str(inventory), "--node-seconds",
+                               f"{node_seconds:.3f}", "--output", "json"], env=env, capture_output=True,
+                              text=True, timeout=600, check=False)
+    _check("ufcctl plan deploy (16,000 workers)", proc)
+    plan = json.loads(proc.stdout)
+    total = plan["projection"]["canary_seconds"] + plan["projection"]["rollout_seconds"]
+    return (f"projection for {plan['targets']} workers (`ufcctl plan deploy`, defaults: batch "
+            f"{plan['batch_size']} x window {plan['window']}, join rate {plan['join_rate']:g}/s) at the "
+            f"lab's median {node_seconds:.1f} s per worker: {total / 3600:.2f} h; pacing floor "
+            f"{plan['pacing_floor_seconds'] / 60:.1f} min")
 
 
 def _baseline_phase(work: Path, env: dict[str, str], playbooks: list[str], tags: str | None) -> Run:
@@ -210,6 +233,9 @@ def main() -> None:
            (("ufcctl first", ufc_first), ("no-op", ufc_noop), ("baseline first", base_first),
             ("baseline no-op", base_noop))}
     print("node phase controller CPU per worker: " + ", ".join(f"{k} {v:.2f} s" for k, v in per.items()))
+    seconds = sorted(ufc_first["nodes"].node_seconds)
+    if seconds:
+        print(_projection(seconds[len(seconds) // 2]))
 
 
 if __name__ == "__main__":
