@@ -77,6 +77,7 @@ def _setup(args: argparse.Namespace) -> int:
         print(json.dumps({
             "mirror": {"name": mirror.name, "url": mirror.url, "changed": mirror.changed},
             "npu_node_vars": npu_node_vars(mirror, RELEASES[0]),
+            "all_vars": {"ufc_artifact_url": mirror.root},
             "group_vars_file": str(written) if written else None,
         }))
     else:

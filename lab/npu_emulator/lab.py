@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab.npu_emulator.packages import RELEASES, Release, build
+from lab.kube_emulator import packages as kube_packages
+from lab.npu_emulator.packages import RELEASES, Release, build, build_docker_runtime
 
 # The emulator may use ufcctl (never the other way round): the same podman settings as the lab.
 from ufcctl.lab.podman import CONTAINERS_CONF
@@ -55,6 +56,11 @@ class Mirror:
     url: str  # base URL of the packages, e.g. http://10.89.64.5:8080/hdk
     changed: bool = True  # False: the mirror was already running with these settings
 
+    @property
+    def root(self) -> str:
+        """The artifact URL (ufc_artifact_url): hdk/, mindcluster/ and kubernetes/ below it."""
+        return self.url.rsplit("/", 1)[0]
+
 
 def network_of(lab_network: str) -> tuple[str, dict[str, str]]:
     """(subnet, labels) of a podman network."""
@@ -82,7 +88,7 @@ def start_mirror(lab_network: str, directory: Path, name: str, ip: str | None = 
     ip = ip or mirror_ip(network_of(lab_network)[0])
     url = f"http://{ip}:{MIRROR_PORT}/hdk"
     wanted = {**(labels or {}), LABEL_MIRROR: "mirror",
-              LABEL_MIRROR_CONFIG: f"{lab_network} {ip} {directory.resolve()} {image}"}
+              LABEL_MIRROR_CONFIG: f"{lab_network} {ip} {directory.resolve().parent} {image}"}
     found = _container(name)
     if found is not None and wanted.items() <= found[1].items():
         if found[0] == "running":
@@ -92,7 +98,7 @@ def start_mirror(lab_network: str, directory: Path, name: str, ip: str | None = 
         podman("rm", "-f", "-t", "0", name, check=False)
         label_args = [arg for key, value in wanted.items() for arg in ("--label", f"{key}={value}")]
         podman("run", "-d", "--name", name, "--network", lab_network, "--ip", ip, *label_args,
-               "-v", f"{directory.resolve()}:/srv/mirror/hdk:ro", image,
+               "-v", f"{directory.resolve().parent}:/srv/mirror:ro", image,
                "python3", "-m", "http.server", str(MIRROR_PORT), "--bind", ip, "--directory", "/srv/mirror")
     for _ in range(60):
         probe = podman("exec", name, "python3", "-c",
@@ -166,8 +172,12 @@ def write_inventory_vars(inventory: Path, mirror: Mirror, release: Release = REL
 
 def prepare(lab_network: str, workdir: Path, name: str, releases: Sequence[Release] = RELEASES,
             ip: str | None = None, image: str = IMAGE, labels: Mapping[str, str] | None = None) -> Mirror:
-    """Build the packages into <workdir>/hdk and start (or keep) the mirror serving them."""
+    """Build the packages into <workdir>/hdk (the HDK), <workdir>/mindcluster (the Ascend Docker Runtime)
+    and <workdir>/kubernetes (the LAB KUBE EMULATOR's kubeadm and kubelet), and start (or keep) the
+    mirror serving <workdir>."""
     build(workdir / "hdk", list(releases))
+    build_docker_runtime(workdir / "mindcluster")
+    kube_packages.build(workdir)
     return start_mirror(lab_network, workdir / "hdk", name, ip, image, labels)
 
 

@@ -67,6 +67,30 @@ def build(out_dir: Path, releases: list[Release]) -> dict[str, str]:
     return sums
 
 
+DOCKER_RUNTIME_VERSIONS = ("6.0.0",)  # container_runtime_ascend_version's default (roles/container_runtime)
+
+
+def docker_runtime_name(version: str, arch: str = "x86_64") -> str:
+    """docs/reference/nodes-observability-images.md §9: Ascend-docker-runtime_<ver>_linux-<arch>.run"""
+    return f"Ascend-docker-runtime_{version}_linux-{arch}.run"
+
+
+def build_docker_runtime(out_dir: Path,
+                         versions: tuple[str, ...] = DOCKER_RUNTIME_VERSIONS) -> dict[str, str]:
+    """The emulated Ascend Docker Runtime installers and their SHA256SUMS in `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sums: dict[str, str] = {}
+    for version in versions:
+        name = docker_runtime_name(version)
+        text = (HERE / "docker_runtime.sh").read_text().replace("@VERSION@", version)
+        data = text.replace("@PACKAGE@", name).encode()
+        _write_if_changed(out_dir / name, data, 0o755)
+        sums[name] = hashlib.sha256(data).hexdigest()
+    listing = "".join(f"{h}  {n}\n" for n, h in sorted(sums.items())).encode()
+    _write_if_changed(out_dir / CHECKSUM_FILE, listing, 0o644)
+    return sums
+
+
 def _write_if_changed(path: Path, data: bytes, mode: int) -> None:
     """Leave an identical file alone: a running mirror serves these files while they are rebuilt."""
     if not (path.is_file() and path.read_bytes() == data):

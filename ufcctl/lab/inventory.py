@@ -29,6 +29,7 @@ KNOWN_HOSTS = "known_hosts.txt"
 # The NPU emulator's vars (its mirror's URL, the release to install); `lab up` writes the file as part
 # of the inventory, so its pruning of files it did not write keeps it.
 NPU_NODE_VARS = "group_vars/npu_node.yml"
+ARTIFACT_VARS = "group_vars/all/artifacts.yml"
 
 # Lab containers share this machine's disk; preflight's production minimums (70 GiB on a host
 # carrying the three etcd clusters, roles/preflight/defaults) would fail a laptop or CI runner for
@@ -139,7 +140,7 @@ def known_hosts_text(layout: LabLayout, host_keys: Mapping[str, str]) -> str:
 
 def render_inventory(
     layout: LabLayout, paths: InventoryPaths, host_keys: Mapping[str, str],
-    npu_node_vars: Mapping[str, Any] | None = None,
+    npu_node_vars: Mapping[str, Any] | None = None, artifact_vars: Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
     """Relative file name -> content for the whole inventory directory; `npu_node_vars` are what the
     NPU emulator reported (None: no emulator, no group_vars/npu_node.yml)."""
@@ -154,5 +155,10 @@ def render_inventory(
         files[NPU_NODE_VARS] = (
             _header(layout) + "# From the lab NPU emulator (lab/npu_emulator, not Huawei software): its "
             f"package mirror {layout.npu_mirror.name}, the release to install.\n" + _dump(npu_node_vars)
+        )
+    if artifact_vars:
+        files[ARTIFACT_VARS] = (
+            _header(layout) + "# The lab mirror as every host's artifact source (kubeadm/kubelet of the LAB "
+            "KUBE EMULATOR, the emulated Ascend Docker Runtime and HDK).\n" + _dump(artifact_vars)
         )
     return files

@@ -244,7 +244,7 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
         seconds["ready"] = time.monotonic() - t0
         files = render_inventory(
             layout, InventoryPaths(inventory_dir, settings.private_key), {r.name: r.host_key for r in ready},
-            npu.node_vars,
+            npu.node_vars, npu.all_vars,
         )
         changed = _write_files(inventory_dir, files)
         if npu.error is not None:

@@ -29,6 +29,7 @@ class NpuEmulator:
     url: str | None = None
     changed: bool = False  # the mirror was (re)started
     node_vars: Mapping[str, Any] | None = None
+    all_vars: Mapping[str, Any] | None = None  # every host's: the mirror as the artifact source
     error: RunFailed | None = field(default=None, compare=False)
 
     def describe(self) -> str:
@@ -60,7 +61,8 @@ def prepare_npu_emulator(lab: str, layout: LabLayout, workdir: Path, image: str,
     try:
         data = run(setup_args(lab, layout, workdir, image))
         mirror, node_vars = data["mirror"], data["npu_node_vars"]
-        return NpuEmulator("ready", mirror["name"], mirror["url"], bool(mirror["changed"]), dict(node_vars))
+        return NpuEmulator("ready", mirror["name"], mirror["url"], bool(mirror["changed"]), dict(node_vars),
+                           dict(data.get("all_vars") or {}))
     except RunFailed as err:
         return NpuEmulator("failed", error=err)
     except (KeyError, TypeError) as err:

@@ -6,18 +6,17 @@ these wrappers translate Ansible's shapes and turn domain errors into problem li
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 try:
-    from ufcctl.domain.controlplane import addresses, flags, schema
+    from ufcctl.domain.controlplane import addresses, flags, kubeadm, schema
     from ufcctl.domain.etcd import topology
 except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from ufcctl.domain.controlplane import addresses, flags, schema
+    from ufcctl.domain.controlplane import addresses, flags, kubeadm, schema
     from ufcctl.domain.etcd import topology
 
 
@@ -147,32 +146,11 @@ def ufcctl_kcp_schema_errors(docs: Any) -> list[str]:
 
 
 def ufcctl_kcp_ca_hash(pem: str) -> str:
-    """kubeadm's discovery hash: sha256 of the CA's DER SubjectPublicKeyInfo, as `sha256:<hex>`."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import serialization
-
-    cert = x509.load_pem_x509_certificate(str(pem).encode())
-    spki = cert.public_key().public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    return "sha256:" + hashlib.sha256(spki).hexdigest()
-
-
-# Lines of kubeadm's output kept in a failure message: its error is at the end.
-KUBEADM_TAIL_LINES = 30
+    return kubeadm.ca_hash(pem)
 
 
 def ufcctl_kcp_kubeadm_failure(result: Mapping[str, Any], secrets: Sequence[str]) -> str:
-    """What a no_log kubeadm task may show when it failed: rc, command and output, every secret masked."""
-    argv = result.get("cmd") or []
-    command = " ".join(argv) if isinstance(argv, list) else str(argv)
-    lines = (str(result.get("stdout") or "") + "\n" + str(result.get("stderr") or "")).strip().splitlines()
-    text = "\n".join(lines[-KUBEADM_TAIL_LINES:]) or str(result.get("msg") or "no output")
-    for secret in secrets:
-        if secret:
-            text = text.replace(str(secret), "<masked>")
-            command = command.replace(str(secret), "<masked>")
-    return f"{command} failed (rc {result.get('rc')}):\n{text}"
+    return kubeadm.failure_message(result, secrets)
 
 
 class FilterModule:

@@ -1,0 +1,531 @@
+#!/usr/bin/python3
+"""LAB KUBE EMULATOR of kubeadm (and, as `kubeadm __apiserver`, of kube-apiserver's join path).
+
+This is NOT Kubernetes' kubeadm. The lab cannot install kubeadm, kubelet or kube-apiserver, so this
+stand-in, shipped under kubeadm's real name from the lab mirror, does what the roles call and checks
+what the real one would need:
+- `init --config F`: issues the apiserver serving certificate from the cluster CA the role installed
+  (/etc/kubernetes/pki/ca.{crt,key}), stores the config's bootstrap tokens and KubeletConfiguration in
+  the real etcd core cluster (through etcdctl and the apiserver's etcd client certificate named in
+  ClusterConfiguration.etcd.external), and starts the apiserver emulator on the control plane's port;
+- `join --config F` (worker, or control plane with `controlPlane:`): preflight (kubelet.conf absent,
+  the CRI socket accepts a connection, kubelet installed), token format, discovery of the CA from
+  cluster-info at the endpoint and its sha256 SubjectPublicKeyInfo hash against caCertHashes, then a
+  TLS connection verified against that CA to the endpoint (so the endpoint must be the VIP or a
+  control plane serving the cluster CA's certificate), the join authenticated by the token (checked
+  against etcd, with its expiry), then kubelet.conf, ca.crt, /var/lib/kubelet/config.yaml (the
+  cluster's KubeletConfiguration) and kubeadm-flags.env, and a kubelet restart;
+- `token create`, `config validate`, `version`.
+It runs no control-plane component, signs no kubelet certificate and answers no Kubernetes API but
+cluster-info, /readyz and its own join path. Every successful join appends a line to
+/var/lib/ufc-kube-emulator/joins.jsonl and counts the node in etcd (tests read both); faults from
+/etc/ufc-kube-emulator/faults.json: {"join": "fail"} or {"join": "hang"}.
+Standard library plus python3-yaml and python3-cryptography of the lab image.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import http.server
+import json
+import os
+import re
+import secrets
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+VERSION = "@VERSION@"
+STATE = Path("/var/lib/ufc-kube-emulator")
+JOINS = STATE / "joins.jsonl"
+FAULTS = Path("/etc/ufc-kube-emulator/faults.json")
+CONF = Path("/etc/ufc-kube-emulator/apiserver.json")
+UNIT = "ufc-lab-kube-apiserver-emulator"
+PKI = Path("/etc/kubernetes/pki")
+ADMIN_CONF = Path("/etc/kubernetes/admin.conf")
+KUBELET_CONF = Path("/etc/kubernetes/kubelet.conf")
+KUBELET_CONFIG = Path("/var/lib/kubelet/config.yaml")
+KUBELET_FLAGS = Path("/var/lib/kubelet/kubeadm-flags.env")
+PREFIX = "/ufc-kube-emulator"
+TOKEN = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
+# the stand-in's flag (lab/apiserver_standin): /readyz answers 503 while it exists
+UNREADY = Path("/run/ufcctl-apiserver-standin/unready")
+JOIN_PATH = "/ufc-lab-emulator/join"
+HOST = socket.gethostname()
+
+
+class Failed(Exception):
+    pass
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _docs(path: str) -> dict[str, dict[str, Any]]:
+    try:
+        docs = [d for d in yaml.safe_load_all(Path(path).read_text()) if d]
+    except (OSError, yaml.YAMLError) as err:
+        raise Failed(f"unable to read config from {path!r}: {err}") from err
+    by_kind: dict[str, dict[str, Any]] = {}
+    for doc in docs:
+        if not isinstance(doc, dict) or "kind" not in doc or "apiVersion" not in doc:
+            raise Failed(f"{path}: a document without kind/apiVersion")
+        by_kind[doc["kind"]] = doc
+    return by_kind
+
+
+def _duration(text: str) -> float:
+    """A Go duration (24h0m0s, 21600s, 6h) in seconds."""
+    parts = re.findall(r"([0-9.]+)(h|m|s|ms)", str(text))
+    if not parts or "".join(n + u for n, u in parts) != str(text):
+        raise Failed(f"invalid duration {text!r}")
+    scale = {"h": 3600, "m": 60, "s": 1, "ms": 0.001}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
+def _spki_hash(pem: bytes) -> str:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    cert = x509.load_pem_x509_certificate(pem)
+    spki = cert.public_key().public_bytes(serialization.Encoding.DER,
+                                          serialization.PublicFormat.SubjectPublicKeyInfo)
+    return "sha256:" + hashlib.sha256(spki).hexdigest()
+
+
+def _faults() -> dict[str, Any]:
+    try:
+        return json.loads(FAULTS.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _write(path: Path, text: str, mode: int = 0o600) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.chmod(tmp, mode)
+    tmp.replace(path)
+
+
+def _systemctl(*args: str) -> None:
+    subprocess.run(["systemctl", *args], check=False, capture_output=True)
+
+
+def _kubeconfig(server: str, ca_pem: bytes, user: str) -> str:
+    return yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "kubernetes", "cluster": {
+            "server": server, "certificate-authority-data": base64.b64encode(ca_pem).decode()}}],
+        "users": [{"name": user, "user": {"token": "lab-kube-emulator-has-no-credentials"}}],
+        "contexts": [{"name": "default", "context": {"cluster": "kubernetes", "user": user}}],
+        "current-context": "default",
+    })
+
+
+# -- etcd (the real etcd core cluster; the emulator's shared state) ------------------------------
+
+
+class Etcd:
+    def __init__(self, settings: dict[str, Any]):
+        self.args = ["etcdctl", f"--endpoints={','.join(settings['endpoints'])}",
+                     f"--cacert={settings['caFile']}", f"--cert={settings['certFile']}",
+                     f"--key={settings['keyFile']}", "--command-timeout=10s"]
+
+    def _run(self, *args: str) -> str:
+        proc = subprocess.run([*self.args, *args], capture_output=True, text=True, check=False,
+                              env={**os.environ, "ETCDCTL_API": "3"})
+        if proc.returncode != 0:
+            raise Failed(f"etcd: {' '.join(args[:2])}: {proc.stderr.strip()[-500:]}")
+        return proc.stdout
+
+    def get(self, key: str) -> str | None:
+        out = self._run("get", PREFIX + key, "--print-value-only")
+        return out[:-1] if out.endswith("\n") else (out or None)
+
+    def put(self, key: str, value: str) -> None:
+        self._run("put", PREFIX + key, value)
+
+    def prefix(self, key: str) -> dict[str, str]:
+        out = self._run("get", PREFIX + key, "--prefix", "-w", "json")
+        kvs = json.loads(out).get("kvs") or []
+        return {base64.b64decode(kv["key"]).decode()[len(PREFIX):]: base64.b64decode(kv["value"]).decode()
+                for kv in kvs}
+
+
+def _store_token(etcd: Etcd, token: str, ttl: float, description: str) -> None:
+    match = TOKEN.match(token)
+    if not match:
+        raise Failed(f"the token {token[:6]}... does not match {TOKEN.pattern}")
+    expires = time.time() + ttl if ttl > 0 else 0
+    etcd.put(f"/tokens/{match.group(1)}", json.dumps({"secret": match.group(2), "expires": expires,
+                                                      "description": description}))
+
+
+def _register(etcd: Etcd, node: str, record: dict[str, Any]) -> int:
+    old = etcd.get(f"/nodes/{node}")
+    count = (json.loads(old)["count"] if old else 0) + 1
+    etcd.put(f"/nodes/{node}", json.dumps({**record, "count": count, "time": time.time()}))
+    return count
+
+
+# -- the apiserver emulator ----------------------------------------------------------------------
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    conf: dict[str, Any] = {}
+
+    def _send(self, code: int, body: bytes, kind: str = "text/plain") -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Standin-Backend", HOST)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self.path.startswith("/readyz") and UNREADY.exists():
+            self._send(503, f"unready {HOST}\n".encode())
+        elif self.path == "/api/v1/namespaces/kube-public/configmaps/cluster-info":
+            ca = Path(self.conf["ca"]).read_bytes()
+            data = {"kubeconfig": _kubeconfig(f"https://{self.conf['endpoint']}", ca, "")}
+            body = {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "cluster-info", "namespace": "kube-public"}, "data": data}
+            self._send(200, json.dumps(body).encode(), "application/json")
+        else:
+            self._send(200, f"ok {HOST}\n".encode())
+
+    def do_POST(self) -> None:  # noqa: N802
+        if self.path != JOIN_PATH:
+            self._send(404, b"not emulated\n")
+            return
+        try:
+            request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            token = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
+            match = TOKEN.match(token)
+            etcd = Etcd(self.conf["etcd"])
+            stored = etcd.get(f"/tokens/{match.group(1)}") if match else None
+            record = json.loads(stored) if stored else None
+            if record is None or not secrets.compare_digest(record["secret"], match.group(2)):
+                self._send(401, b"Unauthorized: unknown bootstrap token\n")
+                return
+            if record["expires"] and record["expires"] < time.time():
+                self._send(401, b"Unauthorized: the bootstrap token has expired\n")
+                return
+            node = str(request["node"])
+            fields = ("kind", "labels", "taints", "endpoint")
+            count = _register(etcd, node, {k: request.get(k) for k in fields})
+            reply = {"kubelet_config": etcd.get("/kubelet-config") or "", "count": count,
+                     "etcd": self.conf["etcd"] if request.get("kind") == "control-plane" else None}
+            self._send(200, json.dumps(reply).encode(), "application/json")
+        except (Failed, KeyError, ValueError) as err:
+            self._send(500, f"lab kube emulator: {err}\n".encode())
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass  # haproxy's health checks every 2 s would flood the journal
+
+
+def serve() -> int:
+    conf = json.loads(CONF.read_text())
+    Handler.conf = conf
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(conf["cert"], conf["key"])
+    server = http.server.ThreadingHTTPServer(("0.0.0.0", int(conf["port"])), Handler)
+    server.daemon_threads = True
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.serve_forever()
+    return 0
+
+
+def _serving_cert(sans: list[str]) -> None:
+    """The apiserver's serving certificate, signed by the cluster CA the role installed."""
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    ca_cert = x509.load_pem_x509_certificate((PKI / "ca.crt").read_bytes())
+    ca_key = serialization.load_pem_private_key((PKI / "ca.key").read_bytes(), None)
+    key = ec.generate_private_key(ec.SECP256R1())
+    names: list[x509.GeneralName] = []
+    for san in dict.fromkeys(s for s in sans if s):
+        try:
+            names.append(x509.IPAddress(ipaddress.ip_address(san)))
+        except ValueError:
+            names.append(x509.DNSName(san))
+    now = dt.datetime.now(dt.UTC)
+    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME,
+                                                                                 "kube-apiserver")]))
+            .issuer_name(ca_cert.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=365))
+            .add_extension(x509.SubjectAlternativeName(names), critical=False)
+            .sign(ca_key, hashes.SHA256()))  # type: ignore[arg-type]
+    _write(PKI / "apiserver.crt", cert.public_bytes(serialization.Encoding.PEM).decode(), 0o644)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())
+    _write(PKI / "apiserver.key", pem.decode(), 0o600)
+
+
+def _start_apiserver(endpoint: str, port: int, etcd: dict[str, Any]) -> None:
+    _write(CONF, json.dumps({"port": port, "cert": str(PKI / "apiserver.crt"),
+                             "key": str(PKI / "apiserver.key"), "ca": str(PKI / "ca.crt"),
+                             "endpoint": endpoint, "etcd": etcd}))
+    unit = (f"[Unit]\nDescription=LAB KUBE EMULATOR of kube-apiserver (cluster-info, /readyz, joins)\n"
+            f"After=network-online.target\n\n[Service]\nExecStart={Path(sys.argv[0]).resolve()} __apiserver\n"
+            "Restart=always\nRestartSec=2\n\n[Install]\nWantedBy=multi-user.target\n")
+    _write(Path(f"/etc/systemd/system/{UNIT}.service"), unit, 0o644)
+    _systemctl("daemon-reload")
+    _systemctl("enable", "--now", f"{UNIT}.service")
+    _systemctl("restart", f"{UNIT}.service")
+
+
+def _local_sans(cluster: dict[str, Any], advertise: str | None) -> list[str]:
+    endpoint = str(cluster.get("controlPlaneEndpoint") or "")
+    return [*(cluster.get("apiServer", {}).get("certSANs") or []), endpoint.rsplit(":", 1)[0],
+            advertise or "", HOST, "127.0.0.1", "localhost"]
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+
+def cmd_init(config: str) -> int:
+    docs = _docs(config)
+    init, cluster = docs.get("InitConfiguration"), docs.get("ClusterConfiguration")
+    if init is None or cluster is None:
+        raise Failed(f"{config}: init needs an InitConfiguration and a ClusterConfiguration")
+    if ADMIN_CONF.exists():
+        raise Failed(f"[ERROR FileAvailable--etc-kubernetes-admin.conf]: {ADMIN_CONF} already exists")
+    for name in ("ca.crt", "ca.key"):
+        if not (PKI / name).is_file():
+            raise Failed(f"[ERROR] {PKI / name} is missing (the cluster CA)")
+    etcd_settings = (cluster.get("etcd") or {}).get("external")
+    if not etcd_settings:
+        raise Failed("the lab kube emulator needs external etcd (ClusterConfiguration.etcd.external)")
+    etcd = Etcd(etcd_settings)
+    endpoint = str(cluster["controlPlaneEndpoint"])
+    local = init.get("localAPIEndpoint") or {}
+    port = int(local.get("bindPort") or 6443)
+    for entry in init.get("bootstrapTokens") or []:
+        _store_token(etcd, str(entry["token"]), _duration(str(entry.get("ttl") or "24h0m0s")),
+                     str(entry.get("description") or ""))
+    kubelet = docs.get("KubeletConfiguration")
+    if kubelet is not None:
+        etcd.put("/kubelet-config", yaml.safe_dump(kubelet, sort_keys=True))
+    _serving_cert(_local_sans(cluster, local.get("advertiseAddress")))
+    _start_apiserver(endpoint, port, etcd_settings)
+    ca = (PKI / "ca.crt").read_bytes()
+    _write(ADMIN_CONF, _kubeconfig(f"https://{endpoint}", ca, "kubernetes-admin"))
+    _write(KUBELET_CONF, _kubeconfig(f"https://{endpoint}", ca, f"system:node:{HOST}"))
+    if kubelet is not None:
+        _write(KUBELET_CONFIG, yaml.safe_dump(kubelet, sort_keys=True), 0o644)
+    _register(etcd, _node_name(init), {"kind": "control-plane-init", "endpoint": endpoint})
+    _systemctl("restart", "kubelet")
+    _log_join(_node_name(init), endpoint, "control-plane", {}, [])
+    print("Your Kubernetes control-plane has initialized successfully! (LAB KUBE EMULATOR: nothing of "
+          "Kubernetes runs here)")
+    return 0
+
+
+def _node_name(doc: dict[str, Any]) -> str:
+    return str((doc.get("nodeRegistration") or {}).get("name") or HOST)
+
+
+def _cri_ok(socket_url: str) -> None:
+    path = socket_url.removeprefix("unix://")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(5)
+        try:
+            sock.connect(path)
+        except OSError as err:
+            raise Failed(f"[ERROR CRI]: container runtime is not running: connect {path}: {err}") from err
+
+
+def _discover(endpoint: str, hashes: list[str], deadline: float) -> bytes:
+    """cluster-info from the endpoint (not verified yet), its CA checked against the pinned hashes."""
+    insecure = ssl.create_default_context()
+    insecure.check_hostname = False
+    insecure.verify_mode = ssl.CERT_NONE
+    url = f"https://{endpoint}/api/v1/namespaces/kube-public/configmaps/cluster-info"
+    last = ""
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url, context=insecure, timeout=5) as reply:
+                info = json.loads(reply.read())
+            config = yaml.safe_load(info["data"]["kubeconfig"])
+            ca = base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"])
+            found = _spki_hash(ca)
+            if found not in hashes:
+                raise Failed(f"cluster CA found in cluster-info ConfigMap is invalid: none of the public "
+                             f"keys {found} are pinned (caCertHashes {', '.join(hashes)})")
+            return ca
+        except (OSError, urllib.error.URLError, KeyError, ValueError) as err:
+            last = str(err)
+            time.sleep(2)
+    raise Failed(f"couldn't validate the identity of the API Server at {endpoint}: {last}")
+
+
+def _post_join(endpoint: str, ca: bytes, token: str, body: dict[str, Any]) -> dict[str, Any]:
+    context = ssl.create_default_context(cadata=ca.decode())
+    request = urllib.request.Request(f"https://{endpoint}{JOIN_PATH}", data=json.dumps(body).encode(),
+                                     headers={"Authorization": f"Bearer {token}",
+                                              "Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=15) as reply:
+            return json.loads(reply.read())
+    except urllib.error.HTTPError as err:
+        raise Failed(f"error execution phase kubelet-start: the API server at {endpoint} refused the join: "
+                     f"{err.code} {err.read().decode(errors='replace').strip()}") from err
+    except (OSError, urllib.error.URLError) as err:
+        raise Failed(f"error execution phase kubelet-start: TLS to {endpoint} with the cluster CA: "
+                     f"{err}") from err
+
+
+def _log_join(node: str, endpoint: str, kind: str, labels: dict[str, str], taints: list[Any]) -> None:
+    STATE.mkdir(parents=True, exist_ok=True)
+    with JOINS.open("a") as fh:
+        fh.write(json.dumps({"time": time.time(), "endpoint": endpoint, "node": node, "labels": labels,
+                             "taints": taints, "kind": kind}) + "\n")
+
+
+def _extra_args(registration: dict[str, Any]) -> dict[str, str]:
+    return {str(a["name"]): str(a["value"]) for a in registration.get("kubeletExtraArgs") or []}
+
+
+def cmd_join(config: str) -> int:
+    doc = _docs(config).get("JoinConfiguration")
+    if doc is None:
+        raise Failed(f"{config}: join needs a JoinConfiguration")
+    registration = doc.get("nodeRegistration") or {}
+    node = _node_name(doc)
+    if KUBELET_CONF.exists():
+        raise Failed(f"[preflight] [ERROR FileAvailable--etc-kubernetes-kubelet.conf]: {KUBELET_CONF} "
+                     "already exists")
+    if not Path("/usr/bin/kubelet").exists():
+        raise Failed("[preflight] [ERROR FileExisting-kubelet]: kubelet not found in system path")
+    _cri_ok(str(registration.get("criSocket") or "unix:///run/containerd/containerd.sock"))
+    fault = _faults().get("join")
+    if fault == "fail":
+        raise Failed("error execution phase kubelet-start: join failed (injected by the lab kube emulator)")
+    if fault == "hang":
+        while True:  # until killed: a join that never returns
+            time.sleep(3600)
+    bootstrap = (doc.get("discovery") or {}).get("bootstrapToken") or {}
+    token = str(bootstrap.get("token") or "")
+    if not TOKEN.match(token):
+        raise Failed(f"the token in discovery.bootstrapToken does not match {TOKEN.pattern}")
+    endpoint = str(bootstrap.get("apiServerEndpoint") or "")
+    hashes = [str(h) for h in bootstrap.get("caCertHashes") or []]
+    if not endpoint or not hashes:
+        raise Failed("discovery.bootstrapToken needs apiServerEndpoint and caCertHashes (unsafe skip is "
+                     "not emulated)")
+    timeout = _duration(str((doc.get("timeouts") or {}).get("discovery") or "5m0s"))
+    ca = _discover(endpoint, hashes, time.time() + timeout)
+    control_plane = doc.get("controlPlane") is not None
+    extra = _extra_args(registration)
+    labels = dict(kv.split("=", 1) for kv in extra.get("node-labels", "").split(",") if "=" in kv)
+    taints = registration.get("taints") or []
+    reply = _post_join(endpoint, ca, str(doc["discovery"].get("tlsBootstrapToken") or token),
+                       {"node": node, "kind": "control-plane" if control_plane else "worker",
+                        "labels": labels, "taints": taints, "endpoint": endpoint})
+    if control_plane:
+        local = (doc["controlPlane"].get("localAPIEndpoint") or {})
+        if not reply.get("etcd"):
+            raise Failed("the control plane's join got no etcd settings back")
+        host = endpoint.rsplit(":", 1)[0]
+        _serving_cert([host, str(local.get("advertiseAddress") or ""), HOST, "127.0.0.1", "localhost"])
+        _start_apiserver(endpoint, int(local.get("bindPort") or 6443), reply["etcd"])
+        _write(ADMIN_CONF, _kubeconfig(f"https://{endpoint}", ca, "kubernetes-admin"))
+    _write(PKI / "ca.crt", ca.decode(), 0o644)
+    _write(KUBELET_CONF, _kubeconfig(f"https://{endpoint}", ca, f"system:node:{node}"))
+    if reply.get("kubelet_config"):
+        _write(KUBELET_CONFIG, reply["kubelet_config"], 0o644)
+    flags = [f"--{k}={v}" for k, v in extra.items()]
+    if taints:
+        flags.append("--register-with-taints=" + ",".join(f"{t['key']}={t.get('value', '')}:{t['effect']}"
+                                                           for t in taints))
+    _write(KUBELET_FLAGS, f'KUBELET_KUBEADM_ARGS="{" ".join(flags)}"\n', 0o644)
+    _systemctl("restart", "kubelet")
+    _log_join(node, endpoint, "control-plane" if control_plane else "worker", labels, taints)
+    print(f"This node has joined the cluster (LAB KUBE EMULATOR; registration {reply.get('count')} "
+          f"of {node})")
+    return 0
+
+
+def cmd_token_create(ttl: str, description: str) -> int:
+    if not ADMIN_CONF.exists() or not CONF.exists():
+        raise Failed(f"{ADMIN_CONF}: no such file (run on an initialised control plane)")
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    token = "".join(secrets.choice(alphabet) for _ in range(6)) + "." + "".join(
+        secrets.choice(alphabet) for _ in range(16))
+    _store_token(Etcd(json.loads(CONF.read_text())["etcd"]), token, _duration(ttl), description)
+    print(token)
+    return 0
+
+
+def cmd_validate(config: str) -> int:
+    known = {"InitConfiguration", "ClusterConfiguration", "JoinConfiguration", "KubeletConfiguration",
+             "KubeProxyConfiguration"}
+    docs = _docs(config)
+    unknown = sorted(set(docs) - known)
+    if unknown:
+        raise Failed(f"{config}: unknown kinds {unknown}")
+    for kind, doc in docs.items():
+        if kind.endswith("Configuration") and kind in ("InitConfiguration", "ClusterConfiguration",
+                                                       "JoinConfiguration") \
+                and doc["apiVersion"] != "kubeadm.k8s.io/v1beta4":
+            raise Failed(f"{config}: {kind} apiVersion {doc['apiVersion']}: this emulates kubeadm "
+                         "v1beta4 only")
+    print("ok (LAB KUBE EMULATOR: kinds and versions checked)")
+    return 0
+
+
+def _flag(args: list[str], name: str, default: str | None = None) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return default
+
+
+def main(argv: list[str]) -> int:
+    try:
+        if argv[:1] == ["version"]:
+            long = f'kubeadm version: {{"GitVersion":"{VERSION}", "Note":"LAB KUBE EMULATOR"}}'
+            print(VERSION if _flag(argv, "-o") == "short" else long)
+            return 0
+        if argv[:1] == ["__apiserver"]:
+            return serve()
+        config = _flag(argv, "--config")
+        if argv[:2] == ["config", "validate"] and config:
+            return cmd_validate(config)
+        if argv[:1] == ["init"] and config:
+            return cmd_init(config)
+        if argv[:1] == ["join"] and config:
+            return cmd_join(config)
+        if argv[:2] == ["token", "create"]:
+            return cmd_token_create(_flag(argv, "--ttl", "24h0m0s") or "24h0m0s",
+                                    _flag(argv, "--description", "") or "")
+    except Failed as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"kubeadm {' '.join(argv)}: not emulated (LAB KUBE EMULATOR: version, config validate, init, join, "
+          "token create, each with the flags the roles use)", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,66 @@
+#!/usr/bin/python3
+"""LAB KUBE EMULATOR of the kubelet: NOT Kubernetes' kubelet. It runs no pod and registers nothing.
+
+Like the real kubelet under kubeadm, it exits while its configuration is missing (systemd restarts it:
+the crash loop of a node before its join); once kubeadm join wrote --config and --kubeconfig, it
+checks that the config is a KubeletConfiguration and that the container runtime's socket accepts a
+connection, writes its status to /run/ufc-kube-emulator/kubelet.json and stays up. Unknown flags are
+accepted (the real kubelet has hundreds).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+VERSION = "@VERSION@"
+STATUS = Path("/run/ufc-kube-emulator/kubelet.json")
+
+
+def _flag(args: list[str], name: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def main(argv: list[str]) -> int:
+    if "--version" in argv:
+        print(f"Kubernetes {VERSION} (LAB KUBE EMULATOR)")
+        return 0
+    config, kubeconfig = _flag(argv, "--config"), _flag(argv, "--kubeconfig")
+    for flag, path in (("--config", config), ("--kubeconfig", kubeconfig)):
+        if not path or not Path(path).is_file():
+            print(f"kubelet (LAB KUBE EMULATOR): {flag} {path}: no such file (not joined yet)",
+                  file=sys.stderr)
+            return 1
+    doc = yaml.safe_load(Path(str(config)).read_text()) or {}
+    if doc.get("kind") != "KubeletConfiguration":
+        print(f"kubelet (LAB KUBE EMULATOR): {config} is not a KubeletConfiguration", file=sys.stderr)
+        return 1
+    endpoint = (_flag(argv, "--container-runtime-endpoint") or "unix:///run/containerd/containerd.sock")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(5)
+        try:
+            sock.connect(endpoint.removeprefix("unix://"))
+        except OSError as err:
+            print(f"kubelet (LAB KUBE EMULATOR): container runtime {endpoint}: {err}", file=sys.stderr)
+            return 1
+    STATUS.parent.mkdir(parents=True, exist_ok=True)
+    STATUS.write_text(json.dumps({"started": time.time(), "config": config, "kubeconfig": kubeconfig,
+                                  "cri": endpoint, "args": argv}))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:
+        time.sleep(3600)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,64 @@
+"""Jinja filters over ufcctl/domain/controlplane (join.py, kubeadm.py) and domain/addons/labels.py."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+try:
+    from ufcctl.domain.addons import labels
+    from ufcctl.domain.controlplane import join, kubeadm, schema
+except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+    from ufcctl.domain.addons import labels
+    from ufcctl.domain.controlplane import join, kubeadm, schema
+
+
+def ufcctl_kube_node_join(v: Mapping[str, Any]) -> dict[str, Any]:
+    """The node's JoinConfiguration and its schema problems; `token` absent: no document."""
+    wanted = labels.node_labels(v["hostvars"], False, True, v["host_arch"]) if v["npu"] else {}
+    registered = join.registration_labels({**wanted, **dict(v["labels"] or {})})
+    record = join.token_record(v["token_text"])
+    if record is None:
+        return {"doc": None, "problems": [], "secrets": []}
+    doc = join.join_configuration(
+        name=v["name"], endpoint=v["endpoint"], token=record["token"], ca_hash=kubeadm.ca_hash(v["ca_pem"]),
+        cri_socket=v["cri_socket"], node_ip=v["address"] or None, labels=registered,
+        taints=[v["taint"]] if v["npu"] else [])
+    return {"doc": doc, "problems": schema.documents_errors([doc]),
+            "secrets": [kubeadm.token_secret(record["token"])]}
+
+
+def ufcctl_kube_node_token_fresh(text: str | None, margin_seconds: float) -> bool:
+    return join.token_fresh(text, datetime.now(UTC), float(margin_seconds))
+
+
+def ufcctl_kube_node_token_record(token: str, ttl_seconds: float) -> str:
+    """What the controller stores for a token made now: {"token", "expires"} (JSON)."""
+    expires = datetime.now(UTC) + timedelta(seconds=float(ttl_seconds))
+    import json
+
+    return json.dumps({"token": token.strip(), "expires": expires.isoformat(timespec="seconds")})
+
+
+def ufcctl_kube_node_secrets(text: str | None) -> list[str]:
+    record = join.token_record(text)
+    return [kubeadm.token_secret(record["token"])] if record else []
+
+
+def ufcctl_kube_node_kubeadm_failure(result: Mapping[str, Any], secrets: Sequence[str]) -> str:
+    return kubeadm.failure_message(result, secrets)
+
+
+class FilterModule:
+    def filters(self) -> dict[str, Any]:
+        return {
+            "ufcctl_kube_node_join": ufcctl_kube_node_join,
+            "ufcctl_kube_node_token_fresh": ufcctl_kube_node_token_fresh,
+            "ufcctl_kube_node_token_record": ufcctl_kube_node_token_record,
+            "ufcctl_kube_node_secrets": ufcctl_kube_node_secrets,
+            "ufcctl_kube_node_kubeadm_failure": ufcctl_kube_node_kubeadm_failure,
+        }
