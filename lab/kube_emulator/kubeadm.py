@@ -484,7 +484,7 @@ def cmd_token_list() -> int:
         raise Failed(f"{ADMIN_CONF}: no such file (run on an initialised control plane)")
     for key, value in sorted(Etcd(json.loads(CONF.read_text())["etcd"]).prefix("/tokens/").items()):
         record = json.loads(value)
-        expires = (dt.datetime.fromtimestamp(record["expires"], dt.timezone.utc).isoformat()
+        expires = (dt.datetime.fromtimestamp(record["expires"], dt.UTC).isoformat()
                    if record["expires"] else None)
         print(json.dumps({"kind": "BootstrapToken", "apiVersion": "output.kubeadm.k8s.io/v1alpha3",
                           "token": f"{key.rsplit('/', 1)[1]}.{record['secret']}", "expires": expires,
