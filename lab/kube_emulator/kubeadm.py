@@ -59,6 +59,7 @@ ADMIN_CONF = Path("/etc/kubernetes/admin.conf")
 KUBELET_CONF = Path("/etc/kubernetes/kubelet.conf")
 KUBELET_CONFIG = Path("/var/lib/kubelet/config.yaml")
 KUBELET_FLAGS = Path("/var/lib/kubelet/kubeadm-flags.env")
+KUBELET_BIN = Path("/usr/bin/kubelet")
 PREFIX = "/ufc-kube-emulator"
 TOKEN = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
 # the stand-in's flag (lab/apiserver_standin): /readyz answers 503 while it exists
@@ -416,7 +417,7 @@ def cmd_join(config: str) -> int:
     if KUBELET_CONF.exists():
         raise Failed(f"[preflight] [ERROR FileAvailable--etc-kubernetes-kubelet.conf]: {KUBELET_CONF} "
                      "already exists")
-    if not Path("/usr/bin/kubelet").exists():
+    if not KUBELET_BIN.exists():
         raise Failed("[preflight] [ERROR FileExisting-kubelet]: kubelet not found in system path")
     _cri_ok(str(registration.get("criSocket") or "unix:///run/containerd/containerd.sock"))
     fault = _faults().get("join")

@@ -1,0 +1,161 @@
+"""The LAB KUBE EMULATOR (lab/kube_emulator) on loopback: its packages, its discovery (the CA hash pinned,
+TLS verified against the discovered CA) and its join path (token checked, expiry, registration counted,
+faults). etcd is replaced by a dict here; on the lab it is the real etcd core cluster."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from lab.kube_emulator import kubeadm as emu
+from lab.kube_emulator import packages
+from ufcctl.domain.controlplane.kubeadm import ca_hash
+
+TOKEN = "abcdef.0123456789abcdef"
+
+
+def test_packages_carry_their_version_and_sha256(tmp_path: Path) -> None:
+    sums = packages.build(tmp_path, ("1.31.4",))
+    directory = packages.binary_dir(tmp_path, "1.31.4")
+    for name in ("kubeadm", "kubelet"):
+        data = (directory / name).read_bytes()
+        assert b'VERSION = "v1.31.4"' in data and b"LAB KUBE EMULATOR" in data
+        assert (directory / f"{name}.sha256").read_text().strip() == hashlib.sha256(data).hexdigest()
+        assert sums[f"kubernetes/v1.31.4/bin/linux/amd64/{name}"] == hashlib.sha256(data).hexdigest()
+
+
+def test_go_durations() -> None:
+    assert emu._duration("24h0m0s") == 86400 and emu._duration("21600s") == 21600
+    assert emu._duration("1h30m") == 5400
+    with pytest.raises(emu.Failed, match="invalid duration"):
+        emu._duration("6 hours")
+
+
+def _ca(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = dt.datetime.now(dt.UTC)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=1))
+            .not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    crt, pem = tmp_path / f"{name}.crt", tmp_path / f"{name}.key"
+    crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    pem.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
+    return crt, pem
+
+
+class FakeEtcd:
+    """The emulator's Etcd with a dict (the lab uses etcdctl against etcd core)."""
+
+    data: dict[str, str] = {}
+
+    def __init__(self, settings: object):
+        pass
+
+    def get(self, key: str) -> str | None:
+        return self.data.get(key)
+
+    def put(self, key: str, value: str) -> None:
+        self.data[key] = value
+
+    def prefix(self, key: str) -> dict[str, str]:
+        return {k: v for k, v in self.data.items() if k.startswith(key)}
+
+
+@pytest.fixture()
+def apiserver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Path]]:
+    """The emulator's apiserver on 127.0.0.1 with a serving certificate from a test CA."""
+    ca_crt, ca_key = _ca(tmp_path, "kubernetes")
+    pki = tmp_path / "pki"
+    pki.mkdir()
+    (pki / "ca.crt").write_bytes(ca_crt.read_bytes())
+    (pki / "ca.key").write_bytes(ca_key.read_bytes())
+    monkeypatch.setattr(emu, "PKI", pki)
+    monkeypatch.setattr(emu, "Etcd", FakeEtcd)
+    FakeEtcd.data = {"/kubelet-config": "kind: KubeletConfiguration\n"}
+    emu._serving_cert(["127.0.0.1"])
+    emu._store_token(FakeEtcd(None), TOKEN, 3600, "test")
+    import http.server
+
+    emu.Handler.conf = {"ca": str(pki / "ca.crt"), "endpoint": "127.0.0.1:0", "etcd": {}}
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), emu.Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki / "apiserver.crt", pki / "apiserver.key")
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}", pki / "ca.crt"
+    finally:
+        server.shutdown()
+
+
+def test_discovery_pins_the_ca_and_the_join_is_counted(apiserver: tuple[str, Path]) -> None:
+    endpoint, ca_file = apiserver
+    ca = emu._discover(endpoint, [ca_hash(ca_file.read_text())], time.time() + 10)
+    assert ca == ca_file.read_bytes()
+    body = {"node": "w1", "kind": "worker", "labels": {}, "taints": [], "endpoint": endpoint}
+    reply = emu._post_join(endpoint, ca, TOKEN, body)
+    assert reply["count"] == 1 and reply["kubelet_config"].startswith("kind: KubeletConfiguration")
+    assert reply["etcd"] is None  # only control planes get the etcd settings
+    assert emu._post_join(endpoint, ca, TOKEN, body)["count"] == 2
+    assert json.loads(FakeEtcd.data["/nodes/w1"])["count"] == 2
+
+
+def test_a_wrong_ca_hash_is_refused(apiserver: tuple[str, Path]) -> None:
+    endpoint, _ = apiserver
+    with pytest.raises(emu.Failed, match="none of the public keys sha256:.* are pinned"):
+        emu._discover(endpoint, ["sha256:" + "0" * 64], time.time() + 10)
+
+
+def test_tls_is_verified_against_the_discovered_ca(apiserver: tuple[str, Path], tmp_path: Path) -> None:
+    endpoint, _ = apiserver
+    other, _ = _ca(tmp_path, "someone-else")
+    with pytest.raises(emu.Failed, match="TLS to 127.0.0.1:.* with the cluster CA"):
+        emu._post_join(endpoint, other.read_bytes(), TOKEN, {"node": "w1"})
+
+
+@pytest.mark.parametrize(("token", "why"), [("abcdef.ffffffffffffffff", "unknown bootstrap token"),
+                                            ("zzzzzz.0123456789abcdef", "unknown bootstrap token")])
+def test_an_unknown_token_is_401(apiserver: tuple[str, Path], token: str, why: str) -> None:
+    endpoint, ca_file = apiserver
+    with pytest.raises(emu.Failed, match=f"refused the join: 401 Unauthorized: {why}"):
+        emu._post_join(endpoint, ca_file.read_bytes(), token, {"node": "w1"})
+
+
+def test_an_expired_token_is_401(apiserver: tuple[str, Path]) -> None:
+    endpoint, ca_file = apiserver
+    record = json.loads(FakeEtcd.data["/tokens/abcdef"])
+    FakeEtcd.data["/tokens/abcdef"] = json.dumps({**record, "expires": time.time() - 1})
+    with pytest.raises(emu.Failed, match="the bootstrap token has expired"):
+        emu._post_join(endpoint, ca_file.read_bytes(), TOKEN, {"node": "w1"})
+
+
+def test_an_injected_join_failure_stops_before_discovery(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    faults = tmp_path / "faults.json"
+    faults.write_text(json.dumps({"join": "fail"}))
+    config = tmp_path / "join.yaml"
+    config.write_text("apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\n"
+                      "nodeRegistration: {name: w1, criSocket: 'unix:///nonexistent'}\n")
+    monkeypatch.setattr(emu, "FAULTS", faults)
+    monkeypatch.setattr(emu, "KUBELET_CONF", tmp_path / "kubelet.conf")
+    monkeypatch.setattr(emu, "_cri_ok", lambda socket_url: None)
+    monkeypatch.setattr(emu, "KUBELET_BIN", config)  # any file that exists
+    assert emu.main(["join", "--config", str(config)]) == 1
+    assert emu.main(["reset", "-f"]) == 2  # anything else is "not emulated"
