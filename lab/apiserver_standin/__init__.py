@@ -18,11 +18,18 @@ def _podman(*args: str, env: dict[str, str] | None = None) -> str:
     return proc.stdout
 
 
+# The LAB KUBE EMULATOR's apiserver (lab/kube_emulator, started by its `kubeadm init`/join on a deployed
+# lab) answers the same: /readyz with the same unready flag, every other GET with its host name.
+EMULATOR_UNIT = "kube-apiserver"
+
+
 def start(container: str, port: int = 6443, env: dict[str, str] | None = None) -> None:
-    """Copy the stand-in into `container` and run it as a transient systemd unit (idempotent)."""
+    """Copy the stand-in into `container` and run it as a transient systemd unit (idempotent); where the
+    kube emulator's apiserver already serves the port, that one answers instead."""
     _podman("cp", str(SCRIPT), f"{container}:{REMOTE}", env=env)
     script = (
-        f"chmod 0755 {REMOTE}; rm -f {FLAG}; systemctl is-active --quiet {UNIT} || "
+        f"chmod 0755 {REMOTE}; rm -f {FLAG}; systemctl is-active --quiet {EMULATOR_UNIT} || "
+        f"systemctl is-active --quiet {UNIT} || "
         f"systemd-run --unit {UNIT} --collect {REMOTE} --port {port}"
     )
     _podman("exec", container, "sh", "-c", script, env=env)
