@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from lab.npu_emulator.packages import write_if_changed
+
 HERE = Path(__file__).resolve().parent
 VERSIONS = ("1.31.4",)  # ufc_kube_version's default (roles/kube_control_plane, roles/kube_node)
 ARCH = "amd64"
@@ -29,16 +31,7 @@ def build(root: Path, versions: tuple[str, ...] = VERSIONS) -> dict[str, str]:
         for name in BINARIES:
             data = render(name, version)
             digest = hashlib.sha256(data).hexdigest()
-            _write_if_changed(directory / name, data, 0o755)
-            _write_if_changed(directory / f"{name}.sha256", f"{digest}\n".encode(), 0o644)
+            write_if_changed(directory / name, data, 0o755)
+            write_if_changed(directory / f"{name}.sha256", f"{digest}\n".encode(), 0o644)
             sums[str((directory / name).relative_to(root))] = digest
     return sums
-
-
-def _write_if_changed(path: Path, data: bytes, mode: int) -> None:
-    """Leave an identical file alone: a running mirror serves these files while they are rebuilt."""
-    if not (path.is_file() and path.read_bytes() == data):
-        partial = path.with_name(path.name + ".partial")
-        partial.write_bytes(data)
-        partial.replace(path)
-    path.chmod(mode)

@@ -59,11 +59,11 @@ def build(out_dir: Path, releases: list[Release]) -> dict[str, str]:
         for kind, name, version in (("driver", release.driver, release.driver_version),
                                     ("firmware", release.firmware, release.firmware_version)):
             data = _render(kind, release.chip, version, name).encode()
-            _write_if_changed(out_dir / name, data, 0o755)
+            write_if_changed(out_dir / name, data, 0o755)
             sums[name] = hashlib.sha256(data).hexdigest()
     # sha256sum's format ("<hex>  <name>"), which get_url's checksum-file lookup reads
     listing = "".join(f"{h}  {n}\n" for n, h in sorted(sums.items())).encode()
-    _write_if_changed(out_dir / CHECKSUM_FILE, listing, 0o644)
+    write_if_changed(out_dir / CHECKSUM_FILE, listing, 0o644)
     return sums
 
 
@@ -84,14 +84,14 @@ def build_docker_runtime(out_dir: Path,
         name = docker_runtime_name(version)
         text = (HERE / "docker_runtime.sh").read_text().replace("@VERSION@", version)
         data = text.replace("@PACKAGE@", name).encode()
-        _write_if_changed(out_dir / name, data, 0o755)
+        write_if_changed(out_dir / name, data, 0o755)
         sums[name] = hashlib.sha256(data).hexdigest()
     listing = "".join(f"{h}  {n}\n" for n, h in sorted(sums.items())).encode()
-    _write_if_changed(out_dir / CHECKSUM_FILE, listing, 0o644)
+    write_if_changed(out_dir / CHECKSUM_FILE, listing, 0o644)
     return sums
 
 
-def _write_if_changed(path: Path, data: bytes, mode: int) -> None:
+def write_if_changed(path: Path, data: bytes, mode: int) -> None:
     """Leave an identical file alone: a running mirror serves these files while they are rebuilt."""
     if not (path.is_file() and path.read_bytes() == data):
         partial = path.with_name(path.name + ".partial")

@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lab.kube_emulator.lab import joins, registered_nodes, write_faults
 
+from lab.kube_emulator.lab import joins, registered_nodes, write_faults
 from tests.helpers.lab import STACK_LAB, STACK_SUBNET, STACK_WORKERS, UFCCTL, Stack, ufcctl
 from ufcctl.app.inventory import load_inventory
 

@@ -32,8 +32,8 @@ def ufcctl_kube_node_join(v: Mapping[str, Any]) -> dict[str, Any]:
         cri_socket=v["cri_socket"], node_ip=v["address"] or None, labels=registered,
         taints=[v["taint"]] if v["npu"] else [])
     # validated with a stand-in token of the same format, so no schema message can quote the real one
-    stand_in = {**doc, "discovery": {"bootstrapToken": {**doc["discovery"]["bootstrapToken"], "token": SAMPLE},
-                                     "tlsBootstrapToken": SAMPLE}}
+    bootstrap = {**doc["discovery"]["bootstrapToken"], "token": SAMPLE}
+    stand_in = {**doc, "discovery": {"bootstrapToken": bootstrap, "tlsBootstrapToken": SAMPLE}}
     return {"doc": doc, "problems": schema.documents_errors([stand_in]),
             "secrets": [kubeadm.token_secret(record["token"])]}
 
