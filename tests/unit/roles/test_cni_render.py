@@ -5,6 +5,7 @@ k8s_manifests (kubernetes-validate's schemas plus every roles/*/files/crds/*.yam
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,9 @@ def _task(name: str) -> dict[str, Any]:
     return task
 
 
+CHECK = _task("Check the CNI settings")["ansible.builtin.assert"]
+
+
 class Render:
     """The role's variables for one inventory, with the role's own expressions evaluated."""
 
@@ -60,11 +64,10 @@ class Render:
         return Templar(loader=DataLoader(), variables=self.variables).template(trust_as_template(text))
 
     def check_passes(self) -> bool:
-        assert_task = _task("Check the CNI settings")["ansible.builtin.assert"]
-        return all(self.template("{{ " + cond + " }}") for cond in assert_task["that"])
+        return all(self.template("{{ " + cond + " }}") for cond in CHECK["that"])
 
     def fail_msg(self) -> str:
-        return " ".join(str(self.template(_task("Check the CNI settings")["ansible.builtin.assert"]["fail_msg"])).split())
+        return " ".join(str(self.template(CHECK["fail_msg"])).split())
 
     def rendered(self) -> dict[str, str]:
         return {p.name: str(self.template(p.read_text())) for p in sorted(TEMPLATES.glob("*.yaml.j2"))}
@@ -83,13 +86,11 @@ def _one(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
     return obj
 
 
-SAMPLE_PEERS = {f"tor-0{i}": {"ip": f"10.0.255.{i}", "as_number": 65000 + i} for i in range(1, 5)}
-
-
 @pytest.fixture(scope="module")
 def sample() -> Render:
+    # the sample's own cni_calico_tor_peers (group_vars/all/addons.yml) cover its four ToRs
     init_plugin_loader()
-    return Render(ROOT / "inventories" / "sample", cni_calico_tor_peers=SAMPLE_PEERS)
+    return Render(ROOT / "inventories" / "sample")
 
 
 def test_sample_renders_valid_calico(sample: Render) -> None:
@@ -105,8 +106,11 @@ def test_sample_renders_valid_calico(sample: Render) -> None:
     assert (pool["ipipMode"], pool["vxlanMode"], pool["natOutgoing"]) == ("Never", "Never", True)
     bgp = _one(objects, "BGPConfiguration", "default")["spec"]
     assert bgp == {"nodeToNodeMeshEnabled": False, "asNumber": 64512, "logSeverityScreen": "Info"}
-    peers = sorted((o["spec"]["nodeSelector"], o["spec"]["peerIP"], o["spec"]["asNumber"])
-                   for o in objects if o["kind"] == "BGPPeer")
+    peers = sorted(
+        (o["spec"]["nodeSelector"], o["spec"]["peerIP"], o["spec"]["asNumber"])
+        for o in objects
+        if o["kind"] == "BGPPeer"
+    )
     assert peers == [(f"npu-tor-id == 'tor-0{i}'", f"10.0.255.{i}", 65000 + i) for i in range(1, 5)]
     service = _one(objects, "Service", "calico-typha")["spec"]["ports"]
     assert [p["port"] for p in service] == [5473]
@@ -114,8 +118,6 @@ def test_sample_renders_valid_calico(sample: Render) -> None:
 
 def test_cni_config_has_calico_ipam_and_portmap(sample: Render) -> None:
     cm = _one(_objects(sample.prepare()), "ConfigMap", "calico-config")["data"]
-    import json
-
     conf = json.loads(cm["cni_network_config"])
     assert [p["type"] for p in conf["plugins"]] == ["calico", "portmap"]
     assert conf["plugins"][0]["ipam"] == {"type": "calico-ipam"}
@@ -128,7 +130,9 @@ def test_calico_node_tolerates_the_npu_health_taint(sample: Render) -> None:
     taint = {"key": "ufcctl.io/npu-health-pending", "value": "true", "effect": "NoSchedule"}
     tolerations = ds["spec"]["template"]["spec"]["tolerations"]
     assert any(
-        t.get("operator") == "Exists" and t.get("key") in (None, taint["key"]) and t.get("effect") in (None, taint["effect"])
+        t.get("operator") == "Exists"
+        and t.get("key") in (None, taint["key"])
+        and t.get("effect") in (None, taint["effect"])
         for t in tolerations
     )
     assert ds["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] == "10%"
@@ -136,19 +140,20 @@ def test_calico_node_tolerates_the_npu_health_taint(sample: Render) -> None:
 
 
 def test_a_tor_without_a_peer_is_named(sample: Render) -> None:
-    missing = Render(ROOT / "inventories" / "sample", cni_calico_tor_peers={"tor-01": SAMPLE_PEERS["tor-01"]})
+    one = {"tor-01": {"ip": "10.0.255.1", "as_number": 65001}}
+    missing = Render(ROOT / "inventories" / "sample", cni_calico_tor_peers=one)
     assert not missing.check_passes()
     assert "ToR(s) without a cni_calico_tor_peers entry: tor-02, tor-03, tor-04" in missing.fail_msg()
 
 
 def test_no_peering_needs_no_peers_and_renders_none() -> None:
-    lab = Render(ROOT / "inventories" / "sample", cni_calico_bgp_peering="none")
+    lab = Render(ROOT / "inventories" / "sample", cni_calico_bgp_peering="none", cni_calico_tor_peers={})
     assert lab.check_passes(), lab.fail_msg()
     prepared = lab.prepare()
     assert prepared.ok, prepared.problems
     assert [o for o in _objects(prepared) if o["kind"] == "BGPPeer"] == []
     # the same mapping with peering `tor` is refused
-    assert not Render(ROOT / "inventories" / "sample").check_passes()
+    assert not Render(ROOT / "inventories" / "sample", cni_calico_tor_peers={}).check_passes()
 
 
 @pytest.mark.parametrize(
