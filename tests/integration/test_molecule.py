@@ -15,7 +15,7 @@ SCENARIOS = sorted(p.parent.name for p in (ROOT / "molecule").glob("*/molecule.y
 IMAGE = "localhost/ufcctl-node:bookworm"
 # Roles covered by a shared scenario instead of their own (controller-side roles: one scenario
 # per role took ~3 min each on this machine).
-ADDONS = ("k8s_manifests", "nodelocaldns", "volcano", "ascend_components")
+ADDONS = ("k8s_manifests", "cni", "nodelocaldns", "volcano", "ascend_components")
 # kube_node's joins: tests/integration/test_workers_lab.py
 SHARED = {**{role: "k8s_addons" for role in ADDONS}, "kube_node": "container_runtime"}
 # Roles with plugins and no tasks: run on real hosts by the scenario of every role that lists them

@@ -123,6 +123,7 @@ def cluster_vars(layout: LabLayout) -> dict[str, Any]:
         "ufc_lab": True,  # roles use it to skip what containers cannot do (and say so)
         "ufc_lab_name": layout.lab,
         "preflight_disk_requirements": LAB_DISK_REQUIREMENTS,
+        "cni_calico_bgp_peering": "none",  # no ToR switches to peer with (roles/cni README)
     }
 
 

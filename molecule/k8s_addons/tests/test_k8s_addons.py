@@ -12,6 +12,10 @@ import yaml
 INSTANCE = "ufcctl-molecule-k8s-addons"
 COMPONENTS = {
     "demo": ["00-namespaces.yaml", "10-demo.yaml"],
+    "cni": [
+        "00-namespaces.yaml", "10-rbac.yaml", "20-configmap.yaml", "30-typha.yaml", "40-calico-node.yaml",
+        "50-kube-controllers.yaml", "60-calico-resources.yaml",
+    ],
     "nodelocaldns": [
         "00-namespaces.yaml", "10-serviceaccount.yaml", "20-services.yaml", "30-configmap.yaml",
         "40-daemonset.yaml", "50-coredns-autoscaler.yaml",
@@ -41,6 +45,14 @@ def _docs(path: Path) -> list[dict]:
 @pytest.mark.parametrize("component", sorted(COMPONENTS))
 def test_every_component_written(manifests: Path, component: str) -> None:
     assert sorted(p.name for p in (manifests / component).iterdir()) == COMPONENTS[component]
+
+
+def test_cni_peers_with_each_tor_of_the_inventory(manifests: Path) -> None:
+    docs = _docs(manifests / "cni" / "60-calico-resources.yaml")
+    peers = sorted((d["spec"]["nodeSelector"], d["spec"]["peerIP"]) for d in docs if d["kind"] == "BGPPeer")
+    assert peers == [("npu-tor-id == 'tor-1'", "10.2.0.1"), ("npu-tor-id == 'tor-2'", "10.2.0.2")]
+    (typha,) = [d for d in _docs(manifests / "cni" / "30-typha.yaml") if d["kind"] == "Deployment"]
+    assert typha["spec"]["replicas"] == 3  # 4 kube_node hosts: floor(4 / 200) + 2, at least 3
 
 
 def test_tor_map_and_label_plan_follow_the_inventory(manifests: Path) -> None:

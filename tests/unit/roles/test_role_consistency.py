@@ -19,7 +19,7 @@ BLOCK_KEYS = ("block", "rescue", "always")
 COMMAND_MODULES = {"ansible.builtin.command", "ansible.builtin.shell", "command", "shell"}
 # Controller-side add-on roles share one scenario (tests/integration/test_molecule.py SHARED).
 SHARED_SCENARIOS = {
-    **{r: "k8s_addons" for r in ("k8s_manifests", "nodelocaldns", "volcano", "ascend_components")},
+    **{r: "k8s_addons" for r in ("k8s_manifests", "cni", "nodelocaldns", "volcano", "ascend_components")},
     # kube_node's scenario: binaries, units and the NFS client beside a real containerd; its joins
     # are tested on the lab (tests/integration/test_workers_lab.py, against the LAB KUBE EMULATOR)
     "kube_node": "container_runtime",
