@@ -90,6 +90,9 @@ def test_every_worker_joined_once_through_the_vip_and_containerd_runs(lab: Stack
         assert len(worker_joins) == 1, (worker, worker_joins)
         assert worker_joins[0]["endpoint"].startswith(f"{vip}:"), worker_joins[0]
         assert worker_joins[0]["node"] == worker
+        # registered with its ToR label: the CNI's BGP peer for that ToR selects it (roles/cni)
+        tor = inventory.hosts[worker].vars.get("npu_tor_id")
+        assert tor is None or worker_joins[0]["labels"].get("npu-tor-id") == str(tor), worker_joins[0]
         active = _podman("exec", worker, "systemctl", "is-active", "containerd", "kubelet", env=lab.env)
         assert active.stdout.split() == ["active", "active"], (worker, active.stdout)
         version = _podman("exec", worker, "ctr", "version", env=lab.env).stdout

@@ -23,6 +23,9 @@ SAMPLE = "abcdef.0123456789abcdef"  # kubeadm's documented example token
 def ufcctl_kube_node_join(v: Mapping[str, Any]) -> dict[str, Any]:
     """The node's JoinConfiguration and its schema problems; `token` absent: no document."""
     wanted = labels.node_labels(v["hostvars"], False, True, v["host_arch"]) if v["npu"] else {}
+    tor = v["hostvars"].get("npu_tor_id")
+    if tor is not None and v.get("tor_label"):
+        wanted[str(v["tor_label"])] = str(tor)
     registered = join.registration_labels({**wanted, **dict(v["labels"] or {})})
     record = join.token_record(v["token_text"])
     if record is None:
