@@ -12,8 +12,7 @@ from ufcctl.app.deploy import PHASES, DeployResult
 from ufcctl.app.deploy import deploy as run_deploy
 from ufcctl.cli.numbers import integer, number
 from ufcctl.cli.options import accelerate_option, forks_option, inventory_option, output_option
-from ufcctl.cli.rollout import fleet_options, plan, summary_out
-from ufcctl.domain.rollout.order import ORDERS
+from ufcctl.cli.rollout import fleet_options, order_option, plan, summary_out
 from ufcctl.domain.rollout.pacing import paced_seconds
 from ufcctl.engine.runner import RunOptions
 from ufcctl.errors import InputError, RunFailed
@@ -43,14 +42,17 @@ def _filters(limit: str | None, options: RunOptions) -> str:
     return f" ({'; '.join(used)})" if used else ""
 
 
+def _join_rate_option() -> Any:
+    return click.option("--join-rate", type=number(0), default=deploy_nodes.DEFAULT_JOIN_RATE,
+                        show_default=True, help="Workers started per second at most, so joins do not flood "
+                                                "the apiservers (0: no ceiling).")
+
+
 def _node_flags(func: Any) -> Any:
     """The node phase's own flags (deploy and add-nodes)."""
     options = [
-        click.option("--join-rate", type=number(0), default=deploy_nodes.DEFAULT_JOIN_RATE, show_default=True,
-                     help="Workers started per second at most, so joins do not flood the apiservers "
-                          "(0: no ceiling)."),
-        click.option("--order", type=click.Choice(list(ORDERS)), default="longest", show_default=True,
-                     help="Start order after the canary: longest expected first, or the plan's order."),
+        _join_rate_option(),
+        order_option(),
         click.option("--node-timeout", type=integer(60), default=deploy_nodes.DEFAULT_NODE_TIMEOUT,
                      show_default=True, help="Seconds after which a worker with no result is failed "
                                              "as hung."),
@@ -166,8 +168,7 @@ def add_nodes(inventory: Path, limit: str, check: bool, retry_failed: bool, batc
 @plan.command("deploy")
 @inventory_option()
 @fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW)
-@click.option("--join-rate", type=number(0), default=deploy_nodes.DEFAULT_JOIN_RATE, show_default=True,
-              help="Workers started per second at most (0: no ceiling).")
+@_join_rate_option()
 @click.option("--node-seconds", type=number(0.001), default=None,
               help="Time one worker takes (default: the median of the newest measured node phase).")
 @click.option("--all", "all_rows", is_flag=True, help="List every batch, not only the first 50.")

@@ -69,6 +69,13 @@ def fleet_options(*, group: str, batch: int | None = None, window: int = 1,
     return apply
 
 
+def order_option() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--order of every rollout command."""
+    return click.option("--order", type=click.Choice(list(ORDERS)), default="longest", show_default=True,
+                        help="Start order after the canary: longest expected first (node times of earlier "
+                             "runs), or the plan's order.")
+
+
 def _plan_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Flags shared by upgrade-drivers and plan upgrade-drivers."""
     return inventory_option()(fleet_options(group="npu_node")(func))
@@ -104,9 +111,7 @@ def summary_out(summary: RolloutSummary, output: str) -> None:
               help="A new run over only the nodes that failed or were skipped in the newest run.")
 @click.option("--node-timeout", type=integer(10), default=app.DEFAULT_NODE_TIMEOUT,
               show_default=True, help="Seconds one installer may run before the node is failed as hung.")
-@click.option("--order", type=click.Choice(list(ORDERS)), default="longest", show_default=True,
-              help="Start order after the canary: longest expected first (node times of earlier runs), "
-                   "or the plan's order.")
+@order_option()
 @click.option("--forks", type=integer(1, 1000), default=None,
               help="Parallel hosts per Ansible process (default: WINDOW x BATCH plus a few to start next).")
 @click.option("--chunk-size", type=integer(1, 100000), default=DEFAULT_CHUNK, show_default=True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -41,15 +42,16 @@ def ufcctl_kube_node_join(v: Mapping[str, Any]) -> dict[str, Any]:
             "secrets": [kubeadm.token_secret(record["token"])]}
 
 
-def ufcctl_kube_node_token_fresh(text: str | None, margin_seconds: float) -> bool:
-    return join.token_fresh(text, datetime.now(UTC), float(margin_seconds))
+def ufcctl_kube_node_token_state(text: str | None, margin_seconds: float) -> dict[str, Any]:
+    """{"fresh": the stored token stays valid past the margin, "id": its public id (None: no token)}."""
+    record = join.token_record(text)
+    return {"fresh": join.token_fresh(text, datetime.now(UTC), float(margin_seconds)),
+            "id": record["token"].split(".")[0] if record else None}
 
 
 def ufcctl_kube_node_token_record(token: str, ttl_seconds: float) -> str:
     """What the controller stores for a token made now: {"token", "expires"} (JSON)."""
     expires = datetime.now(UTC) + timedelta(seconds=float(ttl_seconds))
-    import json
-
     return json.dumps({"token": token.strip(), "expires": expires.isoformat(timespec="seconds")})
 
 
@@ -66,7 +68,7 @@ class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "ufcctl_kube_node_join": ufcctl_kube_node_join,
-            "ufcctl_kube_node_token_fresh": ufcctl_kube_node_token_fresh,
+            "ufcctl_kube_node_token_state": ufcctl_kube_node_token_state,
             "ufcctl_kube_node_token_record": ufcctl_kube_node_token_record,
             "ufcctl_kube_node_secrets": ufcctl_kube_node_secrets,
             "ufcctl_kube_node_kubeadm_failure": ufcctl_kube_node_kubeadm_failure,

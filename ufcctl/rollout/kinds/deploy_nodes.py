@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ufcctl.domain.inventory.model import CONTROL_PLANE, KUBE_NODE, Inventory
+from ufcctl.domain.inventory.phases import NODE_PHASE_EXCLUDES
 from ufcctl.domain.rollout.summary import RolloutSummary
 from ufcctl.engine.runner import RunOptions, run_playbook
 from ufcctl.errors import RunFailed
@@ -76,7 +77,7 @@ KIND = KINDS.register(RolloutKind(
     extravars=_extravars,
     node_deadline=_deadline,
     hooks=_no_drain,
-    exclude_groups=(CONTROL_PLANE,),
+    exclude_groups=NODE_PHASE_EXCLUDES,
     prepare=prepare_join_token,
 ))
 
