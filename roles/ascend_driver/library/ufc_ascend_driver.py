@@ -32,7 +32,8 @@ description:
   - Each installer runs in its own session under C(timeout -k 30 install_timeout), with the lock's
     file descriptor inherited and its output in a log file beside the package: an installer
     orphaned by a dropped SSH session keeps the lock and finishes, and a resumed run waits for it.
-  - I(mode)=health runs the health gate only (after the role rebooted the node).
+  - I(mode)=health runs the health gate only (after the role rebooted the node, or before a joined
+    node is admitted); I(check_version)=false checks the chips only, not the driver's version.
   - Check mode reads, decides and reports the packages it would install; it changes nothing.
 """
 
@@ -359,7 +360,7 @@ class Node:
 def converge(node, result):
     p = node.p
     if p["mode"] == "health":
-        problems = node.health(version_deferred=False)
+        problems = node.health(version_deferred=not p["check_version"])
         result["health"] = {"checked": True, "problems": problems}
         if problems:
             raise Failure("health gate: " + "; ".join(problems))
@@ -415,6 +416,7 @@ def main():
         argument_spec=dict(
             mode=dict(type="str", default="install", choices=["install", "health"]),
             version=dict(type="str", required=True),
+            check_version=dict(type="bool", default=True),
             firmware_version=dict(type="str", default=""),
             firmware_enabled=dict(type="bool", default=True),
             chip=dict(type="str"),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -22,9 +23,14 @@ description:
     node. Check mode diffs only.
   - I(mode=label) runs C(kubectl label) once per argument list (C(labeled) in the output: changed).
     Check mode runs nothing.
+  - I(mode=untaint) reads node I(node) (C(kubectl get node -o json)) and, when it carries the taint
+    I(taint) (same key and effect), removes it with C(kubectl taint nodes <node> <key>:<effect>-).
+    A node without the taint is unchanged (so a second run changes nothing); check mode reads only.
+    When kubectl or the kubeconfig is missing it changes nothing and says why (C(ready) false): the
+    caller reports the step SKIPPED.
 options:
   mode:
-    {description: What to do., type: str, choices: [probe, apply, label], default: probe}
+    {description: What to do., type: str, choices: [probe, apply, label, untaint], default: probe}
   kubectl:
     {description: kubectl command (a name on the PATH or a path)., type: str, default: kubectl}
   kubeconfig:
@@ -42,6 +48,11 @@ options:
     type: list
     elements: list
     default: []
+  node: {description: I(mode=untaint) - the node's name., type: str, default: ""}
+  taint:
+    description: I(mode=untaint) - the taint to remove (C(key) and C(effect); C(value) is ignored).
+    type: dict
+    default: {}
 """
 
 RETURN = r"""
@@ -53,6 +64,7 @@ applied:
   returned: mode=apply
 unchanged: {description: Manifests the cluster already matched., type: list, returned: mode=apply}
 labelled: {description: kubectl label calls that changed a node., type: int, returned: mode=label}
+untainted: {description: The taint was on the node and was removed (or would be)., type: bool, returned: mode=untaint}
 """
 
 FIELD_MANAGER = "ufcctl"
@@ -109,25 +121,50 @@ def label(module: AnsibleModule) -> dict:
     return {"changed": labelled > 0, "labelled": labelled}
 
 
+def untaint(module: AnsibleModule) -> dict:
+    node, taint = module.params["node"], module.params["taint"]
+    key, effect = taint.get("key"), taint.get("effect")
+    if not node or not key or not effect:
+        module.fail_json(msg="mode=untaint needs node and a taint with key and effect")
+    rc, out, err = _kubectl(module, ["get", "node", node, "--output=json"])
+    if rc != 0:
+        module.fail_json(msg=_failure(f"get node {node}", rc, out, err))
+    try:
+        taints = json.loads(out).get("spec", {}).get("taints") or []
+    except ValueError:
+        module.fail_json(msg=f"kubectl get node {node}: the answer is not JSON: {out[:200]}")
+    if not any(t.get("key") == key and t.get("effect") == effect for t in taints):
+        return {"changed": False, "untainted": False}
+    if not module.check_mode:
+        rc, out, err = _kubectl(module, ["taint", "nodes", node, f"{key}:{effect}-"])
+        if rc != 0:
+            module.fail_json(msg=_failure(f"taint nodes {node} {key}:{effect}-", rc, out, err))
+    return {"changed": True, "untainted": True}
+
+
 def main() -> None:
     manifest = {"name": {"type": "str", "required": True}, "text": {"type": "str", "required": True}}
     module = AnsibleModule(
         argument_spec={
-            "mode": {"type": "str", "choices": ["probe", "apply", "label"], "default": "probe"},
+            "mode": {"type": "str", "choices": ["probe", "apply", "label", "untaint"], "default": "probe"},
             "kubectl": {"type": "str", "default": "kubectl"},
             "kubeconfig": {"type": "path", "default": "/etc/kubernetes/admin.conf"},
             "manifests": {"type": "list", "elements": "dict", "default": [], "options": manifest},
             "label_args": {"type": "list", "elements": "list", "default": []},
+            "node": {"type": "str", "default": ""},
+            "taint": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,
     )
     ready, reason = probe(module)
     result = {"changed": False, "ready": ready, "reason": reason}
     mode = module.params["mode"]
+    if mode == "untaint" and not ready:
+        module.exit_json(**result)  # nothing to act with: the caller reports SKIPPED with the reason
     if mode != "probe":
         if not ready:
             module.fail_json(msg=f"cannot {mode}: {reason}", **result)
-        result.update(apply(module) if mode == "apply" else label(module))
+        result.update({"apply": apply, "label": label, "untaint": untaint}[mode](module))
     module.exit_json(**result)
 
 

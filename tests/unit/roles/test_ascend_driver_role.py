@@ -65,11 +65,15 @@ def test_the_role_checks_versions_with_ufcctls_pattern() -> None:
 
 def test_the_role_runs_one_task_on_the_node_before_the_marker() -> None:
     """The point of issue 14: per node one action + module run, then the marker (handlers only after
-    an install that asked for a reboot)."""
+    an install that asked for a reboot). A node of the cluster is then admitted (one kubectl run on the
+    first control plane: tasks/admit.yml with its own gate check off)."""
     tasks = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
-    keywords = ("name", "register", "timeout", "notify", "changed_when")
+    keywords = ("name", "register", "timeout", "notify", "changed_when", "vars", "when")
     actions = [next(k for k in t if k not in keywords) for t in tasks]
-    assert actions == ["ufc_ascend_driver", "ansible.builtin.meta", "ansible.builtin.debug"]
+    assert actions == ["ufc_ascend_driver", "ansible.builtin.meta", "ansible.builtin.include_tasks",
+                       "ansible.builtin.debug"]
+    assert tasks[2]["vars"] == {"__ascend_driver_admit_check": False}
+    assert "inventory_hostname in groups['kube_node'] | default([])" in tasks[2]["when"]
     assert not (ROLE / "templates").exists()
 
 
