@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up a fresh Debian 12 machine for ufcctl: system packages and a venv (.venv) with the package
-# and its test dependencies. Safe to rerun: it installs only what is missing.
+# and its test dependencies, plus Debian's victoria-metrics binaries (vmalert) unpacked into
+# .venv/opt/victoria-metrics for the rule tests. Safe to rerun: it installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,5 +35,16 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/pip install -q --upgrade pip >/dev/null
   .venv/bin/pip install -q -e '.[test]'
   touch "$stamp"
+fi
+# The monitoring tests run `vmalert -dryRun` on the rendered rules (tests/unit/domain/monitoring). Unpack
+# the package rather than install it: installing would enable and start a victoria-metrics service.
+VM_DIR=.venv/opt/victoria-metrics
+if [ ! -x "$VM_DIR/usr/bin/vmalert" ]; then
+  echo "setup: unpacking victoria-metrics (vmalert) into $VM_DIR"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download -qq victoria-metrics)
+  mkdir -p "$VM_DIR"
+  dpkg-deb -x "$tmp"/victoria-metrics_*.deb "$VM_DIR"
+  rm -rf "$tmp"
 fi
 echo "setup: ok ($(.venv/bin/ufcctl --version))"
