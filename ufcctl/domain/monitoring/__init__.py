@@ -1,0 +1,1 @@
+"""Monitoring: metric registry, alert rules, dashboards, sizing, health report."""
