@@ -44,33 +44,40 @@ def _etcd_row(e: EtcdHealth) -> tuple[str, ...]:
     )
 
 
+def _section(title: str, columns: list[str], rows: list[tuple[str, ...]]) -> None:
+    """A headline with the count (never wrapped, unlike a narrow table's title), then the rows if any."""
+    click.echo(f"{title}: {len(rows) or 'none'}")
+    if rows:
+        print_table("", columns, rows)
+
+
 def _print_text(report: HealthReport) -> None:
     click.echo(f"asked {report.source}: {'healthy' if report.healthy else 'NOT HEALTHY'}")
-    print_table(
-        f"Alerts firing: {len(report.alerts)}",
+    _section(
+        "Alerts firing",
         ["alertname", "severity", "labels"],
         [(a.name, a.severity, ", ".join(f"{k}={v}" for k, v in a.labels) or "-") for a in report.alerts],
     )
-    print_table(
+    _section(
         "etcd clusters",
         ["cluster", "up", "leader", "db size (max)", "quota", "quota used", "last defrag", "result",
          "problems"],
         [_etcd_row(e) for e in report.etcd],
     )
-    print_table(
+    _section(
         "VIP",
         ["vip", "holders", "state"],
         [
             (v.vip, ", ".join(v.holders) or "-", "ok" if len(v.holders) == 1 else "PROBLEM")
             for v in report.vips
-        ] or [("-", "-", "no host reports ufcctl_vip_held")],
+        ],
     )
-    print_table(f"Nodes down: {len(report.nodes_down)}", ["instance"], [(n,) for n in report.nodes_down])
-    print_table(
-        f"NPU chips unhealthy: {len(report.npu_unhealthy)}",
-        ["instance", "id"],
-        [(c.instance, c.chip) for c in report.npu_unhealthy],
+    _section("Nodes down", ["instance"], [(n,) for n in report.nodes_down])
+    _section(
+        "NPU chips unhealthy", ["instance", "id"], [(c.instance, c.chip) for c in report.npu_unhealthy]
     )
+    for problem in report.problems:
+        click.echo(f"problem: {problem}")
 
 
 @click.command()
