@@ -1,1 +1,1 @@
-"""Monitoring as data: the metric registry, vmalert rules, Grafana dashboards and sizing for 16k nodes."""
+"""Monitoring as data: the metric registry, vmalert rules, Grafana dashboards, sizing for 16k nodes and the health report."""

@@ -1,0 +1,67 @@
+"""Use case `ufcctl health`: ask the first monitoring host that answers and build the health report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ufcctl.app.inventory import load_inventory
+from ufcctl.domain.monitoring.health import QUERIES, HealthReport, Sample, build_report
+from ufcctl.engine.victoria import VictoriaError, query, query_url
+from ufcctl.errors import InputError, RunFailed
+
+# VictoriaMetrics' HTTP port on each `monitoring` host (issue 16 contract, "Endpoints");
+# host var `monitoring_vm_port` overrides it.
+VM_PORT = 8428
+# Seconds each query has to answer. VictoriaMetrics answers these instant queries in milliseconds;
+# a host that is down costs at most this much before the next one is tried.
+HEALTH_TIMEOUT = 5.0
+
+Query = Callable[[str, str, float], list[Sample]]
+
+
+def monitoring_urls(inventory_dir: Path) -> list[str]:
+    """The base URL of VictoriaMetrics on every `monitoring` host, in inventory order."""
+    inventory = load_inventory(inventory_dir)
+    names = inventory.group_hosts("monitoring")
+    if not names:
+        raise InputError(
+            f"inventory {inventory_dir} has no `monitoring` hosts: add the group and run `ufcctl deploy`"
+        )
+    return [f"http://{_host(inventory.hosts[n].address)}:{_port(n, inventory.hosts[n].vars)}" for n in names]
+
+
+def health_report(inventory_dir: Path, timeout: float = HEALTH_TIMEOUT, ask: Query = query) -> HealthReport:
+    """The report from the first monitoring host whose VictoriaMetrics answers every query."""
+    failures = []
+    for base in monitoring_urls(inventory_dir):
+        try:
+            results = {name: ask(base, expr, timeout) for name, expr in QUERIES.items()}
+        except VictoriaError as err:
+            failures.append(f"{err.url}: {err.reason}")
+            continue
+        return build_report(query_url(base), results)
+    raise RunFailed(
+        "no monitoring host answered: " + "; ".join(failures),
+        "check that VictoriaMetrics runs on the `monitoring` hosts (`ufcctl deploy`) and that this "
+        "machine reaches their port",
+    )
+
+
+def _port(host: str, hostvars: Any) -> int:
+    value = hostvars.get("monitoring_vm_port", VM_PORT)
+    if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).isdigit():
+        port = -1
+    else:
+        port = int(value)
+    if not 1 <= port <= 65535:
+        raise InputError(
+            f"host {host}: monitoring_vm_port {value!r} is not a TCP port",
+            "set it to a number from 1 to 65535, or remove it to use 8428",
+        )
+    return port
+
+
+def _host(address: str) -> str:
+    return f"[{address}]" if ":" in address else address  # an IPv6 literal in a URL
