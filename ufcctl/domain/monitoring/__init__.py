@@ -1,1 +1,1 @@
-"""Monitoring as data: the metric registry, vmalert rules, Grafana dashboards, sizing for 16k nodes and the health report."""
+"""Monitoring as data: metric registry, vmalert rules, Grafana dashboards, 16k-node sizing, health report."""
