@@ -11,7 +11,7 @@ from ufcctl.domain.monitoring.health import QUERIES, HealthReport, Sample, build
 from ufcctl.engine.victoria import VictoriaError, query, query_url
 from ufcctl.errors import InputError, RunFailed
 
-# VictoriaMetrics' HTTP port on each `monitoring` host (issue 16 contract, "Endpoints");
+# VictoriaMetrics' HTTP port on each `monitoring` host (roles/monitoring: monitoring_vm_port);
 # host var `monitoring_vm_port` overrides it.
 VM_PORT = 8428
 # Seconds each query has to answer. VictoriaMetrics answers these instant queries in milliseconds;

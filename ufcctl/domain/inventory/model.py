@@ -15,6 +15,7 @@ ETCD_GROUPS = ("etcd_core", "etcd_events", "etcd_pods")
 KUBE_NODE = "kube_node"
 NPU_NODE = "npu_node"
 NFS_SERVER = "nfs_server"
+MONITORING = "monitoring"  # VictoriaMetrics, vmagent, vmalert, Alertmanager (roles/monitoring)
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,13 @@ from ufcctl.domain.inventory.model import (
     CONTROL_PLANE,
     ETCD_GROUPS,
     KUBE_NODE,
+    MONITORING,
     NFS_SERVER,
     Inventory,
 )
 
 # Groups whose plays belong to the cluster phase (playbooks/deploy.yml).
-CLUSTER_GROUPS = (*ETCD_GROUPS, APISERVER_LB, CONTROL_PLANE, NFS_SERVER)
+CLUSTER_GROUPS = (*ETCD_GROUPS, APISERVER_LB, CONTROL_PLANE, NFS_SERVER, MONITORING)
 # A worker that is also a control plane gets its kubelet from the cluster phase (kubeadm init/join
 # of the control plane), never a second, worker join.
 NODE_PHASE_EXCLUDES = (CONTROL_PLANE,)

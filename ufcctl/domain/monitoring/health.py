@@ -11,7 +11,7 @@ from typing import Any
 ETCD_CLUSTERS = ("core", "events", "pods")
 
 # What the report needs, one PromQL expression each, by the name `build_report` reads them under.
-# Metric and label names: the issue 16 contract (the registry, ufcctl/domain/monitoring/metrics.py).
+# Metric and label names: the registry, ufcctl/domain/monitoring/metrics.py.
 QUERIES: Mapping[str, str] = {
     "alerts": 'ALERTS{alertstate="firing"}',
     "etcd_up": 'up{job="etcd"}',

@@ -1,4 +1,4 @@
-"""The metric names our exporters produce, by scrape job (/work/notes/16-contract.md), and a name extractor.
+"""The metric names our exporters produce, by scrape job (roles/monitoring/README.md), and a name extractor.
 
 Rules and dashboards may only name metrics listed here; the unit tests check every expression with
 `metric_names_in`, so a misspelt metric fails a test instead of yielding an alert that never fires.

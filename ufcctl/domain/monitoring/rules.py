@@ -1,4 +1,4 @@
-"""The vmalert alert rules of the contract (/work/notes/16-contract.md) as data, rendered to a rule file.
+"""The vmalert alert rules (roles/monitoring/README.md) as data, rendered to a rule file.
 
 Thresholds and `for:` defaults come from docs/reference/nodes-observability-images.md §7 (etcd FAQ,
 etcd-mixin, kubernetes-mixin, kube-prometheus); each rule says where its numbers come from.
