@@ -137,6 +137,7 @@ NODESIDE_ALLOWED = {
     "ufcctl.domain.etcd.rule": "the defrag rule grammar: pure (re, math)",
     "ufcctl.domain.etcd.defrag": "defrag policy (health gate, due, order, disarm): pure (json)",
     "ufcctl.domain.etcd.membership": "the join decision: pure",
+    "ufcctl.domain.etcd.defrag_metrics": "the agent's textfile metrics: pure text",
     "ufcctl.engine": "package docstring",
     "ufcctl.engine.etcd_client": "client of etcd's JSON gateway: http.client, ssl, json",
 }

@@ -7,8 +7,8 @@ every ufcctl module it imports as one zip (roles/etcd/files/build_agent.py compu
 The rule, so the zip runs on a bare interpreter: a module here imports the standard library and,
 from ufcctl, only these modules (each of which imports only the standard library and the others):
 
-- ufcctl.domain.etcd.rule, .defrag, .membership: the rule grammar, defrag policy, join decision
-  (pure functions);
+- ufcctl.domain.etcd.rule, .defrag, .membership, .defrag_metrics: the rule grammar, defrag
+  policy, join decision, the agent's textfile metrics (pure functions);
 - ufcctl.engine.etcd_client: the HTTPS client of etcd's JSON gateway (http.client, ssl);
 - the packages on the way (ufcctl, ufcctl.domain, ufcctl.domain.etcd, ufcctl.engine: docstrings).
 

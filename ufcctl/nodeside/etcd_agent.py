@@ -15,12 +15,14 @@ import json
 import os
 import socket
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ufcctl.domain.etcd import defrag_metrics
 from ufcctl.domain.etcd.defrag import (
     ClusterView,
     DefragSettings,
@@ -62,6 +64,8 @@ class AgentConfig:
     leader_wait_seconds: float = 600.0
     poll_seconds: float = 2.0
     defrag_timeout_seconds: float = DEFRAG_TIMEOUT
+    # node exporter textfile collector directory for the last-run gauges; empty: no metrics
+    textfile_dir: str = ""
 
 
 @dataclass(frozen=True)
@@ -487,6 +491,7 @@ def load_config(path: str, dry_run: bool = False) -> AgentConfig:
             lock_wait_seconds=float(raw.get("lock_wait_seconds", 900)),
             leader_wait_seconds=float(raw.get("leader_wait_seconds", 600)),
             defrag_timeout_seconds=float(raw.get("defrag_timeout_seconds", DEFRAG_TIMEOUT)),
+            textfile_dir=str(raw.get("textfile_dir") or ""),
         )
     except OSError as err:
         raise SystemExit(f"{path}: cannot read: {err.strerror}") from err
@@ -515,14 +520,84 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
 
     client = ClusterClient(cfg.cluster, cfg.endpoints, cfg.tls)
+    return run_agent(cfg, client, log)
+
+
+def run_agent(
+    cfg: AgentConfig,
+    client: ClusterClient,
+    log: Log,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> int:
+    """One run and its exit code (0 ok, 1 a member failed or the run was aborted), then the metrics.
+
+    An unexpected exception (a bug) writes no metrics: the last run time then ages and the Overdue
+    alert fires, which is the point of it."""
+    started = clock()
+    # the duration from a monotonic clock: a wall-clock step during a run that can last two hours
+    # must not show as a negative or huge duration
+    began = monotonic()
     try:
-        report = DefragRun(cfg, client, log).run()
+        report = DefragRun(cfg, client, log, clock=clock, sleep=sleep).run()
     except EtcdError as err:
         log(f"cluster={cfg.cluster} action=aborted error={err}")
-        return 1
-    log("result " + json.dumps(report.to_json(), sort_keys=True))
-    return 1 if report.failed else 0
+        code = 1
+    else:
+        log("result " + json.dumps(report.to_json(), sort_keys=True))
+        code = 1 if report.failed else 0
+    duration = monotonic() - began
+    write_metrics(cfg, started, duration, code == 0, log)
+    return code
 
+
+def write_metrics(cfg: AgentConfig, started: float, duration: float, ok: bool, log: Log) -> None:
+    """Replace <textfile_dir>/ufcctl-etcd-defrag-<cluster>.prom; never raises.
+
+    Atomic: the text goes to a temporary file in the same directory (same filesystem, so the
+    rename is atomic) whose name does not end in .prom (the collector ignores it), then os.replace:
+    the node exporter reads the old file or the new one, never half of one. Metrics are a side
+    channel: a missing directory or a full disk is one log line and leaves the exit code alone.
+    A dry run changed nothing, so it reports nothing either."""
+    if not cfg.textfile_dir or cfg.dry_run:
+        return
+    path = os.path.join(cfg.textfile_dir, defrag_metrics.file_name(cfg.cluster))
+    tmp = ""
+    try:
+        previous = _read_previous(path)
+        text = defrag_metrics.render(
+            cfg.cluster, cfg.member or socket.gethostname(), started, duration, ok, previous
+        )
+        fd, tmp = tempfile.mkstemp(dir=cfg.textfile_dir, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+            # mkstemp makes 0600; the node exporter runs as another user and must read the file
+            os.fchmod(fh.fileno(), 0o644)
+        os.replace(tmp, path)
+        tmp = ""
+    except OSError as err:
+        log(f"cluster={cfg.cluster} action=metrics-not-written path={path} error={err}")
+    finally:
+        if tmp:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _read_previous(path: str) -> str | None:
+    """The previous file's text (for the last success time), None when there is none yet."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError):
+        # unreadable: the success time restarts from the next success rather than blocking the write
+        return None
 
 if __name__ == "__main__":
     sys.exit(main())

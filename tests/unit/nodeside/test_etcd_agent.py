@@ -10,9 +10,16 @@ from typing import Any
 import pytest
 
 from ufcctl.domain.etcd.defrag import Alarm, ClusterView, DefragSettings, LastDefrag, Member, MemberStatus
+from ufcctl.domain.etcd.defrag_metrics import (
+    LAST_DURATION,
+    LAST_RESULT,
+    LAST_RUN,
+    LAST_SUCCESS,
+    parse_samples,
+)
 from ufcctl.domain.etcd.rule import parse_rule
 from ufcctl.engine.etcd_client import EtcdError
-from ufcctl.nodeside.etcd_agent import AgentConfig, DefragRun, load_config, main
+from ufcctl.nodeside.etcd_agent import AgentConfig, DefragRun, load_config, main, run_agent
 
 MiB = 1024 * 1024
 NAMES = ("m1", "m2", "m3")
@@ -483,3 +490,109 @@ def test_check_rule_command(rule: str, code: int, text: str, capsys: pytest.Capt
     assert main(["--check-rule", rule]) == code
     out = capsys.readouterr()
     assert text in out.out + out.err
+
+
+# ---- textfile metrics -----------------------------------------------------------------------------
+
+
+def _agent(
+    etcd: FakeEtcd, textfile_dir: Path | str, clock: Clock | None = None, **cfg: Any
+) -> tuple[int, list[str]]:
+    """One agent run of member m1 through run_agent (what main runs), clock and monotonic fake."""
+    lines: list[str] = []
+    config = AgentConfig(
+        cluster="core",
+        endpoints=("https://m1:2379",),
+        tls=None,
+        settings=cfg.pop("settings", SETTINGS),
+        member="m1",
+        lock_ttl_seconds=30,
+        textfile_dir=str(textfile_dir),
+        **cfg,
+    )
+    clock = clock or Clock()
+    code = run_agent(config, etcd, lines.append, clock=clock, sleep=clock.sleep, monotonic=clock)  # type: ignore[arg-type]
+    return code, lines
+
+
+def _metrics(textfile_dir: Path) -> dict[str, tuple[str, float]]:
+    path = textfile_dir / "ufcctl-etcd-defrag-core.prom"
+    assert oct(path.stat().st_mode & 0o777) == "0o644"
+    return parse_samples(path.read_text())
+
+
+def test_metrics_after_a_successful_run(tmp_path: Path) -> None:
+    etcd, clock = FakeEtcd(leader="m2"), Clock()
+    etcd.after_defrag["m1"] = lambda: clock.sleep(0.5)  # the defrag takes time
+    code, _ = _agent(etcd, tmp_path, clock)
+    assert code == 0 and defrags(etcd) == ["m1"]
+    samples = _metrics(tmp_path)
+    assert samples[LAST_RUN] == ('etcd_cluster="core",member="m1"', 1_000_000.0)
+    assert samples[LAST_SUCCESS][1] == 1_000_000.0 and samples[LAST_RESULT][1] == 1.0
+    assert samples[LAST_DURATION][1] >= 0.5
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ufcctl-etcd-defrag-core.prom"]  # no temp left
+
+
+def test_metrics_nothing_due_is_a_success(tmp_path: Path) -> None:
+    """Overdue means the agent has not run successfully, not that no defrag was needed."""
+    code, _ = _agent(FakeEtcd(size=120 * MiB), tmp_path)
+    assert code == 0 and _metrics(tmp_path)[LAST_RESULT][1] == 1.0
+
+
+def test_metrics_after_a_failed_run_keep_the_last_success(tmp_path: Path) -> None:
+    etcd, clock = FakeEtcd(leader="m2"), Clock()
+    _agent(etcd, tmp_path, clock)
+    clock.now = started = 1_007_200.0
+    etcd.sizes["m1"] = [400 * MiB, 100 * MiB]
+    etcd.fail_defrag.add("m1")
+    code, _ = _agent(etcd, tmp_path, clock)
+    assert code == 1
+    samples = _metrics(tmp_path)
+    assert samples[LAST_RESULT][1] == 0.0 and samples[LAST_RUN][1] == started
+    assert samples[LAST_SUCCESS][1] == 1_000_000.0
+
+
+def test_metrics_after_an_aborted_run(tmp_path: Path) -> None:
+    etcd = FakeEtcd()
+
+    def unreachable(with_last: bool = True) -> ClusterView:
+        raise EtcdError("https://m1:2379", "connection refused")
+
+    etcd.view = unreachable  # type: ignore[method-assign]
+    code, lines = _agent(etcd, tmp_path)
+    assert code == 1 and any("action=aborted" in line for line in lines)
+    samples = _metrics(tmp_path)
+    assert samples[LAST_RESULT][1] == 0.0 and LAST_SUCCESS not in samples  # never succeeded
+
+
+def test_dry_run_writes_no_metrics(tmp_path: Path) -> None:
+    code, _ = _agent(FakeEtcd(), tmp_path, dry_run=True)
+    assert code == 0 and list(tmp_path.iterdir()) == []
+
+
+def test_no_textfile_dir_no_metrics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, lines = _agent(FakeEtcd(), "")
+    assert code == 0 and list(tmp_path.iterdir()) == []
+    assert not any("metrics" in line for line in lines)
+
+
+@pytest.mark.parametrize("fails", [True, False], ids=["failed-run", "ok-run"])
+def test_unwritable_textfile_dir_is_logged_and_keeps_the_exit_code(tmp_path: Path, fails: bool) -> None:
+    etcd = FakeEtcd()
+    if fails:
+        etcd.fail_defrag.add("m1")
+    # a missing directory (a path under a regular file: unwritable even for root)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, lines = _agent(etcd, blocker / "textfile")
+    assert code == (1 if fails else 0)
+    errors = [line for line in lines if "action=metrics-not-written" in line]
+    assert len(errors) == 1 and "ufcctl-etcd-defrag-core.prom" in errors[0]
+
+
+def test_load_config_textfile_dir(tmp_path: Path) -> None:
+    assert load_config(str(_config(tmp_path))).textfile_dir == ""
+    assert load_config(str(_config(tmp_path, textfile_dir=None))).textfile_dir == ""
+    cfg = load_config(str(_config(tmp_path, textfile_dir="/var/lib/prometheus/node-exporter")))
+    assert cfg.textfile_dir == "/var/lib/prometheus/node-exporter"
