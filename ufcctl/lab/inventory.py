@@ -15,9 +15,11 @@ from ufcctl.domain.inventory.model import (
     CONTROL_PLANE,
     ETCD_GROUPS,
     KUBE_NODE,
+    MONITORING,
     NFS_SERVER,
     NPU_NODE,
 )
+from ufcctl.domain.monitoring.rules import ALERT_NAMES
 from ufcctl.lab.layout import LabLayout, LabNode
 
 MARKER = ".ufcctl-lab"  # marks a directory as generated, so `lab down` never deletes a user's inventory
@@ -30,6 +32,10 @@ KNOWN_HOSTS = "known_hosts.txt"
 # of the inventory, so its pruning of files it did not write keeps it.
 NPU_NODE_VARS = "group_vars/npu_node.yml"
 ARTIFACT_VARS = "group_vars/all/artifacts.yml"
+MONITORING_VARS = "group_vars/all/monitoring.yml"
+# Lab-only timing, so a test sees an alert fire within seconds instead of the production `for:`
+# durations (minutes; roles/monitoring defaults and ufcctl/domain/monitoring/rules.py).
+LAB_ALERT_FOR = "10s"
 
 # Lab containers share this machine's disk; preflight's production minimums (70 GiB on a host
 # carrying the three etcd clusters, roles/preflight/defaults) would fail a laptop or CI runner for
@@ -100,6 +106,8 @@ def hosts_document(layout: LabLayout) -> dict[str, Any]:
     children[KUBE_NODE] = {"children": {NPU_NODE: {}}}
     children[NPU_NODE] = {"hosts": {n.name: _host_entry(n) for n in layout.workers}}
     children[NFS_SERVER] = {"hosts": {layout.nfs_server: nfs_server_vars(layout)}}
+    # Two monitoring hosts (the HA pair), the last control planes: the first applies the add-ons.
+    children[MONITORING] = {"hosts": {n.name: {} for n in layout.control_planes[-2:]}}
     return {"all": {"children": children}}
 
 
@@ -127,6 +135,20 @@ def cluster_vars(layout: LabLayout) -> dict[str, Any]:
     }
 
 
+def monitoring_vars() -> dict[str, Any]:
+    return {
+        "monitoring_alert_for": {name: LAB_ALERT_FOR for name in ALERT_NAMES},
+        "monitoring_rule_interval": "5s",
+        "monitoring_scrape_interval": "5s",
+        "monitoring_scrape_timeout": "4s",
+        "monitoring_agent_interval": 2,
+        # no NPU Exporter runs: the add-ons are rendered, not applied (no kubectl in the lab)
+        "monitoring_scrape_npu_exporter": False,
+        # lab containers see the whole machine's RAM; VictoriaMetrics' caches need little here
+        "monitoring_vm_memory_percent": 5,
+    }
+
+
 def known_hosts_text(layout: LabLayout, host_keys: Mapping[str, str]) -> str:
     """One line per node, matching both its name and its IP; host_keys maps name -> "type base64"."""
     lines = []
@@ -149,6 +171,8 @@ def render_inventory(
         "hosts.yml": _header(layout) + _dump(hosts_document(layout)),
         "group_vars/all/connection.yml": _header(layout) + _dump(connection_vars(paths)),
         "group_vars/all/cluster.yml": _header(layout) + _dump(cluster_vars(layout)),
+        MONITORING_VARS: _header(layout) + "# Lab timing for the alert tests (roles/monitoring).\n"
+        + _dump(monitoring_vars()),
         KNOWN_HOSTS: known_hosts_text(layout, host_keys),
         MARKER: f"{layout.lab}\n",
     }

@@ -23,6 +23,9 @@ SHARED_SCENARIOS = {
     # kube_node's scenario: binaries, units and the NFS client beside a real containerd; its joins
     # are tested on the lab (tests/integration/test_workers_lab.py, against the LAB KUBE EMULATOR)
     "kube_node": "container_runtime",
+    # the exporters and the monitoring stack on one container; alerts are tested on the lab
+    # (tests/integration/test_monitoring_lab.py)
+    "monitoring_agent": "monitoring",
 }
 README_ROW = re.compile(r"^\|\s*`([A-Za-z0-9_]+)`\s*\|")
 

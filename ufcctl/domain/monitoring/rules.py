@@ -42,7 +42,7 @@ class AlertRule:
     @property
     def runbook(self) -> str:
         """The README anchor GitHub derives from a `### <AlertName>` heading."""
-        return f"README.md#{self.name.lower()}"
+        return f"roles/monitoring/README.md#{self.name.lower()}"
 
 
 _APISERVER_RATE = 'sum by (instance) (rate(apiserver_request_total{{job="kube-apiserver"{sel}}}[5m]))'

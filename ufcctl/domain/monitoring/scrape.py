@@ -13,10 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ufcctl.domain.etcd.topology import member_address
+from ufcctl.domain.etcd.topology import CLUSTER_KINDS, member_address
 
-ETCD_CLUSTERS = ("core", "events", "pods")
-ETCD_METRICS_PORTS = {"core": 2381, "events": 2386, "pods": 2387}  # roles/etcd defaults
 NODE_EXPORTER_PORT = 9100
 HAPROXY_METRICS_PORT = 8405  # roles/apiserver_lb: apiserver_lb_metrics_port
 NPU_EXPORTER_PORT = 8082  # MindCluster NPU Exporter's default listen port
@@ -51,8 +49,14 @@ def _host(address: str) -> str:
     return f"[{address}]" if ":" in address and not address.startswith("[") else address
 
 
-def _address(hostvars: Mapping[str, Any], host: str) -> str:
+def address(hostvars: Mapping[str, Any], host: str) -> str:
+    """The address a host is reached at: ansible_host, else its inventory name."""
     return str(_literal(hostvars.get("ansible_host")) or host)
+
+
+def monitoring_address(hostvars: Mapping[str, Any], host: str) -> str:
+    """Where a monitoring host's components listen: monitoring_address when the inventory sets it."""
+    return str(_literal(hostvars.get("monitoring_address")) or address(hostvars, host))
 
 
 def _port(hostvars: Mapping[str, Any], var: str, default: int) -> int:
@@ -65,23 +69,24 @@ def targets(groups: Mapping[str, Iterable[str]], hostvars: Mapping[str, Mapping[
     """Every scrape target of the inventory, in a stable order (job, then inventory order)."""
     found: list[Target] = []
 
-    def add(job: str, host: str, port: int, address: str | None = None, **labels: str) -> None:
-        addr = address or _address(hostvars[host], host)
+    def add(job: str, host: str, port: int, via: str | None = None, **labels: str) -> None:
+        addr = via or address(hostvars[host], host)
         found.append(Target(job, f"{_host(addr)}:{port}", {"instance": host, **labels}))
 
     for host in groups.get("all", ()):
-        add("node", host, _port(hostvars[host], "monitoring_agent_port", NODE_EXPORTER_PORT))
-    for cluster in ETCD_CLUSTERS:
-        for host in groups.get(f"etcd_{cluster}", ()):
-            port = _port(hostvars[host], f"etcd_{cluster}_metrics_port", ETCD_METRICS_PORTS[cluster])
-            add("etcd", host, port, member_address(hostvars[host], host), etcd_cluster=cluster, member=host)
+        add("node", host, _port(hostvars[host], "monitoring_agent_port", NODE_EXPORTER_PORT),
+            _literal(hostvars[host].get("monitoring_agent_address")))
+    for kind in CLUSTER_KINDS:
+        for host in groups.get(kind.group, ()):
+            port = _port(hostvars[host], f"etcd_{kind.name}_metrics_port", kind.metrics_port)
+            add("etcd", host, port, member_address(hostvars[host], host), etcd_cluster=kind.name, member=host)
     for host in groups.get("apiserver_lb", ()):
         port = _port(hostvars[host], "apiserver_lb_metrics_port", HAPROXY_METRICS_PORT)
         if port > 0:
             add("haproxy", host, port)
     for job, port in settings.self_ports.items():
         for host in groups.get("monitoring", ()):
-            add(job, host, port)
+            add(job, host, port, monitoring_address(hostvars[host], host))
     if settings.npu_exporter:
         for host in groups.get("npu_node", ()):
             add("npu-exporter", host, settings.npu_exporter_port)
@@ -107,3 +112,31 @@ def scrape_config(found: Iterable[Target], settings: ScrapeSettings) -> dict[str
         scrape_configs.append(entry)
     return {"global": {"scrape_interval": settings.interval, "scrape_timeout": settings.timeout},
             "scrape_configs": scrape_configs}
+
+
+# Which service each written file belongs to, and how a change reaches it: vmagent and vmalert
+# re-read their scrape configuration and rules on SIGHUP (no lost scrape, no alert state reset);
+# service arguments, units and Alertmanager's configuration need a restart.
+SERVICE_FILES: dict[str, tuple[str, str]] = {
+    "rules/ufcctl.yml": ("ufcctl-vmalert.service", "reloaded"),
+    "scrape.yml": ("ufcctl-vmagent.service", "reloaded"),
+    "/etc/default/victoria-metrics": ("victoria-metrics.service", "restarted"),
+    "/etc/default/ufcctl-vmagent": ("ufcctl-vmagent.service", "restarted"),
+    "/etc/systemd/system/ufcctl-vmagent.service": ("ufcctl-vmagent.service", "restarted"),
+    "/etc/default/ufcctl-vmalert": ("ufcctl-vmalert.service", "restarted"),
+    "/etc/systemd/system/ufcctl-vmalert.service": ("ufcctl-vmalert.service", "restarted"),
+    "/etc/default/prometheus-alertmanager": ("prometheus-alertmanager.service", "restarted"),
+    "/etc/prometheus/alertmanager.yml": ("prometheus-alertmanager.service", "restarted"),
+}
+
+
+def service_actions(changed_paths: Iterable[str], config_dir: str) -> list[dict[str, str]]:
+    """One action per service whose files changed: a restart wins over a reload."""
+    actions: dict[str, str] = {}
+    for path in changed_paths:
+        key = path[len(config_dir) + 1:] if path.startswith(config_dir + "/") else path
+        if key in SERVICE_FILES:
+            unit, state = SERVICE_FILES[key]
+            if actions.get(unit) != "restarted":
+                actions[unit] = state
+    return [{"unit": unit, "state": state} for unit, state in actions.items()]

@@ -50,7 +50,7 @@ def test_rule_file_has_every_contract_alert_once_with_labels_and_annotations() -
         assert rule["labels"]["severity"] in {"critical", "warning"}
         assert rule["labels"]["component"] in rules.COMPONENTS
         assert rule["annotations"]["summary"]
-        assert rule["annotations"]["runbook"] == f"README.md#{rule['alert'].lower()}"
+        assert rule["annotations"]["runbook"] == f"roles/monitoring/README.md#{rule['alert'].lower()}"
 
 
 def test_groups_follow_the_components() -> None:
