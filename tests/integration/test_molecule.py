@@ -17,7 +17,8 @@ IMAGE = "localhost/ufcctl-node:bookworm"
 # per role took ~3 min each on this machine).
 ADDONS = ("k8s_manifests", "cni", "nodelocaldns", "volcano", "ascend_components")
 # kube_node's joins: tests/integration/test_workers_lab.py
-SHARED = {**{role: "k8s_addons" for role in ADDONS}, "kube_node": "container_runtime", "monitoring_agent": "monitoring"}
+SHARED = {**{role: "k8s_addons" for role in ADDONS}, "kube_node": "container_runtime",
+          "monitoring_agent": "monitoring"}
 # Roles with plugins and no tasks: run on real hosts by the scenario of every role that lists them
 # in meta/main.yml, and unit-tested against a real module run.
 PLUGIN_ONLY = {"ufc_common": "tests/unit/roles/test_ufc_common_files.py"}

@@ -146,6 +146,8 @@ def monitoring_vars() -> dict[str, Any]:
         "monitoring_scrape_npu_exporter": False,
         # lab containers see the whole machine's RAM; VictoriaMetrics' caches need little here
         "monitoring_vm_memory_percent": 5,
+        # VictoriaMetrics' 30 s default delays each alert twice (the rule's query, then ALERTS)
+        "monitoring_vm_latency_offset": "5s",
     }
 
 

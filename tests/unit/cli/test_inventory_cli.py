@@ -40,7 +40,7 @@ def run(*args: str) -> tuple[int, str, str]:
 def test_check_sample_by_name() -> None:
     code, out, _ = run("inventory", "check", "--inventory", "sample")
     assert code == 0
-    assert out.startswith("inventory ") and "OK — 23 hosts" in out
+    assert out.startswith("inventory ") and "OK — 25 hosts" in out
 
 
 def test_check_lists_every_problem_and_exits_2(broken: Path) -> None:
@@ -66,7 +66,7 @@ def test_check_json(broken: Path) -> None:
     code, out, _ = run("inventory", "check", "-i", str(broken), "--output", "json")
     assert code == 2
     data = json.loads(out)
-    assert data["valid"] is False and data["hosts"] == 24 and len(data["problems"]) == 3
+    assert data["valid"] is False and data["hosts"] == 26 and len(data["problems"]) == 3
     assert {p["subject"] for p in data["problems"]} == {"group etcd_pods", "host cp3", "hosts npu[009:016]"}
 
 
@@ -85,7 +85,7 @@ def test_show_json_counts() -> None:
     code, out, _ = run("inventory", "show", "-i", "sample", "-o", "json")
     assert code == 0
     data = json.loads(out)
-    assert data["hosts"] == 23 and data["npu_nodes"] == 16
+    assert data["hosts"] == 25 and data["npu_nodes"] == 16
     assert data["groups"]["slice_1"] == {"hosts": 4, "members": ["npu[002:014:4]"], "children": []}
     assert data["topology"]["tors"] == {"tor-01": 4, "tor-02": 4, "tor-03": 4, "tor-04": 4}
     assert data["topology"]["accelerator_types"] == {"module-a3-16-super-pod": 8, "module-910b-8": 8}
@@ -95,7 +95,7 @@ def test_show_json_counts() -> None:
 def test_show_text() -> None:
     code, out, _ = run("inventory", "show", "-i", "sample")
     assert code == 0
-    assert "23 hosts, 16 NPU nodes" in out and "npu[001:008]" in out and "tor-04" in out
+    assert "25 hosts, 16 NPU nodes" in out and "npu[001:008]" in out and "tor-04" in out
 
 
 def test_show_refuses_a_broken_inventory(broken: Path) -> None:
