@@ -12,18 +12,9 @@ from ufcctl.cli import numbers
 from ufcctl.cli.options import inventory_option, output_option
 from ufcctl.errors import RunFailed
 from ufcctl.report.etcd import StatusProgress
-from ufcctl.report.output import print_json, print_table
+from ufcctl.report.output import human_bytes, print_json, print_table
 
 CLUSTERS = click.Choice(["core", "events", "pods"])
-
-
-def _size(value: int | None) -> str:
-    if value is None:
-        return "-"
-    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if value >= factor:
-            return f"{value / factor:.1f} {unit}"
-    return f"{value} B"
 
 
 @click.group()
@@ -56,13 +47,13 @@ def status(inventory: Path, cluster: str | None, timeout: float, output: str) ->
                     m.member,
                     m.health,
                     "yes" if m.leader else "",
-                    _size(m.db_size),
-                    _size(m.db_size_in_use),
+                    human_bytes(m.db_size),
+                    human_bytes(m.db_size_in_use),
                     "-" if m.fragmentation_percent is None else f"{m.fragmentation_percent:.1f}%",
                     ",".join(m.alarms) or "-",
                     "-"
                     if m.last_defrag is None
-                    else f"{_size(m.last_defrag.before)} -> {_size(m.last_defrag.after)}"
+                    else f"{human_bytes(m.last_defrag.before)} -> {human_bytes(m.last_defrag.after)}"
                     f" by {m.last_defrag.by}",
                 )
                 for m in c.members

@@ -12,16 +12,7 @@ from ufcctl.cli import numbers
 from ufcctl.cli.options import inventory_option, output_option
 from ufcctl.domain.monitoring.health import EtcdHealth, HealthReport
 from ufcctl.errors import RunFailed
-from ufcctl.report.output import print_json, print_table
-
-
-def _size(value: float | None) -> str:
-    if value is None:
-        return "-"
-    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if value >= factor:
-            return f"{value / factor:.1f} {unit}"
-    return f"{value:.0f} B"
+from ufcctl.report.output import human_bytes, print_json, print_table
 
 
 def _when(timestamp: float | None) -> str:
@@ -35,8 +26,8 @@ def _etcd_row(e: EtcdHealth) -> tuple[str, ...]:
         e.cluster,
         f"{e.members_up}/{e.members_total}",
         e.leader or "-",
-        _size(e.db_size_max),
-        _size(e.quota),
+        human_bytes(e.db_size_max),
+        human_bytes(e.quota),
         "-" if e.quota_percent is None else f"{e.quota_percent:.1f}%",
         _when(e.last_defrag),
         e.last_defrag_result or "-",

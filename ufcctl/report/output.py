@@ -58,3 +58,13 @@ def print_run_summary(result: RunResult, max_rows: int = 50) -> None:
     if result.not_run:
         console.print(f"not run by any play: {len(result.not_run)} host(s) (no play targets their groups)")
     console.print(f"artifacts: {result.run_dir}", style="dim")
+
+
+def human_bytes(value: float | None) -> str:
+    """A byte count in binary units for tables ("-" when unknown)."""
+    if value is None:
+        return "-"
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= factor:
+            return f"{value / factor:.1f} {unit}"
+    return f"{value:.0f} B"
