@@ -102,6 +102,8 @@ def _lab_env(work: Path) -> dict[str, str]:
     return {**os.environ, "UFC_STATE_DIR": str(work / "state"), "UFC_LAB_NAME": LAB,
             "UFC_LAB_INVENTORY": str(work / "inventory"), "KUBECONFIG": str(work / "none"),
             "CONTAINERS_CONF": str(ROOT / "ufcctl" / "lab" / "containers.conf"),
+            # `lab up --no-monitoring`: the stack measured since 9d87873, without roles/monitoring
+            "UFC_LAB_MONITORING": "0",
             # this checkout's ufcctl for the CLI and for the roles' filter plugins, on both sides
             "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
             "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}

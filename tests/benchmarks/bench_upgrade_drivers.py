@@ -164,6 +164,7 @@ def main() -> None:
         (work / "empty.cfg").write_text("[defaults]\n")
         env = {**os.environ, "UFC_STATE_DIR": str(work / "state"), "UFC_LAB_NAME": LAB,
                "UFC_LAB_INVENTORY": str(inventory), "KUBECONFIG": str(work / "none"),
+               "UFC_LAB_MONITORING": "0",  # `lab up --no-monitoring`: not part of a driver rollout
                "CONTAINERS_CONF": str(ROOT / "ufcctl" / "lab" / "containers.conf"),
                "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
                "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}

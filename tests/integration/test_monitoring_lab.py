@@ -5,7 +5,7 @@ etcd member stopped, one node exporter stopped) each firing its alert, shown by 
 resolved once the component runs again.
 
 The alerts' `for` durations are the lab's (10 s, group_vars/all/monitoring.yml written by `lab up`),
-scrapes and rule evaluations every 5 s. The time from a fault to its alert firing and from the repair
+scrapes and rule evaluations every 10 s. The time from a fault to its alert firing and from the repair
 to the alert resolving is printed (and written to <work>/alert-latency.json); nothing asserts on it
 (the deadlines below are hang guards). kube-apiserver does not run in the lab (the LAB KUBE EMULATOR
 stands in for joins), so the apiserver alerts are not exercised here. This module shares the deployed

@@ -52,6 +52,7 @@ class Lab:
             "UFC_LAB_INVENTORY": str(self.inventory),
             "CONTAINERS_CONF": str(ROOT / "ufcctl" / "lab" / "containers.conf"),
             "KUBECONFIG": str(work / "no-kubeconfig"),  # the lab has no Kubernetes: drain is skipped
+            "UFC_LAB_MONITORING": "0",  # `lab up --no-monitoring`: nothing here reads it
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         }
 

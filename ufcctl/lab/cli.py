@@ -76,9 +76,13 @@ def image_cmd(rebuild: bool) -> None:
               help=f"Worker containers [default: {DEFAULT_WORKERS}, or as many as the running lab has].")
 @click.option("--subnet", default=None, metavar="CIDR",
               help=f"Network of the lab [default: {DEFAULT_SUBNET}, or the running lab's].")
-def up_cmd(lab_name: str, inventory_dir: Path | None, nodes: int | None, subnet: str | None) -> None:
+@click.option("--monitoring/--no-monitoring", default=True, envvar="UFC_LAB_MONITORING", show_default=True,
+              help="Give the inventory a `monitoring` group (the last two control planes), so deploy "
+                   "installs roles/monitoring and the exporters.")
+def up_cmd(lab_name: str, inventory_dir: Path | None, nodes: int | None, subnet: str | None,
+           monitoring: bool) -> None:
     """Start 3 control-plane and N worker containers and the NPU emulator's mirror; write the inventory."""
-    settings = LabSettings(lab=lab_name, inventory_dir=inventory_dir)
+    settings = LabSettings(lab=lab_name, inventory_dir=inventory_dir, monitoring=monitoring)
     result = lab_up(settings, _say, workers=nodes, subnet=subnet)
     _print_up(result)
 

@@ -92,7 +92,7 @@ def nfs_server_vars(layout: LabLayout) -> dict[str, Any]:
     }
 
 
-def hosts_document(layout: LabLayout) -> dict[str, Any]:
+def hosts_document(layout: LabLayout, monitoring: bool = True) -> dict[str, Any]:
     """The hosts.yml tree: every host's vars are given once, under its first group."""
     cps = {n.name: _host_entry(n) for n in layout.control_planes}
     children: dict[str, Any] = {
@@ -107,7 +107,8 @@ def hosts_document(layout: LabLayout) -> dict[str, Any]:
     children[NPU_NODE] = {"hosts": {n.name: _host_entry(n) for n in layout.workers}}
     children[NFS_SERVER] = {"hosts": {layout.nfs_server: nfs_server_vars(layout)}}
     # Two monitoring hosts (the HA pair), the last control planes: the first applies the add-ons.
-    children[MONITORING] = {"hosts": {n.name: {} for n in layout.control_planes[-2:]}}
+    if monitoring:
+        children[MONITORING] = {"hosts": {n.name: {} for n in layout.control_planes[-2:]}}
     return {"all": {"children": children}}
 
 
@@ -138,10 +139,12 @@ def cluster_vars(layout: LabLayout) -> dict[str, Any]:
 def monitoring_vars() -> dict[str, Any]:
     return {
         "monitoring_alert_for": {name: LAB_ALERT_FOR for name in ALERT_NAMES},
-        "monitoring_rule_interval": "5s",
-        "monitoring_scrape_interval": "5s",
-        "monitoring_scrape_timeout": "4s",
-        "monitoring_agent_interval": 2,
+        # 10 s and one vmagent per target: the lab shares two cores with every other test
+        "monitoring_rule_interval": "10s",
+        "monitoring_scrape_interval": "10s",
+        "monitoring_scrape_timeout": "5s",
+        "monitoring_vmagent_replication": 1,
+        "monitoring_agent_interval": 5,
         # no NPU Exporter runs: the add-ons are rendered, not applied (no kubectl in the lab)
         "monitoring_scrape_npu_exporter": False,
         # lab containers see the whole machine's RAM; VictoriaMetrics' caches need little here
@@ -166,18 +169,20 @@ def known_hosts_text(layout: LabLayout, host_keys: Mapping[str, str]) -> str:
 def render_inventory(
     layout: LabLayout, paths: InventoryPaths, host_keys: Mapping[str, str],
     npu_node_vars: Mapping[str, Any] | None = None, artifact_vars: Mapping[str, Any] | None = None,
+    monitoring: bool = True,
 ) -> dict[str, str]:
     """Relative file name -> content for the whole inventory directory; `npu_node_vars` are what the
     NPU emulator reported (None: no emulator, no group_vars/npu_node.yml)."""
     files = {
-        "hosts.yml": _header(layout) + _dump(hosts_document(layout)),
+        "hosts.yml": _header(layout) + _dump(hosts_document(layout, monitoring)),
         "group_vars/all/connection.yml": _header(layout) + _dump(connection_vars(paths)),
         "group_vars/all/cluster.yml": _header(layout) + _dump(cluster_vars(layout)),
-        MONITORING_VARS: _header(layout) + "# Lab timing for the alert tests (roles/monitoring).\n"
-        + _dump(monitoring_vars()),
         KNOWN_HOSTS: known_hosts_text(layout, host_keys),
         MARKER: f"{layout.lab}\n",
     }
+    if monitoring:
+        files[MONITORING_VARS] = (_header(layout) + "# Lab timing for the alert tests (roles/monitoring).\n"
+                                  + _dump(monitoring_vars()))
     if npu_node_vars is not None:
         files[NPU_NODE_VARS] = (
             _header(layout) + "# From the lab NPU emulator (lab/npu_emulator, not Huawei software): its "

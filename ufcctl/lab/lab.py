@@ -60,6 +60,9 @@ class LabSettings:
     lab: str = DEFAULT_LAB
     inventory_dir: Path | None = None  # None: inventories/lab (default lab) or inventories/lab-NAME
     state: Path | None = None  # None: <state_dir>/lab
+    # A `monitoring` group (roles/monitoring on two control planes, exporters everywhere); tests that
+    # do not look at it leave it out to spare the lab's CPU (`lab up --no-monitoring`).
+    monitoring: bool = True
 
     @property
     def state_path(self) -> Path:
@@ -244,7 +247,7 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
         seconds["ready"] = time.monotonic() - t0
         files = render_inventory(
             layout, InventoryPaths(inventory_dir, settings.private_key), {r.name: r.host_key for r in ready},
-            npu.node_vars, npu.all_vars,
+            npu.node_vars, npu.all_vars, monitoring=settings.monitoring,
         )
         changed = _write_files(inventory_dir, files)
         if npu.error is not None:
