@@ -8,6 +8,7 @@ from typing import Any
 
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.monitoring.health import QUERIES, HealthReport, Sample, build_report
+from ufcctl.domain.monitoring.scrape import url_host
 from ufcctl.engine.victoria import VictoriaError, query, query_url
 from ufcctl.errors import InputError, RunFailed
 
@@ -29,7 +30,8 @@ def monitoring_urls(inventory_dir: Path) -> list[str]:
         raise InputError(
             f"inventory {inventory_dir} has no `monitoring` hosts: add the group and run `ufcctl deploy`"
         )
-    return [f"http://{_host(inventory.hosts[n].address)}:{_port(n, inventory.hosts[n].vars)}" for n in names]
+    hosts = [inventory.hosts[n] for n in names]
+    return [f"http://{url_host(h.address)}:{_port(h.name, h.vars)}" for h in hosts]
 
 
 def health_report(inventory_dir: Path, timeout: float = HEALTH_TIMEOUT, ask: Query = query) -> HealthReport:
@@ -61,7 +63,3 @@ def _port(host: str, hostvars: Any) -> int:
             "set it to a number from 1 to 65535, or remove it to use 8428",
         )
     return port
-
-
-def _host(address: str) -> str:
-    return f"[{address}]" if ":" in address else address  # an IPv6 literal in a URL

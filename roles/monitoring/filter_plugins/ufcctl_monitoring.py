@@ -69,8 +69,14 @@ def ufcctl_monitoring_scrape(groups: Mapping[str, Any], hostvars: Mapping[str, A
 
 
 def ufcctl_monitoring_peers(hosts: list[str], hostvars: Mapping[str, Any]) -> list[str]:
-    """Each monitoring host's address: monitoring_address, else ansible_host, else the inventory name."""
-    return [_plain(scrape.monitoring_address(hostvars[host], host)) for host in hosts]
+    """Each monitoring host's address (monitoring_address, else ansible_host, else the inventory name)
+    as the host part of a URL."""
+    return [_plain(scrape.url_host(scrape.monitoring_address(hostvars[host], host))) for host in hosts]
+
+
+def ufcctl_monitoring_url_host(address: str) -> str:
+    """An address as the host part of a URL (an IPv6 literal in brackets)."""
+    return scrape.url_host(_plain(address))
 
 
 def ufcctl_monitoring_dashboard_files(directory: str) -> list[dict[str, str]]:
@@ -90,5 +96,6 @@ class FilterModule:
                 "ufcctl_monitoring_dashboards": ufcctl_monitoring_dashboards,
                 "ufcctl_monitoring_scrape": ufcctl_monitoring_scrape,
                 "ufcctl_monitoring_peers": ufcctl_monitoring_peers,
+                "ufcctl_monitoring_url_host": ufcctl_monitoring_url_host,
                 "ufcctl_monitoring_dashboard_files": ufcctl_monitoring_dashboard_files,
                 "ufcctl_monitoring_handlers": ufcctl_monitoring_handlers}

@@ -45,7 +45,8 @@ def _literal(value: Any) -> Any:
     return None if isinstance(value, str) and "{{" in value else value
 
 
-def _host(address: str) -> str:
+def url_host(address: str) -> str:
+    """An address as the host part of a URL or host:port (an IPv6 literal in brackets)."""
     return f"[{address}]" if ":" in address and not address.startswith("[") else address
 
 
@@ -71,7 +72,7 @@ def targets(groups: Mapping[str, Iterable[str]], hostvars: Mapping[str, Mapping[
 
     def add(job: str, host: str, port: int, via: str | None = None, **labels: str) -> None:
         addr = via or address(hostvars[host], host)
-        found.append(Target(job, f"{_host(addr)}:{port}", {"instance": host, **labels}))
+        found.append(Target(job, f"{url_host(addr)}:{port}", {"instance": host, **labels}))
 
     for host in groups.get("all", ()):
         add("node", host, _port(hostvars[host], "monitoring_agent_port", NODE_EXPORTER_PORT),
