@@ -1,7 +1,8 @@
 """Which hosts `ufcctl deploy` runs in its cluster phase and which in its node phase (decision 10).
 
 The cluster phase (playbooks/deploy.yml) runs once on the few hosts that carry the cluster: etcd,
-the apiserver VIP and load balancer, the control planes, the NFS server, and any host in no
+the apiserver VIP and load balancer, the control planes, the NFS server, the monitoring hosts,
+the registry caches, and any host in no
 kube_node group. The node phase (playbooks/deploy-nodes.yml) runs on the workers through the fleet
 engine: kube_node hosts that are not control planes. A worker that also carries a cluster
 component (an NFS server on a worker, say) is in both: the cluster plays for its component, the
@@ -20,11 +21,12 @@ from ufcctl.domain.inventory.model import (
     KUBE_NODE,
     MONITORING,
     NFS_SERVER,
+    REGISTRY_CACHE,
     Inventory,
 )
 
 # Groups whose plays belong to the cluster phase (playbooks/deploy.yml).
-CLUSTER_GROUPS = (*ETCD_GROUPS, APISERVER_LB, CONTROL_PLANE, NFS_SERVER, MONITORING)
+CLUSTER_GROUPS = (*ETCD_GROUPS, APISERVER_LB, CONTROL_PLANE, NFS_SERVER, MONITORING, REGISTRY_CACHE)
 # A worker that is also a control plane gets its kubelet from the cluster phase (kubeadm init/join
 # of the control plane), never a second, worker join.
 NODE_PHASE_EXCLUDES = (CONTROL_PLANE,)
