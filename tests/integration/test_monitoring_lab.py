@@ -105,6 +105,12 @@ def test_every_exporter_target_is_up(vm: str) -> None:
     up, _ = _wait("every target up (node 6, etcd 9, haproxy 3, monitoring 4x2)", all_up)
     instances = {s["metric"]["instance"] for s in up if s["metric"]["job"] == "node"}
     assert instances == set(CONTROL_PLANES + WORKERS)
+    # every exporter runs with roles/monitoring_agent's settings (arp is one of the collectors it
+    # turns off; Debian's default has it on): the workers' came from the node phase, whose chunk
+    # inventories must carry the monitoring hosts for the role to be enabled there
+    collectors = _query(vm, 'node_scrape_collector_success{collector="textfile"}')
+    assert {s["metric"]["instance"] for s in collectors} == instances
+    assert _query(vm, 'node_scrape_collector_success{collector="arp"}') == []
 
 
 def test_each_etcd_cluster_reports_per_member(vm: str) -> None:

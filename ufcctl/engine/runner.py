@@ -169,6 +169,10 @@ class RunOptions:
     tags: tuple[str, ...] = ()
     skip_tags: tuple[str, ...] = ()
     limit: str | None = None  # an extra Ansible --limit pattern inside the chosen hosts
+    # Hosts written into the run's inventory but never run on (an Ansible --limit leaves them out of
+    # every play): what a play delegates to or reads (`groups`, `hostvars`), e.g. a fleet rollout's
+    # chunk of workers with the cluster hosts beside it (RolloutKind.context_groups).
+    context: tuple[Host, ...] = ()
     extravars: Mapping[str, Any] = field(default_factory=dict)
     accelerate: str | None = None  # None or "mitogen"
     verbosity: int = 0
@@ -190,6 +194,18 @@ def render_inventory(hosts: Iterable[Host]) -> dict[str, Any]:
                 members.setdefault(group, {})[host.name] = None
     children = {g: {"hosts": names} for g, names in sorted(members.items())}
     return {"all": {"hosts": hostvars, "children": children}}
+
+
+def context_limit(limit: str | None, context: Iterable[str]) -> str | None:
+    """The --limit that keeps context hosts out of every play: `all,!cp1,!lb1` (a comma list:
+    Ansible evaluates exclusions after the union). A run with context hosts takes no other limit,
+    since an arbitrary pattern (`a:&b`) cannot be joined with exclusions safely."""
+    excluded = [f"!{name}" for name in context]
+    if not excluded:
+        return limit
+    if limit:
+        raise ValueError("a run with context hosts takes no --limit pattern")
+    return ",".join(["all", *excluded])
 
 
 def _write_inventory(path: Path, hosts: Iterable[Host]) -> None:
@@ -395,7 +411,11 @@ def _run_playbook(
     run_dir = statedir.ensure_private_dir(statedir.prepare(state_dir()) / "runs") / run_id
     run_dir.mkdir(mode=0o700, exist_ok=True)
     inventory_path = run_dir / "inventory" / "hosts.json"
-    _write_inventory(inventory_path, hosts)
+    names = [h.name for h in hosts]
+    run_on = set(names)
+    context = [h for h in options.context if h.name not in run_on]  # a target is never context too
+    _write_inventory(inventory_path, [*hosts, *context])
+    limit = context_limit(options.limit, [h.name for h in context])
 
     # ansible-runner finds ansible-playbook through PATH: put this environment's first.
     # Ansible's settings (SSH, pipelining, forks, roles path...) come from ansible.cfg alone, as
@@ -426,7 +446,6 @@ def _run_playbook(
         cmdline += ["--skip-tags", ",".join(options.skip_tags)]
 
     sink = _EventSink(run_id, run_dir, observer)
-    names = [h.name for h in hosts]
     if observer:
         observer.run_started(run_id, names)
     started = time.monotonic()
@@ -440,7 +459,7 @@ def _run_playbook(
             envvars=envvars,
             extravars=dict(options.extravars) or None,
             forks=options.forks,
-            limit=options.limit,
+            limit=limit,
             tags=",".join(options.tags) or None,
             cmdline=" ".join(cmdline) or None,
             verbosity=options.verbosity or None,

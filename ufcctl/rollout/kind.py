@@ -106,6 +106,10 @@ class RolloutKind:
     hooks: GuardFactory = drain_hooks  # prepare/release around each node, and the report's line
     # hosts of `group` that are not targets (e.g. control planes that are also kube_node)
     exclude_groups: tuple[str, ...] = ()
+    # groups whose hosts go into every chunk's inventory as context, never run on: what the node's
+    # work delegates to or reads (`groups[...]`, `hostvars`): the first control plane for kubectl,
+    # the NFS server's existence for the NFS client, the monitoring hosts for the node exporter
+    context_groups: tuple[str, ...] = ()
     # run once before any node starts (a new run and every resume), e.g. a join token; returns the
     # line the report shows for it. Raises InputError/RunFailed to stop before any node is touched.
     prepare: Callable[[RolloutRequest, Inventory], str] | None = None

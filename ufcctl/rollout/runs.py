@@ -126,7 +126,13 @@ def _check_accelerate(request: RolloutRequest) -> None:
     mitogen_env()  # EnvironmentMissing when Mitogen is absent or does not support this ansible-core
 
 
-def _options(kind: RolloutKind, request: RolloutRequest, capacity: int) -> RunOptions:
+def context_hosts(kind: RolloutKind, inventory: Inventory) -> tuple[Host, ...]:
+    """The hosts of the kind's context groups, inventory order, each once."""
+    names = dict.fromkeys(h for g in kind.context_groups for h in inventory.group_hosts(g))
+    return tuple(inventory.hosts[h] for h in names)
+
+
+def _options(kind: RolloutKind, request: RolloutRequest, capacity: int, inventory: Inventory) -> RunOptions:
     extravars: dict[str, Any] = dict(kind.extravars(request.options))
     if request.accelerate == "mitogen":
         extravars[STRATEGY_VAR] = MITOGEN_STRATEGY
@@ -135,6 +141,7 @@ def _options(kind: RolloutKind, request: RolloutRequest, capacity: int) -> RunOp
         check=request.dry_run,
         extravars=extravars,
         accelerate=request.accelerate,
+        context=context_hosts(kind, inventory),
         # no whole-run timeout: a process serves its chunk for as long as its nodes take; a hung
         # node is failed by the engine's per-node deadline (kind.node_deadline)
         timeout=None,
@@ -153,7 +160,7 @@ def _execute(kind: RolloutKind, run_id: str, request: RolloutRequest, inventory:
     job = RolloutJob(
         run_id=run_id, playbook=playbook(kind.playbook), plan=rollout_plan, hosts=inventory.hosts,
         order=tuple(start_order(rollout_plan, todo, known, request.order, floors)),
-        options=_options(kind, request, rollout_plan.capacity), marker_task=kind.marker_task,
+        options=_options(kind, request, rollout_plan.capacity, inventory), marker_task=kind.marker_task,
         budget=FailureBudget(request.max_fail, floor=request.batch), chunk_size=request.chunk_size,
         node_deadline=kind.node_deadline(request.options), rate=request.rate,
         done_before=counts.get(DONE, 0), failed_before=counts.get(FAILED, 0),

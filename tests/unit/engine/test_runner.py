@@ -152,3 +152,40 @@ def test_a_second_run_under_the_same_run_id_gets_its_own_environment_and_variabl
                               run_id="same-run", env={"UFC_TEST_GIVEN": value})
         assert result.succeeded, result
         assert (workdir / "out" / "given.txt").read_text() == f"{value} {value}\n"
+
+
+CONTEXT_PLAY = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: write what the play sees (groups, the context host's vars)
+      ansible.builtin.copy:
+        dest: "{{ out_dir }}/{{ inventory_hostname }}.json"
+        content: "{{ {'cps': groups['kube_control_plane'] | default([]), 'cp_var': hostvars['cp1'].marker | default('')} | to_json }}"
+    - name: a task delegated to the first control plane
+      ansible.builtin.command: "echo {{ inventory_hostname }}"
+      delegate_to: "{{ groups['kube_control_plane'][0] }}"
+      changed_when: false
+"""
+
+
+def test_context_hosts_are_in_the_inventory_but_never_run_on(workdir: Path) -> None:
+    (workdir / "context.yml").write_text(CONTEXT_PLAY)
+    out = str(workdir / "out")
+    workers = [_host("w1", {"kube_node"}, out_dir=out), _host("w2", {"kube_node"}, out_dir=out)]
+    cp = _host("cp1", {"kube_control_plane"}, out_dir=out, marker="from-cp1")
+    result = run_playbook(workdir / "context.yml", workers, RunOptions(context=(cp,)))
+    assert result.succeeded, result.output_tail
+    assert set(result.hosts) == {"w1", "w2"} and result.not_run == []
+    assert not (workdir / "out" / "cp1.json").exists()  # the context host ran no play
+    seen = json.loads((workdir / "out" / "w1.json").read_text())
+    assert seen["cps"] == ["cp1"] and seen["cp_var"] == "from-cp1"
+    assert result.hosts["w1"].ok == 2  # the delegated task ran (for w1, on cp1)
+    written = json.loads((result.run_dir / "inventory" / "hosts.json").read_text())
+    assert set(written["all"]["hosts"]) == {"w1", "w2", "cp1"}
+
+    # a target that is also in the context is a target, once
+    both = run_playbook(workdir / "context.yml", [*workers, cp], RunOptions(context=(cp,)))
+    assert set(both.hosts) == {"w1", "w2", "cp1"} and both.succeeded
+    with pytest.raises(ValueError, match="no --limit"):
+        run_playbook(workdir / "context.yml", workers, RunOptions(context=(cp,), limit="w1"))

@@ -57,6 +57,9 @@ def test_control_planes_are_never_joined_as_workers_and_the_token_is_made_once(
     assert summary.steps["prepare"] == "join token from cp1: ok"
     assert summary.steps["drain"].startswith("none")
     assert fake.calls[0][2].extravars == {}
+    # every chunk's inventory carries the cluster's hosts beside its workers (never run on them): the
+    # NFS client, node exporter and NPU taint removal read groups the chunk alone would not have
+    assert [h.name for h in fake.calls[0][2].context] == ["cp1"]
 
 
 def test_admissions_are_paced_to_the_join_rate(store: StateStore, tokens: list[list[str]]) -> None:

@@ -56,6 +56,9 @@ def test_full_rollout_marks_every_node_done_once(store: StateStore) -> None:
     assert fake.max_in_flight <= 8  # window 2 x batch 4
     assert all(n.seconds is not None for n in summary.nodes)
     assert store.run(summary.run_id).pid is None
+    # the first control plane rides along in every chunk's inventory (the NPU taint's removal is
+    # delegated to it), never as a target
+    assert [h.name for h in fake.calls[0][2].context] == ["cp1"] and "cp1" not in fake.starts
 
 
 def test_unchanged_nodes_are_done_but_not_changed(store: StateStore) -> None:

@@ -3,8 +3,10 @@
 Each worker (kube_node, not a control plane) gets preflight, kernel tuning, the container runtime,
 kubelet and kubeadm, and joins the cluster through the apiserver VIP (playbooks/deploy-nodes.yml).
 What is particular to this kind: its playbook, the join token made once per run before any node
-starts (playbooks/join-token.yml on the first control plane: the only other host it contacts),
-no drain around a node (a joining node runs no pods), and admission pacing (the request's rate).
+starts (playbooks/join-token.yml on the first control plane), the cluster's hosts beside each
+chunk of workers in its inventory (never run on: read and delegated to, e.g. the NPU taint's
+removal through the first control plane), no drain around a node (a joining node runs no pods),
+and admission pacing (the request's rate).
 Window, budget, canary, alignment, state, resume and `--retry-failed` are the engine's.
 """
 
@@ -14,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ufcctl.domain.inventory.model import CONTROL_PLANE, KUBE_NODE, Inventory
-from ufcctl.domain.inventory.phases import NODE_PHASE_EXCLUDES
+from ufcctl.domain.inventory.phases import CLUSTER_GROUPS, NODE_PHASE_EXCLUDES
 from ufcctl.domain.rollout.summary import RolloutSummary
 from ufcctl.engine.runner import RunOptions, run_playbook
 from ufcctl.errors import RunFailed
@@ -78,6 +80,9 @@ KIND = KINDS.register(RolloutKind(
     node_deadline=_deadline,
     hooks=_no_drain,
     exclude_groups=NODE_PHASE_EXCLUDES,
+    # the cluster's hosts beside each chunk: the NFS client where an NFS server exists, the node
+    # exporter where monitoring hosts exist, the NPU taint removed through the first control plane
+    context_groups=CLUSTER_GROUPS,
     prepare=prepare_join_token,
 ))
 

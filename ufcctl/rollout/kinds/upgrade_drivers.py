@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ufcctl.domain.inventory.model import NPU_NODE
+from ufcctl.domain.inventory.model import CONTROL_PLANE, NPU_NODE
 from ufcctl.domain.rollout.summary import RolloutSummary
 from ufcctl.rollout import runs
 from ufcctl.rollout.executor import RolloutObserver, RunFn
@@ -47,6 +47,9 @@ KIND = KINDS.register(RolloutKind(
     options=("version", "firmware_version", "node_timeout"),
     extravars=_extravars,
     node_deadline=_deadline,
+    # the control planes beside each chunk (never run on): an upgraded node's NPU health taint is
+    # removed through kubectl on the first one (roles/ascend_driver/tasks/admit.yml)
+    context_groups=(CONTROL_PLANE,),
 ))
 
 
