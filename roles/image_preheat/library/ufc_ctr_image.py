@@ -18,10 +18,10 @@ description:
     (name:tag@sha256:...) to make a moved tag count as missing.
   - Check mode runs only the listing.
 options:
-  ref: {type: str, required: true, description: "Fully qualified reference, e.g. docker.io/library/busybox:1.36."}
+  ref: {type: str, required: true, description: "Fully qualified, e.g. docker.io/library/busybox:1.36."}
   namespace: {type: str, default: k8s.io, description: containerd namespace (the CRI's is k8s.io).}
-  hosts_dir: {type: str, default: /etc/containerd/certs.d, description: Directory of per-registry hosts.toml files.}
-  plain_http: {type: bool, default: false, description: "Pass --plain-http (an http registry without a hosts.toml)."}
+  hosts_dir: {type: str, default: /etc/containerd/certs.d, description: Per-registry hosts.toml files.}
+  plain_http: {type: bool, default: false, description: "--plain-http (http, no hosts.toml)."}
   timeout: {type: int, default: 1800, description: Seconds the pull may take.}
 """
 
@@ -69,15 +69,15 @@ def main():
     def listing():
         rc, out, err = module.run_command([ctr, "-n", ns, "images", "ls"])
         if rc != 0:
-            module.fail_json(msg="ctr -n {0} images ls: rc {1}: {2}".format(ns, rc, (err or out).strip()[-300:]))
+            module.fail_json(msg=f"ctr -n {ns} images ls: rc {rc}: {(err or out).strip()[-300:]}")
         return listed(out)
 
     before = present(listing(), ref)
     if before is not None:
         module.exit_json(changed=False, ref=ref, digest=before, pulled=False,
-                         msg="{0}: already in {1} ({2})".format(ref, ns, before))
+                         msg=f"{ref}: already in {ns} ({before})")
     if module.check_mode:
-        module.exit_json(changed=True, ref=ref, digest=None, pulled=False, msg="{0}: would be pulled".format(ref))
+        module.exit_json(changed=True, ref=ref, digest=None, pulled=False, msg=f"{ref}: would be pulled")
     cmd = [ctr, "-n", ns, "images", "pull", "--hosts-dir", p["hosts_dir"]]
     if p["plain_http"]:
         cmd.append("--plain-http")
@@ -86,14 +86,14 @@ def main():
     rc, out, err = module.run_command(["timeout", str(p["timeout"])] + cmd)
     if rc != 0:
         tail = (err or out).strip().splitlines()[-1:] or ["no output"]
-        why = "timed out after {0}s".format(p["timeout"]) if rc == 124 else "rc {0}: {1}".format(rc, tail[0][-300:])
-        module.fail_json(msg="{0}: pull failed: {1}".format(ref, why), cmd=" ".join(cmd))
+        why = "timed out after {}s".format(p["timeout"]) if rc == 124 else f"rc {rc}: {tail[0][-300:]}"
+        module.fail_json(msg=f"{ref}: pull failed: {why}", cmd=" ".join(cmd))
     after = present(listing(), ref)
     if after is None:
-        module.fail_json(msg="{0}: pulled, but ctr -n {1} images ls does not list it{2}".format(
+        module.fail_json(msg="{}: pulled, but ctr -n {} images ls does not list it{}".format(
             ref, ns, " with " + pinned(ref) if pinned(ref) else ""))
     module.exit_json(changed=True, ref=ref, digest=after, pulled=True,
-                     msg="{0}: pulled into {1} ({2})".format(ref, ns, after))
+                     msg=f"{ref}: pulled into {ns} ({after})")
 
 
 if __name__ == "__main__":

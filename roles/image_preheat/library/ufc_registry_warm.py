@@ -24,7 +24,7 @@ description:
     nothing, not even the manifest.
 options:
   url: {type: str, required: true, description: "Base URL of the cache instance, e.g. http://10.0.0.5:5001."}
-  repository: {type: str, required: true, description: "Repository inside the registry, e.g. library/busybox."}
+  repository: {type: str, required: true, description: "Repository, e.g. library/busybox."}
   reference: {type: str, required: true, description: Tag or sha256 digest of the manifest.}
   platform: {type: str, default: linux/amd64, description: Platform chosen from an index.}
   ca_file: {type: str, default: "", description: CA bundle for an https cache; empty means the system's.}
@@ -50,26 +50,26 @@ def _open(url, accept, timeout, context):
     try:
         return urllib.request.urlopen(request, timeout=timeout, context=context)  # noqa: S310 (http(s) only)
     except urllib.error.HTTPError as err:
-        raise WarmError("GET {0}: HTTP {1} {2}".format(url, err.code, err.reason)) from None
+        raise WarmError(f"GET {url}: HTTP {err.code} {err.reason}") from None
     except (urllib.error.URLError, OSError) as err:
-        raise WarmError("GET {0}: {1}".format(url, getattr(err, "reason", err))) from None
+        raise WarmError("GET {}: {}".format(url, getattr(err, "reason", err))) from None
 
 
 def fetch_manifest(base, repository, reference, timeout=60, context=None):
     """(media type, digest, parsed body) of one manifest; a digest reference is verified."""
-    url = "{0}/v2/{1}/manifests/{2}".format(base, repository, reference)
+    url = f"{base}/v2/{repository}/manifests/{reference}"
     with _open(url, ", ".join(MANIFEST_TYPES), timeout, context) as response:
         body = response.read()
         header_type = response.headers.get("Content-Type", "").split(";")[0].strip()
     digest = "sha256:" + hashlib.sha256(body).hexdigest()
     if reference.startswith("sha256:") and digest != reference:
-        raise WarmError("manifest {0}@{1}: content hashes to {2}".format(repository, reference, digest))
+        raise WarmError(f"manifest {repository}@{reference}: content hashes to {digest}")
     try:
         doc = json.loads(body)
     except ValueError:
-        raise WarmError("manifest {0}:{1} is not JSON".format(repository, reference)) from None
+        raise WarmError(f"manifest {repository}:{reference} is not JSON") from None
     if not isinstance(doc, dict):
-        raise WarmError("manifest {0}:{1} is not a JSON object".format(repository, reference))
+        raise WarmError(f"manifest {repository}:{reference} is not a JSON object")
     return doc.get("mediaType") or header_type, digest, doc, len(body)
 
 
@@ -83,12 +83,12 @@ def choose_platform(index, platform):
             return entry["digest"]
     if len(entries) == 1:
         return entries[0]["digest"]
-    raise WarmError("index has no {0} entry among {1} manifests".format(platform, len(entries)))
+    raise WarmError(f"index has no {platform} entry among {len(entries)} manifests")
 
 
 def fetch_blob(base, repository, digest, timeout=60, context=None):
     """Stream one blob, discard it, verify its sha256; returns the bytes read."""
-    url = "{0}/v2/{1}/blobs/{2}".format(base, repository, digest)
+    url = f"{base}/v2/{repository}/blobs/{digest}"
     hasher = hashlib.sha256()
     size = 0
     with _open(url, None, timeout, context) as response:
@@ -100,7 +100,7 @@ def fetch_blob(base, repository, digest, timeout=60, context=None):
             size += len(chunk)
     got = "sha256:" + hasher.hexdigest()
     if got != digest:
-        raise WarmError("blob {0}: content hashes to {1} ({2} bytes)".format(digest, got, size))
+        raise WarmError(f"blob {digest}: content hashes to {got} ({size} bytes)")
     return size
 
 
@@ -117,7 +117,8 @@ def warm(base, repository, reference, platform="linux/amd64", timeout=60, contex
     """Everything the module reports; raises WarmError on the first failure that stops the image."""
     base = base.rstrip("/")
     media, digest, doc, size = fetch_manifest(base, repository, reference, timeout, context)
-    result = {"digest": digest, "media_type": media, "manifest_bytes": size, "blobs": [], "bytes_fetched": size}
+    result = {"digest": digest, "media_type": media, "manifest_bytes": size, "blobs": [],
+              "bytes_fetched": size}
     if media in INDEX_TYPES or "manifests" in doc:
         chosen = choose_platform(doc, platform)
         media, chosen_digest, doc, size = fetch_manifest(base, repository, chosen, timeout, context)
@@ -135,7 +136,7 @@ def warm(base, repository, reference, platform="linux/amd64", timeout=60, contex
         result["blobs"].append({"digest": blob, "size": got, "status": "fetched"})
     result["image_bytes"] = sum(b["size"] or 0 for b in result["blobs"])
     if failed:
-        raise WarmError("{0} of {1} blobs failed: {2}".format(len(failed), len(result["blobs"]), failed[0]),
+        raise WarmError("{} of {} blobs failed: {}".format(len(failed), len(result["blobs"]), failed[0]),
                         result)
     return result
 
@@ -153,15 +154,16 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    context = ssl.create_default_context(cafile=p["ca_file"] or None) if p["url"].startswith("https") else None
-    image = "{0}/{1}:{2}".format(p["url"], p["repository"], p["reference"])
+    https = p["url"].startswith("https")
+    context = ssl.create_default_context(cafile=p["ca_file"] or None) if https else None
+    image = "{}/{}:{}".format(p["url"], p["repository"], p["reference"])
     if module.check_mode:  # not even the manifest: a manifest GET makes a pull-through cache fetch it
-        module.exit_json(changed=True, bytes_fetched=0, blobs=[], msg="{0}: would be fetched".format(image))
+        module.exit_json(changed=True, bytes_fetched=0, blobs=[], msg=f"{image}: would be fetched")
     try:
         result = warm(p["url"], p["repository"], p["reference"], p["platform"], p["timeout"], context)
     except WarmError as err:
         extra = err.args[1] if len(err.args) > 1 else {}
-        module.fail_json(msg="{0}: {1}".format(image, err.args[0]), **extra)
+        module.fail_json(msg=f"{image}: {err.args[0]}", **extra)
     module.exit_json(changed=True, **result)
 
 

@@ -22,10 +22,12 @@ SUPER_POD_VAR = "npu_super_pod_id"
 # The distribution reference grammar, as far as ctr takes it: a registry host[:port], a path of
 # lowercase components, then :tag and/or @sha256:<64 hex>.
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
+_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
+_HOST = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
 _TAG = r"[\w][\w.-]{0,127}"
 _DIGEST = r"sha256:[0-9a-f]{64}"
-_REF = re.compile(rf"^(?P<name>{_COMPONENT}(?:/{_COMPONENT})*)(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?$")
+_REF = re.compile(rf"^(?P<name>{_COMPONENT}(?:/{_COMPONENT})*)"
+                  rf"(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?$")
 _HOST_RE = re.compile(rf"^{_HOST}$")
 MAX_REF = 255
 
@@ -85,14 +87,16 @@ def upstreams(value: Any) -> list[Upstream]:
     if not isinstance(value, Sequence) or isinstance(value, str):
         raise ValueError("registry_cache_upstreams must be a list of {name, registry, url, port}")
     found = []
+    keys = ("name", "registry", "url", "port")
     for i, entry in enumerate(value):
-        if not isinstance(entry, Mapping) or not all(entry.get(k) for k in ("name", "registry", "url", "port")):
+        if not isinstance(entry, Mapping) or not all(entry.get(k) for k in keys):
             raise ValueError(f"registry_cache_upstreams[{i}] needs name, registry, url and port")
         try:
             port = int(entry["port"])
         except (TypeError, ValueError):
-            raise ValueError(f"registry_cache_upstreams[{i}].port {entry['port']!r} is not a number") from None
-        found.append(Upstream(str(entry["name"]), str(entry["registry"]), str(entry["url"]).rstrip("/"), port))
+            raise ValueError(f"registry_cache_upstreams[{i}].port {entry['port']!r}: not a number") from None
+        url = str(entry["url"]).rstrip("/")
+        found.append(Upstream(str(entry["name"]), str(entry["registry"]), url, port))
     return found
 
 
