@@ -64,7 +64,8 @@ def image_size(base: str, repository: str, reference: str, *, platform: str = "l
                 return None, f"index has no {platform} entry"
             doc = _manifest(base, repository, str(chosen[0]["digest"]), timeout)
         parts: list[Any] = [doc.get("config"), *(doc.get("layers") or [])]
-        sizes: list[int] = [p["size"] for p in parts if isinstance(p, dict) and isinstance(p.get("size"), int)]
+        sizes: list[int] = [p["size"] for p in parts
+                            if isinstance(p, dict) and isinstance(p.get("size"), int)]
         if len(sizes) != len(parts) or any(s < 0 for s in sizes):
             return None, "manifest lists no sizes"
         return sum(sizes), ""
