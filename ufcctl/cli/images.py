@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ufcctl.cli.numbers import integer
+from ufcctl.cli.numbers import integer, number
 from ufcctl.cli.options import accelerate_option, inventory_option, output_option
 from ufcctl.cli.rollout import fleet_options, order_option, summary_out
 from ufcctl.domain.images.preheat import human_bytes
@@ -60,6 +60,8 @@ def _print_dry_run(plan: app.DryRun) -> None:
 @fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW)
 @click.option("--dry-run", is_flag=True,
               help="Print the batches and the expected upstream traffic; contact no node or cache.")
+@click.option("--node-seconds", type=number(0.001), default=None,
+              help="With --dry-run: time one node takes (default: the median of the newest measured run).")
 @click.option("--retry-failed", is_flag=True,
               help="A new run over only the nodes that failed or were skipped in the newest preheat.")
 @click.option("--node-timeout", type=integer(60), default=app.DEFAULT_NODE_TIMEOUT, show_default=True,
@@ -68,7 +70,7 @@ def _print_dry_run(plan: app.DryRun) -> None:
 @accelerate_option()
 @output_option()
 def preheat(inventory: Path, image_refs: tuple[str, ...], batch: int, window: int, max_fail: float,
-            canary: int, align: str, limit: str | None, dry_run: bool, retry_failed: bool, node_timeout: int,
+            canary: int, align: str, limit: str | None, dry_run: bool, node_seconds: float | None, retry_failed: bool, node_timeout: int,
             order: str, accelerate: str | None, output: str) -> None:
     """Pull IMAGE... into containerd (k8s.io) on the workers of INVENTORY, registry caches first.
 
@@ -82,7 +84,7 @@ def preheat(inventory: Path, image_refs: tuple[str, ...], batch: int, window: in
         node_timeout=node_timeout)
     if dry_run:
         with StateStore() as store:
-            plan = app.dry_run(request, store)
+            plan = app.dry_run(request, store, node_seconds=node_seconds)
         if output == "json":
             print_json(_dry_run_json(plan))
         else:

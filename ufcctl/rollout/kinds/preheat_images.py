@@ -169,11 +169,11 @@ class DryRun:
     why_unknown: dict[str, str]
 
 
-def dry_run(request: RolloutRequest, store: StateStore, *, loader: Loader | None = None,
-            size_of: Any = image_size) -> DryRun:
+def dry_run(request: RolloutRequest, store: StateStore, *, node_seconds: float | None = None,
+            loader: Loader | None = None, size_of: Any = image_size) -> DryRun:
     """The plan and the expected upstream traffic; reads the inventory and the upstreams' manifests,
     never contacts a node or a cache."""
-    report = runs.plan(KIND, request, store, loader=loader)
+    report = runs.plan(KIND, request, store, node_seconds=node_seconds, loader=loader)
     inventory = runs._load(loader, request.inventory_dir)
     targets = _targets(request, inventory)
     images = [parse_image(i) for i in request.options["images"]]
