@@ -68,7 +68,8 @@ def _layer(seed: int, index: int, size: int) -> tuple[bytes, bytes]:
     return packed.getvalue(), raw.getvalue()
 
 
-def build_image(seed: int = 0, layers: int = DEFAULT_LAYERS, layer_bytes: int = DEFAULT_LAYER_BYTES) -> TestImage:
+def build_image(seed: int = 0, layers: int = DEFAULT_LAYERS,
+                layer_bytes: int = DEFAULT_LAYER_BYTES) -> TestImage:
     """A linux/amd64 OCI image: `layers` layers of `layer_bytes` random bytes each, config, manifest."""
     if layers < 1 or layer_bytes < 1:
         raise ValueError("layers and layer_bytes must be at least 1")

@@ -7,7 +7,7 @@ The registry is not a pull-through cache here: it is the upstream the caches and
 LOG_PATH; `blob_gets(read_log(...))` counts the blob downloads per client address.
 
 docker-registry writes two lines per request: the access log (Apache combined format, on stdout:
-`10.88.0.1 - - [25/Nov/2026:22:50:00 +0000] "GET /v2/x/blobs/sha256:... HTTP/1.1" 200 6291891 "" "ctr/1.6.20"`)
+`10.88.0.1 - - [25/Nov/2026:22:50:00 +0000] "GET /v2/x/blobs/sha256:... HTTP/1.1" 200 6291891 "" "ctr"`)
 and its own "response completed" entry (logrus text format, on stderr, with
 `http.request.remoteaddr=... http.request.method=GET http.request.uri=... http.response.status=200`).
 The parser reads both; counts use one source so a request is never counted twice.
@@ -63,7 +63,7 @@ def start_script(port: int = DEFAULT_PORT, config_path: str = CONFIG_PATH, log_p
     """Shell (run as root in the container): write the config, start the registry in the background."""
     cmd = " ".join(shlex.quote(c) for c in command(config_path))
     return (
-        f"test -x {BINARY} || {{ echo '{BINARY} missing (lab image without docker-registry)' >&2; exit 3; }}\n"
+        f"test -x {BINARY} || {{ echo '{BINARY} missing: rebuild the lab image' >&2; exit 3; }}\n"
         f"mkdir -p {shlex.quote(root_dir)}\n"
         f"cat > {shlex.quote(config_path)} <<'UFC_EOF'\n{config_yaml(port, root_dir)}UFC_EOF\n"
         f"nohup {cmd} >>{shlex.quote(log_path)} 2>&1 </dev/null &\n"

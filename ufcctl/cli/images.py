@@ -70,8 +70,8 @@ def _print_dry_run(plan: app.DryRun) -> None:
 @accelerate_option()
 @output_option()
 def preheat(inventory: Path, image_refs: tuple[str, ...], batch: int, window: int, max_fail: float,
-            canary: int, align: str, limit: str | None, dry_run: bool, node_seconds: float | None, retry_failed: bool, node_timeout: int,
-            order: str, accelerate: str | None, output: str) -> None:
+            canary: int, align: str, limit: str | None, dry_run: bool, node_seconds: float | None,
+            retry_failed: bool, node_timeout: int, order: str, accelerate: str | None, output: str) -> None:
     """Pull IMAGE... into containerd (k8s.io) on the workers of INVENTORY, registry caches first.
 
     The caches serving the targets fetch each image once from upstream; then up to WINDOW x BATCH

@@ -62,7 +62,8 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, upstream: Standin) -> P
     ([], "Error: no IMAGE given: name at least one image, e.g. registry.example:5000/team/app:1.0"),
     (["Upper/Case:1"], "Error: image 'Upper/Case:1': expected [registry/]name[:tag][@sha256:<64 hex>] "
                        "with a lowercase name"),
-    (["upstream.lab:5000/lab/app:v1", "--limit", "nfs1"], "Error: --limit 'nfs1' selects no host of group kube_node"),
+    (["upstream.lab:5000/lab/app:v1", "--limit", "nfs1"],
+     "Error: --limit 'nfs1' selects no host of group kube_node"),
 ])
 def test_bad_input_exits_2_with_one_line(env: Path, args: list[str], message: str) -> None:
     result = CliRunner().invoke(cli, ["images", "preheat", "-i", str(env), "--dry-run", *args])
@@ -96,6 +97,7 @@ def test_dry_run_json_numbers_and_per_node_traffic_without_a_cache(env: Path, up
     assert doc["caches_serving"] == ["cache-t1", "cache-t2"] and doc["caches_total"] == 4
     direct, cached = doc["upstream_traffic"]
     assert (direct["size"], direct["pulls"], direct["via"], direct["bytes"]) == (None, 8, "nodes", None)
-    assert direct["why_unknown"].startswith("GET https://127.0.0.1:9/v2/lab/app/manifests/v1")  # no cache entry: https
+    # no upstream entry for its registry: the controller tries https://<registry>
+    assert direct["why_unknown"].startswith("GET https://127.0.0.1:9/v2/lab/app/manifests/v1")
     assert (cached["size"], cached["pulls"], cached["bytes"]) == (IMAGE.size, 2, 2 * IMAGE.size)
     assert doc["upstream_bytes_known"] == 2 * IMAGE.size and doc["upstream_bytes_complete"] is False

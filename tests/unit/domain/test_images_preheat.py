@@ -35,7 +35,8 @@ def test_qualified_names_are_what_ctr_pulls() -> None:
     assert parse_image("reg.example/app:v1").reference == "v1"
 
 
-@pytest.mark.parametrize("text", ["", "Busybox", "app:", "app@sha256:12", "a b", " app", "reg.example/", "x" * 300])
+@pytest.mark.parametrize("text", ["", "Busybox", "app:", "app@sha256:12", "a b", " app", "reg.example/",
+                                  "x" * 300])
 def test_bad_references_are_refused(text: str) -> None:
     with pytest.raises(ValueError):
         parse_image(text)
@@ -47,12 +48,14 @@ def test_caches_serve_their_tor_their_super_pod_or_everyone() -> None:
     assert not serves({"npu_tor_id": "tor-2", "npu_super_pod_id": 0}, node)  # a ToR cache: its ToR only
     assert serves({"npu_super_pod_id": 0}, node) and not serves({"npu_super_pod_id": 1}, node)
     assert serves({}, node)
-    caches = {"c-tor1": {"npu_tor_id": "tor-1"}, "c-tor9": {"npu_tor_id": "tor-9"}, "c-sp0": {"npu_super_pod_id": 0}}
+    caches = {"c-tor1": {"npu_tor_id": "tor-1"}, "c-tor9": {"npu_tor_id": "tor-9"},
+              "c-sp0": {"npu_super_pod_id": 0}}
     assert serving_caches(caches, [node]) == ["c-tor1", "c-sp0"]
 
 
 def test_upstreams_are_checked() -> None:
-    found = upstreams([{"name": "lab", "registry": "10.0.0.5:5000", "url": "http://10.0.0.5:5000/", "port": "5001"}])
+    found = upstreams([{"name": "lab", "registry": "10.0.0.5:5000", "url": "http://10.0.0.5:5000/",
+                        "port": "5001"}])
     assert found[0].url == "http://10.0.0.5:5000" and found[0].port == 5001
     assert upstreams(None) == []
     with pytest.raises(ValueError, match=r"registry_cache_upstreams\[0\] needs"):

@@ -56,8 +56,8 @@ def test_an_index_resolves_to_linux_amd64() -> None:
 def test_an_index_without_the_platform_and_several_entries_fails() -> None:
     a, b = build_image(seed=5, layers=1, layer_bytes=1024), build_image(seed=6, layers=1, layer_bytes=1024)
     with pytest.raises(warm.WarmError, match="no linux/amd64 entry among 2"):
-        warm.choose_platform(json.loads(_index(("linux", "arm64", a.manifest), ("linux", "s390x", b.manifest))),
-                             "linux/amd64")
+        index = _index(("linux", "arm64", a.manifest), ("linux", "s390x", b.manifest))
+        warm.choose_platform(json.loads(index), "linux/amd64")
     only = json.loads(_index(("linux", "arm64", a.manifest)))
     assert warm.choose_platform(only, "linux/amd64") == a.manifest_digest
 
@@ -89,11 +89,14 @@ def test_a_missing_image_names_the_url_and_status() -> None:
         warm.warm(standin.url, "lab/app", "v9")
 
 
-CTR_LS = """\
-REF                                          TYPE                                                 DIGEST                                                                  SIZE      PLATFORMS   LABELS
-docker.io/library/busybox:1.36               application/vnd.oci.image.index.v1+json              sha256:{a}  2.1 MiB   linux/amd64 -
-10.89.0.2:5000/lab/app:v1                    application/vnd.oci.image.manifest.v1+json           sha256:{b}  24.0 MiB  linux/amd64 io.cri-containerd.image=managed
-""".format(a="a" * 64, b="b" * 64)
+# `ctr images ls` pads its columns with spaces; SIZE is two words
+CTR_LS = "\n".join([
+    "REF TYPE DIGEST SIZE PLATFORMS LABELS",
+    f"docker.io/library/busybox:1.36   application/vnd.oci.image.index.v1+json   sha256:{'a' * 64}  2.1 MiB "
+    "linux/amd64 -",
+    f"10.89.0.2:5000/lab/app:v1   application/vnd.oci.image.manifest.v1+json   sha256:{'b' * 64}  24.0 MiB "
+    "linux/amd64 io.cri-containerd.image=managed",
+]) + "\n"
 
 
 def test_ctr_listing_and_presence() -> None:

@@ -20,7 +20,8 @@ UPSTREAMS = [{"name": "lab", "registry": "10.89.0.2:5000", "url": "http://10.89.
 IMAGE = "10.89.0.2:5000/lab/app:v1"
 
 
-def cluster(workers: int, caches: dict[str, dict[str, Any]] | None = None, upstreams: Any = UPSTREAMS) -> Inventory:
+def cluster(workers: int, caches: dict[str, dict[str, Any]] | None = None,
+            upstreams: Any = UPSTREAMS) -> Inventory:
     common = {"registry_cache_upstreams": upstreams} if upstreams is not None else {}
     hosts = {"cp1": Host("cp1", common, frozenset({"all", "kube_control_plane", "kube_node"}))}
     ws = [f"w{i:02d}" for i in range(workers)]
@@ -46,9 +47,9 @@ def warms(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], Any]]:
     def run(playbook: Path, hosts: list[Host], options: Any, **kw: Any) -> RunResult:
         assert playbook.name == "preheat-caches.yml"
         calls.append(([h.name for h in hosts], options))
+        why = "blob sha256:x: content hashes to sha256:y"
         results = {h.name: HostResult(h.name, ok=1, ran=1, failed=int("bad" in h.name),
-                                      message="blob sha256:x: content hashes to sha256:y" if "bad" in h.name else None)
-                   for h in hosts}
+                                      message=why if "bad" in h.name else None) for h in hosts}
         status = "failed" if any("bad" in h.name for h in hosts) else "successful"
         return RunResult("t", playbook.name, status, int(status == "failed"), results, Path("/x"), 0.1)
 
@@ -76,7 +77,8 @@ def test_workers_pull_the_qualified_images_after_the_serving_caches_are_warmed(
         {"image": IMAGE, "repository": "lab/app", "reference": "v1", "port": 5001}]}  # busybox: no cache
     assert summary.steps["prepare"].startswith("warmed 2 registry cache(s) with 1 image(s)")
     assert fake.calls[0][2].extravars == {
-        "image_preheat_images": [IMAGE, "docker.io/library/busybox:latest"], "image_preheat_pull_timeout": 1800}
+        "image_preheat_images": [IMAGE, "docker.io/library/busybox:latest"],
+        "image_preheat_pull_timeout": 1800}
 
 
 def test_without_caches_nodes_pull_from_upstream(store: StateStore, warms: list[Any]) -> None:
@@ -86,7 +88,8 @@ def test_without_caches_nodes_pull_from_upstream(store: StateStore, warms: list[
                                         "nodes pull from upstream directly")
 
 
-def test_a_cache_that_fails_to_warm_stops_the_run_before_any_node(store: StateStore, warms: list[Any]) -> None:
+def test_a_cache_that_fails_to_warm_stops_the_run_before_any_node(store: StateStore,
+                                                                   warms: list[Any]) -> None:
     fake = FakeAnsible()
     with pytest.raises(RunFailed, match=r"warming registry cache\(s\) cache-bad: failed: blob sha256:x"):
         preheat_images.preheat(request(), store, run_fn=fake,
@@ -106,7 +109,8 @@ def test_bad_images_are_input_errors(images: tuple[str, ...], message: str) -> N
 def test_dry_run_counts_upstream_traffic_per_serving_cache_or_per_node(store: StateStore) -> None:
     caches = {"cache-tor0": {"npu_tor_id": "tor-0"}, "cache-tor1": {"npu_tor_id": "tor-1"}}
     inv = cluster(6, caches)
-    sizes = {"lab/app": (1000, ""), "library/busybox": (None, "GET https://registry-1.docker.io/v2/: HTTP 401")}
+    sizes = {"lab/app": (1000, ""),
+             "library/busybox": (None, "GET https://registry-1.docker.io/v2/: HTTP 401")}
     plan = preheat_images.dry_run(request((IMAGE, "busybox")), store, loader=lambda _p: inv,
                                   size_of=lambda url, repo, ref: sizes[repo])
     assert plan.caches.caches == ["cache-tor0", "cache-tor1"] and plan.report.targets == 6
