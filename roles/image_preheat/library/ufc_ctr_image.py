@@ -16,6 +16,9 @@ description:
     listed with a digest (the pinned one, if any).
   - A tag reference already present is not pulled again (its digest is reported); pin a digest
     (name:tag@sha256:...) to make a moved tag count as missing.
+  - unpack=false runs `ctr content fetch` instead (same resolver and mirrors, content and image
+    record only; the CRI unpacks when a container starts): for hosts that may not mount, such as
+    the lab's containers without CAP_SYS_ADMIN.
   - Check mode runs only the listing.
 options:
   ref: {type: str, required: true, description: "Fully qualified, e.g. docker.io/library/busybox:1.36."}
@@ -23,6 +26,7 @@ options:
   hosts_dir: {type: str, default: /etc/containerd/certs.d, description: Per-registry hosts.toml files.}
   plain_http: {type: bool, default: false, description: "--plain-http (http, no hosts.toml)."}
   timeout: {type: int, default: 1800, description: Seconds the pull may take.}
+  unpack: {type: bool, default: true, description: "Unpack into the snapshotter (false: content fetch)."}
 """
 
 
@@ -59,6 +63,7 @@ def main():
             "hosts_dir": {"type": "str", "default": "/etc/containerd/certs.d"},
             "plain_http": {"type": "bool", "default": False},
             "timeout": {"type": "int", "default": 1800},
+            "unpack": {"type": "bool", "default": True},
         },
         supports_check_mode=True,
     )
@@ -78,7 +83,8 @@ def main():
                          msg=f"{ref}: already in {ns} ({before})")
     if module.check_mode:
         module.exit_json(changed=True, ref=ref, digest=None, pulled=False, msg=f"{ref}: would be pulled")
-    cmd = [ctr, "-n", ns, "images", "pull", "--hosts-dir", p["hosts_dir"]]
+    verb = ["images", "pull"] if p["unpack"] else ["content", "fetch"]
+    cmd = [ctr, "-n", ns, *verb, "--hosts-dir", p["hosts_dir"]]
     if p["plain_http"]:
         cmd.append("--plain-http")
     cmd.append(ref)
