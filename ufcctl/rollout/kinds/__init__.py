@@ -4,6 +4,6 @@ Importing this package registers every kind in `ufcctl.rollout.kind.KINDS`; `res
 stored run's kind there by name.
 """
 
-from ufcctl.rollout.kinds import deploy_nodes, upgrade_drivers
+from ufcctl.rollout.kinds import deploy_nodes, preheat_images, upgrade_drivers
 
-__all__ = ["deploy_nodes", "upgrade_drivers"]
+__all__ = ["deploy_nodes", "preheat_images", "upgrade_drivers"]

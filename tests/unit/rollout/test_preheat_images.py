@@ -1,0 +1,120 @@
+"""The preheat-images kind: registration, targets, the once-per-run cache step (which caches, which
+images, what it says without caches) and the node extra vars. Ansible is FakeAnsible asking the real gate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.fake_ansible import FakeAnsible
+from ufcctl.domain.inventory.model import Group, Host, Inventory
+from ufcctl.engine.runner import HostResult, RunResult
+from ufcctl.errors import InputError, RunFailed
+from ufcctl.rollout.kind import RolloutRequest, registered
+from ufcctl.rollout.kinds import preheat_images
+from ufcctl.rollout.store import StateStore
+
+UPSTREAMS = [{"name": "lab", "registry": "10.89.0.2:5000", "url": "http://10.89.0.2:5000", "port": 5001}]
+IMAGE = "10.89.0.2:5000/lab/app:v1"
+
+
+def cluster(workers: int, caches: dict[str, dict[str, Any]] | None = None,
+            upstreams: Any = UPSTREAMS) -> Inventory:
+    common = {"registry_cache_upstreams": upstreams} if upstreams is not None else {}
+    hosts = {"cp1": Host("cp1", common, frozenset({"all", "kube_control_plane", "kube_node"}))}
+    ws = [f"w{i:02d}" for i in range(workers)]
+    hosts |= {n: Host(n, {**common, "npu_tor_id": f"tor-{i // 2}", "npu_super_pod_id": 0},
+                      frozenset({"all", "kube_node"})) for i, n in enumerate(ws)}
+    caches = caches or {}
+    hosts |= {n: Host(n, {**common, **v}, frozenset({"all", "registry_cache"})) for n, v in caches.items()}
+    groups = {"kube_control_plane": Group("kube_control_plane", hosts=("cp1",)),
+              "kube_node": Group("kube_node", hosts=("cp1", *ws)),
+              "registry_cache": Group("registry_cache", hosts=tuple(caches))}
+    return Inventory("inv", hosts, groups)
+
+
+def request(images: tuple[str, ...] = (IMAGE,), **kw: Any) -> RolloutRequest:
+    return preheat_images.preheat_request(images=images, **{"inventory_dir": Path("/inv"), "batch": 2, **kw})
+
+
+@pytest.fixture()
+def warms(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], Any]]:
+    """The cache play: records its hosts and extra vars; fails on hosts named *bad*."""
+    calls: list[tuple[list[str], Any]] = []
+
+    def run(playbook: Path, hosts: list[Host], options: Any, **kw: Any) -> RunResult:
+        assert playbook.name == "preheat-caches.yml"
+        calls.append(([h.name for h in hosts], options))
+        why = "blob sha256:x: content hashes to sha256:y"
+        results = {h.name: HostResult(h.name, ok=1, ran=1, failed=int("bad" in h.name),
+                                      message=why if "bad" in h.name else None) for h in hosts}
+        status = "failed" if any("bad" in h.name for h in hosts) else "successful"
+        return RunResult("t", playbook.name, status, int(status == "failed"), results, Path("/x"), 0.1)
+
+    monkeypatch.setattr(preheat_images, "run_playbook", run)
+    return calls
+
+
+def test_registered_with_its_playbook_and_options() -> None:
+    kind = registered().get("preheat-images")
+    assert kind is preheat_images.KIND
+    assert kind.playbook == "preheat-images.yml" and kind.options == ("images", "node_timeout")
+    assert kind.exclude_groups == ("kube_control_plane",)
+
+
+def test_workers_pull_the_qualified_images_after_the_serving_caches_are_warmed(
+        store: StateStore, warms: list[tuple[list[str], Any]]) -> None:
+    caches = {"cache-tor0": {"npu_tor_id": "tor-0"}, "cache-tor7": {"npu_tor_id": "tor-7"},
+              "cache-sp0": {"npu_super_pod_id": 0}}
+    inv = cluster(4, caches)
+    fake = FakeAnsible()
+    summary = preheat_images.preheat(request((IMAGE, "busybox")), store, run_fn=fake, loader=lambda _p: inv)
+    assert summary.status == "done" and sorted(fake.starts) == ["w00", "w01", "w02", "w03"]
+    assert [names for names, _ in warms] == [["cache-tor0", "cache-sp0"]]  # tor-7 serves no target
+    assert warms[0][1].extravars == {"image_preheat_cache_images": [
+        {"image": IMAGE, "repository": "lab/app", "reference": "v1", "port": 5001}]}  # busybox: no cache
+    assert summary.steps["prepare"].startswith("warmed 2 registry cache(s) with 1 image(s)")
+    assert fake.calls[0][2].extravars == {
+        "image_preheat_images": [IMAGE, "docker.io/library/busybox:latest"],
+        "image_preheat_pull_timeout": 1800}
+
+
+def test_without_caches_nodes_pull_from_upstream(store: StateStore, warms: list[Any]) -> None:
+    summary = preheat_images.preheat(request(), store, run_fn=FakeAnsible(), loader=lambda _p: cluster(2))
+    assert summary.status == "done" and warms == []
+    assert summary.steps["prepare"] == ("no registry caches (group registry_cache is empty): "
+                                        "nodes pull from upstream directly")
+
+
+def test_a_cache_that_fails_to_warm_stops_the_run_before_any_node(store: StateStore,
+                                                                   warms: list[Any]) -> None:
+    fake = FakeAnsible()
+    with pytest.raises(RunFailed, match=r"warming registry cache\(s\) cache-bad: failed: blob sha256:x"):
+        preheat_images.preheat(request(), store, run_fn=fake,
+                               loader=lambda _p: cluster(2, {"cache-bad": {"npu_tor_id": "tor-0"}}))
+    assert fake.starts == {}
+
+
+@pytest.mark.parametrize(("images", "message"), [
+    ((), "no IMAGE given"),
+    (("Bad/Name",), "image 'Bad/Name': expected"),
+])
+def test_bad_images_are_input_errors(images: tuple[str, ...], message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        request(images)
+
+
+def test_dry_run_counts_upstream_traffic_per_serving_cache_or_per_node(store: StateStore) -> None:
+    caches = {"cache-tor0": {"npu_tor_id": "tor-0"}, "cache-tor1": {"npu_tor_id": "tor-1"}}
+    inv = cluster(6, caches)
+    sizes = {"lab/app": (1000, ""),
+             "library/busybox": (None, "GET https://registry-1.docker.io/v2/: HTTP 401")}
+    plan = preheat_images.dry_run(request((IMAGE, "busybox")), store, loader=lambda _p: inv,
+                                  size_of=lambda url, repo, ref: sizes[repo])
+    assert plan.caches.caches == ["cache-tor0", "cache-tor1"] and plan.report.targets == 6
+    app, busybox = plan.traffic
+    assert (app.pulls, app.via, app.total) == (2, "caches", 2000)
+    assert (busybox.pulls, busybox.via, busybox.total) == (6, "nodes", None)
+    assert "HTTP 401" in plan.why_unknown["docker.io/library/busybox:latest"]

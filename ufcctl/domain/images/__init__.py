@@ -1,0 +1,1 @@
+"""Container images on the nodes: registry mirrors and caches, preheating (pure logic, no I/O)."""

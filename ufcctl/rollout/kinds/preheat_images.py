@@ -1,0 +1,196 @@
+"""The preheat-images kind: `ufcctl images preheat` pulls images onto every worker before a job needs them.
+
+Each worker (kube_node, not a control plane) pulls the images into containerd's k8s.io namespace
+through its registry mirrors (playbooks/preheat-images.yml, roles/image_preheat). What is
+particular to this kind: before any node starts (a new run and every resume), the registry caches
+that serve at least one target node are filled (playbooks/preheat-caches.yml), so a node's pull
+comes from its ToR or super pod cache and the upstream sends each image once per cache; without
+caches the nodes pull from the upstream directly. No drain: a pull disturbs no pod.
+Window, budget, canary, alignment, state, resume and `--retry-failed` are the engine's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ufcctl.domain.images.preheat import (
+    ImageRef,
+    Traffic,
+    Upstream,
+    parse_image,
+    serving_caches,
+    traffic,
+    upstream_for,
+    upstream_url,
+    upstreams,
+)
+from ufcctl.domain.inventory.model import KUBE_NODE, REGISTRY_CACHE, Host, Inventory
+from ufcctl.domain.inventory.phases import NODE_PHASE_EXCLUDES
+from ufcctl.domain.rollout.summary import RolloutSummary
+from ufcctl.engine.registry_client import image_size
+from ufcctl.engine.runner import RunOptions, run_playbook
+from ufcctl.errors import InputError, RunFailed
+from ufcctl.paths import playbook
+from ufcctl.rollout import runs
+from ufcctl.rollout.executor import RolloutObserver, RunFn
+from ufcctl.rollout.kind import KINDS, NodeGuard, RolloutKind, RolloutRequest
+from ufcctl.rollout.runs import Loader, PlanReport
+from ufcctl.rollout.store import StateStore
+
+# The last task of roles/image_preheat: its ok/changed event means the node is done.
+MARKER_TASK = "Report the node done to the rollout engine"
+# Seconds one node may take (and one pull on it): a few GiB from a warm ToR cache take minutes;
+# 30 min fails a node whose pull hangs on a dead mirror.
+DEFAULT_NODE_TIMEOUT = 1800
+CACHE_PLAYBOOK = "preheat-caches.yml"
+UPSTREAMS_VAR = "registry_cache_upstreams"
+MAX_CACHE_FORKS = 50
+
+
+def _extravars(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {"image_preheat_images": list(options.get("images", ())),
+            "image_preheat_pull_timeout": int(options.get("node_timeout", DEFAULT_NODE_TIMEOUT))}
+
+
+def _deadline(options: Mapping[str, Any]) -> float:
+    return float(options.get("node_timeout", DEFAULT_NODE_TIMEOUT))
+
+
+def _no_drain(request: RolloutRequest) -> tuple[NodeGuard | None, str]:
+    return None, "none (pulling an image disturbs no pod)"
+
+
+def parse_images(values: Sequence[str]) -> list[ImageRef]:
+    """The command's IMAGE arguments, fully qualified; InputError names the first bad one."""
+    if not values:
+        raise InputError("no IMAGE given: name at least one image, e.g. registry.example:5000/team/app:1.0")
+    found: list[ImageRef] = []
+    for value in values:
+        try:
+            ref = parse_image(value)
+        except ValueError as err:
+            raise InputError(f"image {value!r}: {err}") from None
+        if ref not in found:
+            found.append(ref)
+    return found
+
+
+def _upstreams(inventory: Inventory, hosts: Sequence[Host]) -> list[Upstream]:
+    """registry_cache_upstreams as the hosts see it (a global var: the first host that has it)."""
+    for host in list(hosts) + inventory.subset(inventory.group_hosts(REGISTRY_CACHE)):
+        if UPSTREAMS_VAR in host.vars:
+            try:
+                return upstreams(host.vars[UPSTREAMS_VAR])
+            except ValueError as err:
+                raise InputError(f"{inventory.path}: {err}") from None
+    return []
+
+
+@dataclass(frozen=True)
+class CachePlan:
+    caches: list[str]  # registry_cache hosts serving at least one target node
+    all_caches: int
+    warm: list[dict[str, Any]]  # image_preheat_cache_images
+    upstreams: list[Upstream]
+
+
+def cache_plan(inventory: Inventory, targets: Sequence[Host], images: Sequence[ImageRef]) -> CachePlan:
+    cache_names = inventory.group_hosts(REGISTRY_CACHE)
+    known = _upstreams(inventory, targets)
+    serving = serving_caches({n: inventory.hosts[n].vars for n in cache_names}, [h.vars for h in targets])
+    warm = []
+    for image in images:
+        upstream = upstream_for(image, known)
+        if upstream is not None:
+            warm.append({"image": str(image), "repository": image.repository, "reference": image.reference,
+                         "port": upstream.port})
+    return CachePlan(serving, len(cache_names), warm, known)
+
+
+def _targets(request: RolloutRequest, inventory: Inventory) -> list[Host]:
+    return runs._targets(KIND, inventory, request)  # the engine's own target rule (group, excludes, --limit)
+
+
+def prepare_caches(request: RolloutRequest, inventory: Inventory) -> str:
+    """Fill the registry caches serving the targets (playbooks/preheat-caches.yml): once per run and
+    on every resume, before any node pulls."""
+    images = [parse_image(i) for i in request.options.get("images", ())]
+    plan = cache_plan(inventory, _targets(request, inventory), images)
+    if plan.all_caches == 0:
+        return f"no registry caches (group {REGISTRY_CACHE} is empty): nodes pull from upstream directly"
+    if not plan.warm:
+        listed = ", ".join(u.registry for u in plan.upstreams) or "none"
+        return f"no image's registry has a cache ({UPSTREAMS_VAR} lists {listed}): nodes pull from upstream"
+    if not plan.caches:
+        return f"none of the {plan.all_caches} registry caches serves a target node: nodes pull from upstream"
+    result = run_playbook(playbook(CACHE_PLAYBOOK), inventory.subset(plan.caches),
+                          RunOptions(forks=min(len(plan.caches), MAX_CACHE_FORKS), check=request.dry_run,
+                                     extravars={"image_preheat_cache_images": plan.warm}))
+    if not result.succeeded:
+        bad = [h for h, r in result.hosts.items() if r.failed or r.unreachable]
+        first = result.hosts.get(bad[0]) if bad else None
+        why = (first.message if first and first.message else None) or "; ".join(result.output_tail[-3:])
+        names = ", ".join(bad[:5]) or "(no host result)"
+        raise RunFailed(f"warming registry cache(s) {names}: {result.outcome}: {why}",
+                        f"fix the cache or its upstream, then `ufcctl images preheat` again; details in "
+                        f"{result.run_dir}/failures.jsonl; no worker was touched")
+    mode = "would warm (check mode)" if request.dry_run else "warmed"
+    return (f"{mode} {len(plan.caches)} registry cache(s) with {len(plan.warm)} image(s) "
+            f"({result.seconds:.0f} s; per-blob results in {result.run_dir})")
+
+
+KIND = KINDS.register(RolloutKind(
+    name="preheat-images",
+    playbook="preheat-images.yml",
+    marker_task=MARKER_TASK,
+    group=KUBE_NODE,
+    options=("images", "node_timeout"),
+    extravars=_extravars,
+    node_deadline=_deadline,
+    hooks=_no_drain,
+    exclude_groups=NODE_PHASE_EXCLUDES,
+    prepare=prepare_caches,
+))
+
+
+def preheat_request(*, images: Sequence[str], node_timeout: int = DEFAULT_NODE_TIMEOUT,
+                    **common: Any) -> RolloutRequest:
+    refs = parse_images(images)
+    return RolloutRequest(**common, options={"images": [str(r) for r in refs], "node_timeout": node_timeout})
+
+
+@dataclass(frozen=True)
+class DryRun:
+    report: PlanReport
+    caches: CachePlan
+    traffic: list[Traffic]
+    why_unknown: dict[str, str]
+
+
+def dry_run(request: RolloutRequest, store: StateStore, *, node_seconds: float | None = None,
+            loader: Loader | None = None, size_of: Any = image_size) -> DryRun:
+    """The plan and the expected upstream traffic; reads the inventory and the upstreams' manifests,
+    never contacts a node or a cache."""
+    report = runs.plan(KIND, request, store, node_seconds=node_seconds, loader=loader)
+    inventory = runs._load(loader, request.inventory_dir)
+    targets = _targets(request, inventory)
+    images = [parse_image(i) for i in request.options["images"]]
+    caches = cache_plan(inventory, targets, images)
+    rows, unknown = [], {}
+    for image in images:
+        upstream = upstream_for(image, caches.upstreams)
+        size, why = size_of(upstream_url(image, upstream), image.repository, image.reference)
+        if size is None:
+            unknown[str(image)] = why
+        rows.append(traffic(str(image), size, upstream is not None, len(caches.caches), len(targets)))
+    return DryRun(report, caches, rows, unknown)
+
+
+def preheat(request: RolloutRequest, store: StateStore, *, run_fn: RunFn | None = None,
+            observer: RolloutObserver | None = None, loader: Loader | None = None,
+            retry_failed: bool = False) -> RolloutSummary:
+    """A new preheat over the workers (narrowed by request.limit), or over the newest run's failures."""
+    return runs.start(KIND, request, store, run_fn=run_fn, observer=observer, loader=loader,
+                      retry_failed=retry_failed)
