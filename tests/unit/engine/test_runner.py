@@ -161,7 +161,9 @@ CONTEXT_PLAY = """
     - name: write what the play sees (groups, the context host's vars)
       ansible.builtin.copy:
         dest: "{{ out_dir }}/{{ inventory_hostname }}.json"
-        content: "{{ {'cps': groups['kube_control_plane'] | default([]), 'cp_var': hostvars['cp1'].marker | default('')} | to_json }}"
+        content: >-
+          {{ {'cps': groups['kube_control_plane'] | default([]),
+              'cp_var': hostvars['cp1'].marker | default('')} | to_json }}
     - name: a task delegated to the first control plane
       ansible.builtin.command: "echo {{ inventory_hostname }}"
       delegate_to: "{{ groups['kube_control_plane'][0] }}"
