@@ -1,0 +1,1 @@
+"""Container image distribution: tiered pull-through registry caches (per ToR, per super pod)."""
