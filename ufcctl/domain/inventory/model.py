@@ -16,7 +16,7 @@ KUBE_NODE = "kube_node"
 NPU_NODE = "npu_node"
 NFS_SERVER = "nfs_server"
 MONITORING = "monitoring"  # VictoriaMetrics, vmagent, vmalert, Alertmanager (roles/monitoring)
-REGISTRY_CACHE = "registry_cache"  # pull-through image caches, one per ToR or super pod (roles/registry_cache)
+REGISTRY_CACHE = "registry_cache"  # pull-through image caches per ToR or super pod (roles/registry_cache)
 
 
 @dataclass(frozen=True)
