@@ -41,7 +41,8 @@ def test_the_config_proxies_the_upstream_and_is_not_world_readable(host):
 def test_the_cache_pulls_through_from_the_upstream(host):
     # the upstream holds no repository: the cache forwards the lookup and answers the upstream's 404
     assert _status(host, f"{CACHE}/v2/nothing/here/manifests/latest") == "404"
-    assert "/v2/nothing/here/manifests/latest" in host.run("journalctl -u ufcctl-test-upstream --no-pager").stdout
+    upstream_log = host.run("journalctl -u ufcctl-test-upstream --no-pager").stdout
+    assert "/v2/nothing/here/manifests/latest" in upstream_log
 
 
 def test_the_size_bound_wipes_the_storage_and_restarts_the_instance(host):

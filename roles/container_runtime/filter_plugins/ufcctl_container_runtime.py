@@ -49,14 +49,16 @@ def ufcctl_containerd_files(v: Mapping[str, Any]) -> dict[str, Any]:
             "directories": directories, "problems": problems}
 
 
-def _index(groups: Mapping[str, Any], hostvars: Mapping[str, Any]) -> tuple[cache_mirrors.CacheIndex, list[str]]:
+def _index(groups: Mapping[str, Any],
+           hostvars: Mapping[str, Any]) -> tuple[cache_mirrors.CacheIndex, list[str]]:
     hosts = tuple(str(h) for h in groups.get(cache_mirrors.REGISTRY_CACHE) or ())
     key = (id(hostvars), hosts)
     if key not in _INDEX:
         caches, problems = cache_mirrors.parse_caches({cache_mirrors.REGISTRY_CACHE: hosts},
                                                       {h: hostvars[h] for h in hosts})
         _INDEX.clear()  # one inventory per play: keep only the newest
-        _INDEX[key] = (hostvars, cache_mirrors.index_caches(caches), problems)  # holds hostvars: id stays unique
+        # the entry holds hostvars itself, so its id cannot be reused by another object meanwhile
+        _INDEX[key] = (hostvars, cache_mirrors.index_caches(caches), problems)
     _, index, problems = _INDEX[key]
     return index, problems
 
@@ -75,8 +77,8 @@ def ufcctl_registry_cache_mirrors(groups: Mapping[str, Any], hostvars: Mapping[s
     insecure = insecure is True or str(insecure).lower() in ("true", "yes", "1")
     problems = problems + upstream_problems + cache_mirrors.scheme_problems(scheme, insecure)
     if problems:
-        raise AnsibleFilterError(f"registry caches: {'; '.join(problems)} (or set container_runtime_registry_mirrors "
-                                 "by hand)")
+        raise AnsibleFilterError(f"registry caches: {'; '.join(problems)} "
+                                 "(or set container_runtime_registry_mirrors by hand)")
     return cache_mirrors.node_mirrors(node, index, upstreams, scheme)
 
 
