@@ -21,9 +21,11 @@ try:
 except ImportError:  # unit tests without Ansible's error types
     AnsibleFilterError = ValueError  # type: ignore[assignment,misc]
 
-# The cache index of the inventory, built once per (hostvars object, cache hosts) and reused by
-# every node of the play: reading the caches' vars once per node would cost the controller
-# len(registry_cache) hostvars lookups per node (about 2,000 x 16,000 at full size).
+# The cache index, built once per (hostvars object, cache hosts) and reused while the same process
+# templates again. Ansible templates task arguments in a forked worker per host and task, so on a
+# plain ansible-playbook run each node still reads every cache host's vars once (seconds per node
+# with 2,000 cache hosts); a run given `registry_cache_index` (mirrors.index_table, computed once
+# for the fleet) reads none of them.
 _INDEX: dict[tuple[int, tuple[str, ...]], tuple[Any, cache_mirrors.CacheIndex, list[str]]] = {}
 
 
@@ -66,11 +68,16 @@ def _index(groups: Mapping[str, Any],
 def ufcctl_registry_cache_mirrors(groups: Mapping[str, Any], hostvars: Mapping[str, Any],
                                   host: str) -> dict[str, list[dict[str, Any]]]:
     """`container_runtime_registry_mirrors` of `host` from the inventory's registry caches: its ToR's
-    caches, then its super pod's, for every registry of `registry_cache_upstreams`; {} without caches."""
-    if not groups.get(cache_mirrors.REGISTRY_CACHE):
-        return {}
+    caches, then its super pod's, for every registry of `registry_cache_upstreams`; {} without caches.
+    The caches come from `registry_cache_index` when the run carries it, else from the group's host vars."""
     node = hostvars[host]
-    index, problems = _index(groups, hostvars)
+    table = node.get("registry_cache_index")
+    if table not in (None, ""):
+        index, problems = cache_mirrors.index_from_table(table)
+    elif groups.get(cache_mirrors.REGISTRY_CACHE):
+        index, problems = _index(groups, hostvars)
+    else:
+        return {}
     upstreams, upstream_problems = cache_mirrors.parse_upstreams(node.get("registry_cache_upstreams"))
     scheme = str(node.get("registry_cache_scheme") or "https")
     insecure = node.get("registry_cache_insecure")

@@ -181,3 +181,10 @@ def test_node_mirrors_refuse_a_bad_setup_in_one_line(runtime_filters: Any) -> No
         runtime_filters.ufcctl_registry_cache_mirrors(
             GROUPS, {**HOSTVARS, "n2": {**HOSTVARS["n2"], "registry_cache_scheme": "http"}}, "n2"
         )
+
+
+def test_a_run_given_the_index_var_needs_no_cache_hosts(runtime_filters: Any) -> None:
+    # ufcctl's node phase: the chunk's inventory holds the nodes and registry_cache_index, no cache host
+    node = {**HOSTVARS["n1"], "registry_cache_index": {"tor/0": ["10.0.0.1"], "super_pod/0": ["10.0.9.1"]}}
+    mirrors = runtime_filters.ufcctl_registry_cache_mirrors({"kube_node": ["n1"]}, {"n1": node}, "n1")
+    assert [m["url"] for m in mirrors["docker.io"]] == ["http://10.0.0.1:5000", "http://10.0.9.1:5000"]

@@ -184,13 +184,45 @@ def index_caches(caches: Iterable[Cache]) -> CacheIndex:
     return CacheIndex({k: tuple(v) for k, v in by_domain.items()})
 
 
+def index_table(index: CacheIndex) -> dict[str, list[str]]:
+    """The index as plain data for an inventory var (`registry_cache_index`): {"tier/id": [address]}.
+
+    ufcctl computes it once for a whole fleet and hands it to a run, so the run's hosts need neither
+    the cache hosts in their inventory nor one hostvars lookup per cache host and node.
+    """
+    return {f"{tier}/{domain}": [c.address for c in caches]
+            for (tier, domain), caches in index.by_domain.items()}
+
+
+def index_from_table(table: Any) -> tuple[CacheIndex, list[str]]:
+    """`registry_cache_index` back as a CacheIndex (caches named by address), plus its problems."""
+    if not isinstance(table, Mapping):
+        return CacheIndex(), ["registry_cache_index: expected a mapping {\"tier/id\": [address, ...]}"]
+    by_domain: dict[tuple[str, str], tuple[Cache, ...]] = {}
+    problems = []
+    for key, addresses in table.items():
+        tier, _, domain = str(key).partition("/")
+        if tier not in TIERS or not domain or isinstance(addresses, str) \
+                or not isinstance(addresses, Sequence):
+            problems.append(f"registry_cache_index: entry {key!r} must be \"tor/<id>\" or \"super_pod/<id>\" "
+                            "-> a list of addresses")
+            continue
+        by_domain[(tier, domain)] = tuple(Cache(str(a), str(a), tier, (domain,)) for a in addresses)
+    return CacheIndex(by_domain), problems
+
+
 def caches_for(node_vars: Mapping[str, Any], index: CacheIndex) -> list[Cache]:
-    """The caches a node pulls through, nearest first: its ToR's, then its super pod's."""
+    """The caches a node pulls through, nearest first: its ToR's, then its super pod's (each host once)."""
     found: list[Cache] = []
+    seen: set[str] = set()
     for tier, var in TIERS.items():
         value = _literal(node_vars.get(var))
-        if value not in (None, ""):
-            found += [c for c in index.by_domain.get((tier, str(value)), ()) if c not in found]
+        if value in (None, ""):
+            continue
+        for cache in index.by_domain.get((tier, str(value)), ()):
+            if cache.host not in seen:
+                seen.add(cache.host)
+                found.append(cache)
     return found
 
 

@@ -11,6 +11,8 @@ from ufcctl.domain.images.mirrors import (
     caches_used,
     expected_upstream_bytes,
     index_caches,
+    index_from_table,
+    index_table,
     node_mirrors,
     parse_caches,
     parse_upstreams,
@@ -274,3 +276,22 @@ def test_a_preheat_fills_each_used_cache_once_from_the_upstream() -> None:
     assert len(used) == 34 and len({c.host for c in used}) == 34
     assert expected_upstream_bytes(20 * 2**30, used) == 34 * 20 * 2**30
     assert caches_used([], index) == [] and expected_upstream_bytes(10, []) == 0
+
+
+def test_the_index_as_an_inventory_var_gives_the_same_mirrors() -> None:
+    groups, hostvars, nodes = _fleet()
+    index = index_caches(parse_caches(groups, hostvars)[0])
+    table = index_table(index)
+    assert table["tor/154"] == ["10.200.0.154"] and table["super_pod/9"] == ["10.201.0.9"]
+    again, problems = index_from_table(table)
+    assert problems == []
+    upstreams, _ = parse_upstreams(UPSTREAMS)
+    for node in nodes[::997]:
+        expected = node_mirrors(hostvars[node], index, upstreams)
+        assert node_mirrors(hostvars[node], again, upstreams) == expected
+
+
+@pytest.mark.parametrize("table", ["x", {"rack/1": ["a"]}, {"tor/1": "a"}, {"tor": ["a"]}],
+                         ids=["not-a-mapping", "unknown-tier", "addresses-not-a-list", "no-id"])
+def test_a_bad_index_var_is_a_problem(table: Any) -> None:
+    assert index_from_table(table)[1][0].startswith("registry_cache_index: ")
