@@ -42,19 +42,20 @@ def _true(value: Any) -> bool:
     return value is True or str(value).lower() in ("true", "yes", "1")
 
 
-def ufcctl_registry_cache_render(
-    v: Mapping[str, Any], groups: Mapping[str, Any], hostvars: Mapping[str, Any]
-) -> dict[str, Any]:
+def ufcctl_registry_cache_render(v: Mapping[str, Any], host: str,
+                                 host_vars: Mapping[str, Any]) -> dict[str, Any]:
     """Every file and directory of the role as ufc_files entries, the instance names, and the
-    problems found in the settings and in the inventory's cache specs (empty: write them)."""
+    problems found in the settings and in this host's cache spec (empty: write them).
+
+    Only this host's spec: reading every cache host's vars on each of 2,000 cache hosts would cost
+    seconds of controller CPU per host; `ufcctl inventory check` validates the whole group once."""
     v = _plain(dict(v))
     raw = v["upstreams"]
     upstreams, problems = mirrors.parse_upstreams(raw)
     if not upstreams and not problems:
         problems.append("registry_cache_upstreams is empty: list at least one {name, registry, url, port}")
     problems += mirrors.scheme_problems(v["scheme"], _true(v["insecure"]))
-    hosts = [str(h) for h in groups.get(mirrors.REGISTRY_CACHE) or ()]
-    problems += mirrors.parse_caches({mirrors.REGISTRY_CACHE: hosts}, {h: hostvars[h] for h in hosts})[1]
+    problems += mirrors.parse_caches({mirrors.REGISTRY_CACHE: [str(host)]}, {str(host): host_vars})[1]
     config_dir, https = cache_config.CONFIG_DIR, v["scheme"] == "https"
     settings = cache_config.CacheSettings(
         address=str(v["address"]),

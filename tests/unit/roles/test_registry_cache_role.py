@@ -71,7 +71,7 @@ def _settings(**over: Any) -> dict[str, Any]:
 
 
 def test_every_instance_gets_its_config_and_the_secret_ones_stay_secret(cache_filters: Any) -> None:
-    out = cache_filters.ufcctl_registry_cache_render(_settings(), GROUPS, HOSTVARS)
+    out = cache_filters.ufcctl_registry_cache_render(_settings(), "rc1", HOSTVARS["rc1"])
     assert out["problems"] == []
     files = {f["dest"]: f for f in out["files"]}
     hub = yaml.safe_load(files["/etc/ufcctl/registry-cache/dockerhub.yml"]["content"])
@@ -101,7 +101,7 @@ def test_every_instance_gets_its_config_and_the_secret_ones_stay_secret(cache_fi
 
 def test_insecure_http_has_no_tls_files(cache_filters: Any) -> None:
     out = cache_filters.ufcctl_registry_cache_render(
-        _settings(scheme="http", insecure=True, tls_cert_src="", tls_key_src=""), GROUPS, HOSTVARS
+        _settings(scheme="http", insecure=True, tls_cert_src="", tls_key_src=""), "rc1", HOSTVARS["rc1"]
     )
     assert out["problems"] == []
     assert not any("tls" in f["dest"] for f in out["files"])
@@ -129,12 +129,12 @@ def test_insecure_http_has_no_tls_files(cache_filters: Any) -> None:
 def test_bad_settings_are_problems_not_tracebacks(
     cache_filters: Any, over: dict[str, Any], hostvars: dict[str, Any], expected: str
 ) -> None:
-    out = cache_filters.ufcctl_registry_cache_render(_settings(**over), GROUPS, hostvars)
+    out = cache_filters.ufcctl_registry_cache_render(_settings(**over), "rc1", hostvars["rc1"])
     assert any(expected in p for p in out["problems"]), out["problems"]
 
 
 def test_only_the_changed_instances_restart(cache_filters: Any) -> None:
-    instances = cache_filters.ufcctl_registry_cache_render(_settings(), GROUPS, HOSTVARS)["instances"]
+    instances = cache_filters.ufcctl_registry_cache_render(_settings(), "rc1", HOSTVARS["rc1"])["instances"]
     restarts = cache_filters.ufcctl_registry_cache_restarts
     assert restarts({"changed_paths": ["/etc/ufcctl/registry-cache/site.yml"]}, instances) == [
         "ufcctl-registry-cache@site.service"
