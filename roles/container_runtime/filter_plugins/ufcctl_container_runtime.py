@@ -1,4 +1,5 @@
-"""Jinja filters over ufcctl/domain/runtime/containerd.py: config.toml and hosts.toml, checked."""
+"""Jinja filters over ufcctl/domain/runtime/containerd.py (config.toml and hosts.toml, checked) and
+ufcctl/domain/images/mirrors.py (a node's registry mirrors from the inventory's registry caches)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,24 @@ from pathlib import Path
 from typing import Any
 
 try:
+    from ufcctl.domain.images import mirrors as cache_mirrors
     from ufcctl.domain.runtime import containerd
 except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+    from ufcctl.domain.images import mirrors as cache_mirrors
     from ufcctl.domain.runtime import containerd
+
+try:
+    from ansible.errors import AnsibleFilterError
+except ImportError:  # unit tests without Ansible's error types
+    AnsibleFilterError = ValueError  # type: ignore[assignment,misc]
+
+# The cache index, built once per (hostvars object, cache hosts) and reused while the same process
+# templates again. Ansible templates task arguments in a forked worker per host and task, so on a
+# plain ansible-playbook run each node still reads every cache host's vars once (seconds per node
+# with 2,000 cache hosts); a run given `registry_cache_index` (mirrors.index_table, computed once
+# for the fleet) reads none of them.
+_INDEX: dict[tuple[int, tuple[str, ...]], tuple[Any, cache_mirrors.CacheIndex, list[str]]] = {}
 
 
 def ufcctl_containerd_files(v: Mapping[str, Any]) -> dict[str, Any]:
@@ -36,6 +51,45 @@ def ufcctl_containerd_files(v: Mapping[str, Any]) -> dict[str, Any]:
             "directories": directories, "problems": problems}
 
 
+def _index(groups: Mapping[str, Any],
+           hostvars: Mapping[str, Any]) -> tuple[cache_mirrors.CacheIndex, list[str]]:
+    hosts = tuple(str(h) for h in groups.get(cache_mirrors.REGISTRY_CACHE) or ())
+    key = (id(hostvars), hosts)
+    if key not in _INDEX:
+        caches, problems = cache_mirrors.parse_caches({cache_mirrors.REGISTRY_CACHE: hosts},
+                                                      {h: hostvars[h] for h in hosts})
+        _INDEX.clear()  # one inventory per play: keep only the newest
+        # the entry holds hostvars itself, so its id cannot be reused by another object meanwhile
+        _INDEX[key] = (hostvars, cache_mirrors.index_caches(caches), problems)
+    _, index, problems = _INDEX[key]
+    return index, problems
+
+
+def ufcctl_registry_cache_mirrors(groups: Mapping[str, Any], hostvars: Mapping[str, Any],
+                                  host: str) -> dict[str, list[dict[str, Any]]]:
+    """`container_runtime_registry_mirrors` of `host` from the inventory's registry caches: its ToR's
+    caches, then its super pod's, for every registry of `registry_cache_upstreams`; {} without caches.
+    The caches come from `registry_cache_index` when the run carries it, else from the group's host vars."""
+    node = hostvars[host]
+    table = node.get("registry_cache_index")
+    if table not in (None, ""):
+        index, problems = cache_mirrors.index_from_table(table)
+    elif groups.get(cache_mirrors.REGISTRY_CACHE):
+        index, problems = _index(groups, hostvars)
+    else:
+        return {}
+    upstreams, upstream_problems = cache_mirrors.parse_upstreams(node.get("registry_cache_upstreams"))
+    scheme = str(node.get("registry_cache_scheme") or "https")
+    insecure = node.get("registry_cache_insecure")
+    insecure = insecure is True or str(insecure).lower() in ("true", "yes", "1")
+    problems = problems + upstream_problems + cache_mirrors.scheme_problems(scheme, insecure)
+    if problems:
+        raise AnsibleFilterError(f"registry caches: {'; '.join(problems)} "
+                                 "(or set container_runtime_registry_mirrors by hand)")
+    return cache_mirrors.node_mirrors(node, index, upstreams, scheme)
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"ufcctl_containerd_files": ufcctl_containerd_files}
+        return {"ufcctl_containerd_files": ufcctl_containerd_files,
+                "ufcctl_registry_cache_mirrors": ufcctl_registry_cache_mirrors}

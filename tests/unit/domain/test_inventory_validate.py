@@ -134,6 +134,22 @@ CASES: list[tuple[str, Mutation, str]] = [
         "hosts npu[1:4]: npu_slice_id -1 is not a whole number >= 0",
     ),
     (
+        "registry cache of an unknown tier",
+        lambda d: children(d).update(registry_cache={
+            "hosts": {"rc1": {"ansible_host": "10.0.1.1", "npu_tor_id": "tor-1",
+                              "registry_cache_tier": "rack"}},
+            "vars": {"registry_cache_upstreams": [{"name": "hub", "registry": "docker.io",
+                                                   "url": "https://registry-1.docker.io", "port": 5000}]}}),
+        "host rc1: registry_cache_tier 'rack' is unknown; use one of tor, super_pod",
+    ),
+    (
+        "registry caches without upstreams, on plain http",
+        lambda d: children(d).update(registry_cache={
+            "hosts": {"rc1": {"ansible_host": "10.0.1.1", "npu_tor_id": "tor-1"}},
+            "vars": {"registry_cache_scheme": "http"}}),
+        "group registry_cache: registry_cache_upstreams is not set",
+    ),
+    (
         "tor id is a list",
         lambda d: children(d)["tor_1"]["vars"].update(npu_tor_id=["a"]),
         "npu_tor_id must be a name or number, not list",
@@ -147,6 +163,16 @@ def test_rule(mutate: Mutation, expected: str) -> None:
     mutate(data)
     problems, _ = check(data)
     assert any(expected in p for p in problems), problems
+
+
+def test_a_valid_registry_cache_setup_passes() -> None:
+    data = base()
+    children(data)["registry_cache"] = {
+        "hosts": {"rc1": {"ansible_host": "10.0.1.1", "npu_tor_id": "tor-1"}},
+        "vars": {"registry_cache_scheme": "http", "registry_cache_insecure": True,
+                 "registry_cache_upstreams": [{"name": "lab", "registry": "10.0.9.9:5000",
+                                               "url": "http://10.0.9.9:5000", "port": 5001}]}}
+    assert check(data) == ([], [])
 
 
 def test_single_etcd_allowed_for_labs_is_a_warning() -> None:

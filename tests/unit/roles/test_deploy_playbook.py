@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[3]
 DEPLOY = ROOT / "playbooks" / "deploy.yml"
 GROUPS = [
     "kube_control_plane", "etcd_core", "etcd_events", "etcd_pods", "kube_node", "npu_node",
-    "nfs_server", "apiserver_lb",
+    "nfs_server", "apiserver_lb", "registry_cache",
 ]
 
 

@@ -45,6 +45,7 @@ NOT_SECRET = {
     "nfs_provisioner_image_pull_secrets": "names of Kubernetes Secrets (imagePullSecrets), not contents",
     "node_tuning_sysctl_floor_keys": "sysctl key names",
     "monitoring_apiserver_key_file": "the path of vmagent's client key for the apiserver, not the key",
+    "registry_cache_tls_key_src": "the controller path of the caches' TLS key, not the key (sent secret)",
 }
 # Tasks that print a secret-derived value on purpose: where -> why that is safe.
 MASKED = (

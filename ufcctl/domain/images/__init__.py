@@ -1,1 +1,2 @@
-"""Container images on the nodes: registry mirrors and caches, preheating (pure logic, no I/O)."""
+"""Container image distribution (pure logic, no I/O): tiered pull-through registry caches per ToR and
+super pod, each node's mirror list (mirrors, cache_config), and the preheat plan (preheat)."""

@@ -13,8 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ufcctl.domain.etcd.topology import CLUSTER_KINDS
+from ufcctl.domain.images import mirrors
 from ufcctl.domain.inventory.connection import RULES as CONNECTION_RULES
-from ufcctl.domain.inventory.model import CONTROL_PLANE, ETCD_GROUPS, KUBE_NODE, NPU_NODE, Inventory
+from ufcctl.domain.inventory.model import (
+    CONTROL_PLANE,
+    ETCD_GROUPS,
+    KUBE_NODE,
+    NPU_NODE,
+    REGISTRY_CACHE,
+    Inventory,
+)
 from ufcctl.domain.inventory.ranges import compact_host_names
 from ufcctl.domain.inventory.sources import Problem
 from ufcctl.domain.placement.profiles import ACCELERATOR_TYPES
@@ -324,6 +332,28 @@ def check_topology_values(inv: Inventory, problems: list[Problem], warnings: lis
                 )
 
 
+def check_registry_caches(inv: Inventory, problems: list[Problem], warnings: list[Problem]) -> None:
+    """Cache specs, upstreams and scheme (ufcctl/domain/images/mirrors.py), before the role or any
+    node's mirror list meets them."""
+    hosts = inv.group_hosts(REGISTRY_CACHE)
+    if not hosts:
+        return
+    fix = "see roles/registry_cache/README.md (variables and tiers)"
+    _, found = mirrors.parse_caches({REGISTRY_CACHE: hosts}, {h: inv.hosts[h].vars for h in hosts})
+    for text in found:  # "host NAME: what"
+        subject, _, message = text.partition(": ")
+        host = subject[len("host "):]
+        problems.append(Problem(inv.var_origin(host, "registry_cache_tier"), subject, message, fix))
+    first = inv.hosts[hosts[0]].vars
+    upstreams, found = mirrors.parse_upstreams(first.get("registry_cache_upstreams"))
+    if not upstreams and not found:
+        found = ["registry_cache_upstreams is not set: list at least one {name, registry, url, port}"]
+    found += mirrors.scheme_problems(first.get("registry_cache_scheme", "https"),
+                                     _truthy(first.get("registry_cache_insecure")))
+    for text in found:
+        problems.append(Problem(_group_file(inv, REGISTRY_CACHE), f"group {REGISTRY_CACHE}", text, fix))
+
+
 Rule = Callable[[Inventory, list[Problem], list[Problem]], None]
 RULES: tuple[Rule, ...] = (
     check_control_plane,
@@ -333,6 +363,7 @@ RULES: tuple[Rule, ...] = (
     check_vip,
     check_npu_nodes,
     check_topology_values,
+    check_registry_caches,
 )
 # Connection variables and controller-side lookups (ufcctl/domain/inventory/connection.py).
 RULES += CONNECTION_RULES

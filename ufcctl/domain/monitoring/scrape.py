@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ufcctl.domain.etcd.topology import CLUSTER_KINDS, member_address
+from ufcctl.domain.images.mirrors import parse_upstreams
+from ufcctl.domain.inventory.model import REGISTRY_CACHE
 
 NODE_EXPORTER_PORT = 9100
 HAPROXY_METRICS_PORT = 8405  # roles/apiserver_lb: apiserver_lb_metrics_port
@@ -85,6 +87,12 @@ def targets(groups: Mapping[str, Iterable[str]], hostvars: Mapping[str, Mapping[
         port = _port(hostvars[host], "apiserver_lb_metrics_port", HAPROXY_METRICS_PORT)
         if port > 0:
             add("haproxy", host, port)
+    for host in groups.get(REGISTRY_CACHE, ()):
+        # one docker-registry instance per upstream, each with its own debug (metrics) port
+        upstreams, _ = parse_upstreams(_literal(hostvars[host].get("registry_cache_upstreams")))
+        via = _literal(hostvars[host].get("registry_cache_address"))
+        for upstream in upstreams:
+            add("registry-cache", host, upstream.metrics_port, via, upstream=upstream.name)
     for job, port in settings.self_ports.items():
         for host in groups.get("monitoring", ()):
             add(job, host, port, monitoring_address(hostvars[host], host))

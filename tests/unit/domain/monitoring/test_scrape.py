@@ -75,3 +75,24 @@ def test_changed_files_reload_or_restart_their_service_once() -> None:
     assert service_actions([f"{config}/scrape.yml", "/etc/default/ufcctl-vmagent",
                             f"{config}/dashboards/etcd.json"], config) == [
         {"unit": "ufcctl-vmagent.service", "state": "restarted"}]
+
+
+def test_registry_caches_get_one_target_per_instance_on_its_metrics_port() -> None:
+    upstreams = [{"name": "dockerhub", "registry": "docker.io", "url": "https://registry-1.docker.io",
+                  "port": 5000},
+                 {"name": "site", "registry": "r.local:5000", "url": "http://r.local:5000", "port": 5001,
+                  "metrics_port": 9500}]
+    groups = {**GROUPS, "registry_cache": ["rc1", "rc2"]}
+    hostvars = {**HOSTVARS,
+                "rc1": {"ansible_host": "10.3.0.1", "registry_cache_upstreams": upstreams},
+                "rc2": {"ansible_host": "10.3.0.2", "registry_cache_address": "10.4.0.2",
+                        "registry_cache_upstreams": upstreams}}
+    found = [(t.address, dict(t.labels)) for t in targets(groups, hostvars, ScrapeSettings())
+             if t.job == "registry-cache"]
+    assert found == [("10.3.0.1:15000", {"instance": "rc1", "upstream": "dockerhub"}),
+                     ("10.3.0.1:9500", {"instance": "rc1", "upstream": "site"}),
+                     ("10.4.0.2:15000", {"instance": "rc2", "upstream": "dockerhub"}),
+                     ("10.4.0.2:9500", {"instance": "rc2", "upstream": "site"})]
+    names = [job["job_name"] for job in scrape_config(targets(groups, hostvars, ScrapeSettings()),
+                                                      ScrapeSettings())["scrape_configs"]]
+    assert names == ["node", "etcd", "haproxy", "registry-cache"]
