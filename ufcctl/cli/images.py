@@ -10,8 +10,7 @@ import click
 from ufcctl.cli.numbers import integer, number
 from ufcctl.cli.options import accelerate_option, inventory_option, output_option
 from ufcctl.cli.rollout import fleet_options, order_option, summary_out
-from ufcctl.domain.images.preheat import human_bytes
-from ufcctl.report.output import print_json
+from ufcctl.report.output import human_bytes, print_json
 from ufcctl.report.rollout import RolloutProgress, plan_json, print_plan
 from ufcctl.rollout.kinds import preheat_images as app
 from ufcctl.rollout.store import StateStore
@@ -53,7 +52,8 @@ def _print_dry_run(plan: app.DryRun) -> None:
             if caches.caches else "node(s)"
         total = f" = {human_bytes(row.total)}" if row.total is not None else ""
         why = f" ({plan.why_unknown[row.image]})" if row.image in plan.why_unknown else ""
-        click.echo(f"  {row.image}: {human_bytes(row.size)}{why} x {row.pulls} {unit}{total}")
+        size = "unknown size" if row.size is None else human_bytes(row.size)
+        click.echo(f"  {row.image}: {size}{why} x {row.pulls} {unit}{total}")
     known = sum(t.total or 0 for t in plan.traffic)
     missing = sum(1 for t in plan.traffic if t.total is None)
     click.echo(f"total: {human_bytes(known)}" + (f" + {missing} image(s) of unknown size" if missing else ""))

@@ -32,7 +32,7 @@ def inventory(root: Path, upstream_url: str) -> Path:
     hosts["all"]["children"]["registry_cache"] = {"hosts": {
         "cache-t1": {"ansible_host": "10.0.1.1", "npu_tor_id": "tor-0001"},
         "cache-t2": {"ansible_host": "10.0.1.2", "npu_tor_id": "tor-0002"},
-        "cache-sp1": {"ansible_host": "10.0.1.3", "npu_super_pod_id": 1},
+        "cache-sp1": {"ansible_host": "10.0.1.3", "registry_cache_tier": "super_pod", "npu_super_pod_id": 1},
         "cache-t99": {"ansible_host": "10.0.1.4", "npu_tor_id": "tor-0099"},
     }}
     (inv / "hosts.yml").write_text(yaml.safe_dump(hosts))

@@ -67,7 +67,7 @@ def test_registered_with_its_playbook_and_options() -> None:
 def test_workers_pull_the_qualified_images_after_the_serving_caches_are_warmed(
         store: StateStore, warms: list[tuple[list[str], Any]]) -> None:
     caches = {"cache-tor0": {"npu_tor_id": "tor-0"}, "cache-tor7": {"npu_tor_id": "tor-7"},
-              "cache-sp0": {"npu_super_pod_id": 0}}
+              "cache-sp0": {"registry_cache_tier": "super_pod", "npu_super_pod_id": 0}}
     inv = cluster(4, caches)
     fake = FakeAnsible()
     summary = preheat_images.preheat(request((IMAGE, "busybox")), store, run_fn=fake, loader=lambda _p: inv)

@@ -1,23 +1,21 @@
-"""Pure helpers of `ufcctl images preheat`: image references, which registry caches serve which
-nodes, and the upstream traffic a preheat is expected to cause.
+"""Pure helpers of `ufcctl images preheat`: image references and the upstream traffic a preheat is
+expected to cause.
 
-A node pulls through its mirrors in order (ToR cache, then super pod cache, then upstream): a
-cache host with `npu_tor_id` serves the nodes of that ToR, one with only `npu_super_pod_id` serves
-that super pod's nodes, and one with neither serves every node. Each cache instance fetches from
-its upstream itself, so a preheat pulls an image from upstream once per cache that serves at least
-one target node, or once per node for an image whose registry has no cache.
+A node pulls through its mirrors in order (ToR cache, then super pod cache, then upstream; which
+cache serves which node is `mirrors.caches_for`). Each cache instance fetches from its upstream
+itself, so a preheat pulls an image from upstream once per cache that serves at least one target
+node, or once per node for an image whose registry has no cache.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+
+from ufcctl.domain.images.mirrors import Upstream
 
 DOCKER_HUB = "docker.io"
-TOR_VAR = "npu_tor_id"
-SUPER_POD_VAR = "npu_super_pod_id"
 
 # The distribution reference grammar, as far as ctr takes it: a registry host[:port], a path of
 # lowercase components, then :tag and/or @sha256:<64 hex>.
@@ -72,34 +70,6 @@ def parse_image(text: str) -> ImageRef:
     return ImageRef(registry, name, match["tag"], match["digest"])
 
 
-@dataclass(frozen=True)
-class Upstream:
-    name: str
-    registry: str  # host[:port] as in image references
-    url: str  # where the caches fetch it from
-    port: int  # the cache instance for this upstream listens here on every cache host
-
-
-def upstreams(value: Any) -> list[Upstream]:
-    """`registry_cache_upstreams` as typed entries; ValueError names the bad entry."""
-    if value in (None, ""):
-        return []
-    if not isinstance(value, Sequence) or isinstance(value, str):
-        raise ValueError("registry_cache_upstreams must be a list of {name, registry, url, port}")
-    found = []
-    keys = ("name", "registry", "url", "port")
-    for i, entry in enumerate(value):
-        if not isinstance(entry, Mapping) or not all(entry.get(k) for k in keys):
-            raise ValueError(f"registry_cache_upstreams[{i}] needs name, registry, url and port")
-        try:
-            port = int(entry["port"])
-        except (TypeError, ValueError):
-            raise ValueError(f"registry_cache_upstreams[{i}].port {entry['port']!r}: not a number") from None
-        url = str(entry["url"]).rstrip("/")
-        found.append(Upstream(str(entry["name"]), str(entry["registry"]), url, port))
-    return found
-
-
 def upstream_for(image: ImageRef, known: Iterable[Upstream]) -> Upstream | None:
     return next((u for u in known if u.registry == image.registry), None)
 
@@ -109,28 +79,6 @@ def upstream_url(image: ImageRef, upstream: Upstream | None) -> str:
     if upstream is not None:
         return upstream.url
     return "https://registry-1.docker.io" if image.registry == DOCKER_HUB else f"https://{image.registry}"
-
-
-def _value(hostvars: Mapping[str, Any], key: str) -> str | None:
-    value = hostvars.get(key)
-    return None if value in (None, "") else str(value)
-
-
-def serves(cache_vars: Mapping[str, Any], node_vars: Mapping[str, Any]) -> bool:
-    """Whether a cache is one of a node's mirrors (its ToR's, its super pod's, or a global one)."""
-    tor = _value(cache_vars, TOR_VAR)
-    if tor is not None:
-        return tor == _value(node_vars, TOR_VAR)
-    pod = _value(cache_vars, SUPER_POD_VAR)
-    if pod is not None:
-        return pod == _value(node_vars, SUPER_POD_VAR)
-    return True
-
-
-def serving_caches(caches: Mapping[str, Mapping[str, Any]], nodes: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Cache hosts (in the given order) that serve at least one of the nodes."""
-    node_list = list(nodes)
-    return [name for name, cvars in caches.items() if any(serves(cvars, n) for n in node_list)]
 
 
 @dataclass(frozen=True)
@@ -149,14 +97,3 @@ def traffic(image: str, size: int | None, cached: bool, caches: int, nodes: int)
     if cached and caches:
         return Traffic(image, size, caches, "caches")
     return Traffic(image, size, nodes, "nodes")
-
-
-def human_bytes(value: int | None) -> str:
-    if value is None:
-        return "unknown size"
-    size = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{int(size)} B" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")

@@ -15,17 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ufcctl.domain.images.preheat import (
-    ImageRef,
-    Traffic,
-    Upstream,
-    parse_image,
-    serving_caches,
-    traffic,
-    upstream_for,
-    upstream_url,
-    upstreams,
-)
+from ufcctl.domain.images.mirrors import Upstream, caches_used, index_caches, parse_caches, parse_upstreams
+from ufcctl.domain.images.preheat import ImageRef, Traffic, parse_image, traffic, upstream_for, upstream_url
 from ufcctl.domain.inventory.model import KUBE_NODE, REGISTRY_CACHE, Host, Inventory
 from ufcctl.domain.inventory.phases import NODE_PHASE_EXCLUDES
 from ufcctl.domain.rollout.summary import RolloutSummary
@@ -47,6 +38,7 @@ DEFAULT_NODE_TIMEOUT = 1800
 CACHE_PLAYBOOK = "preheat-caches.yml"
 UPSTREAMS_VAR = "registry_cache_upstreams"
 MAX_CACHE_FORKS = 50
+CHECK_HINT = "`ufcctl inventory check` lists every problem"
 
 
 def _extravars(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -81,10 +73,10 @@ def _upstreams(inventory: Inventory, hosts: Sequence[Host]) -> list[Upstream]:
     """registry_cache_upstreams as the hosts see it (a global var: the first host that has it)."""
     for host in list(hosts) + inventory.subset(inventory.group_hosts(REGISTRY_CACHE)):
         if UPSTREAMS_VAR in host.vars:
-            try:
-                return upstreams(host.vars[UPSTREAMS_VAR])
-            except ValueError as err:
-                raise InputError(f"{inventory.path}: {err}") from None
+            found, problems = parse_upstreams(host.vars[UPSTREAMS_VAR])
+            if problems:
+                raise InputError(f"{inventory.path}: {problems[0]}", CHECK_HINT)
+            return found
     return []
 
 
@@ -99,7 +91,11 @@ class CachePlan:
 def cache_plan(inventory: Inventory, targets: Sequence[Host], images: Sequence[ImageRef]) -> CachePlan:
     cache_names = inventory.group_hosts(REGISTRY_CACHE)
     known = _upstreams(inventory, targets)
-    serving = serving_caches({n: inventory.hosts[n].vars for n in cache_names}, [h.vars for h in targets])
+    caches, problems = parse_caches({REGISTRY_CACHE: cache_names},
+                                    {n: inventory.hosts[n].vars for n in cache_names})
+    if problems:
+        raise InputError(f"{inventory.path}: {problems[0]}", CHECK_HINT)
+    serving = [c.host for c in caches_used((h.vars for h in targets), index_caches(caches))]
     warm = []
     for image in images:
         upstream = upstream_for(image, known)
