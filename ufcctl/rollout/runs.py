@@ -134,6 +134,8 @@ def context_hosts(kind: RolloutKind, inventory: Inventory) -> tuple[Host, ...]:
 
 def _options(kind: RolloutKind, request: RolloutRequest, capacity: int, inventory: Inventory) -> RunOptions:
     extravars: dict[str, Any] = dict(kind.extravars(request.options))
+    if kind.inventory_extravars is not None:
+        extravars.update(kind.inventory_extravars(inventory))
     if request.accelerate == "mitogen":
         extravars[STRATEGY_VAR] = MITOGEN_STRATEGY
     return RunOptions(

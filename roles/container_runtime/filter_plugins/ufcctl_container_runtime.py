@@ -71,7 +71,7 @@ def ufcctl_registry_cache_mirrors(groups: Mapping[str, Any], hostvars: Mapping[s
     caches, then its super pod's, for every registry of `registry_cache_upstreams`; {} without caches.
     The caches come from `registry_cache_index` when the run carries it, else from the group's host vars."""
     node = hostvars[host]
-    table = node.get("registry_cache_index")
+    table = node.get(cache_mirrors.INDEX_VAR)
     if table not in (None, ""):
         index, problems = cache_mirrors.index_from_table(table)
     elif groups.get(cache_mirrors.REGISTRY_CACHE):

@@ -114,3 +114,18 @@ def test_no_control_plane_means_no_token_and_says_so(store: StateStore) -> None:
     summary = deploy_nodes.deploy_nodes(request(), store, run_fn=FakeAnsible(), loader=lambda _p: inv)
     assert summary.status == "done"
     assert summary.steps["prepare"].startswith("no join token: group kube_control_plane has no hosts")
+
+
+def test_the_registry_cache_index_is_computed_once_for_the_fleet(store: StateStore,
+                                                                 tokens: list[list[str]]) -> None:
+    inv = cluster(3)
+    cache = Host("cache1", {"ansible_host": "10.0.0.9", "registry_cache_tier": "tor", "npu_tor_id": 4},
+                 frozenset({"all", "registry_cache"}))
+    inv = dataclasses.replace(inv, hosts={**inv.hosts, "cache1": cache},
+                              groups={**inv.groups, "registry_cache": Group("registry_cache", hosts=("cache1",))})
+    fake = FakeAnsible()
+    summary = deploy_nodes.deploy_nodes(request(), store, run_fn=fake, loader=lambda _p: inv)
+    assert summary.status == "done"
+    options = fake.calls[0][2]
+    assert options.extravars == {"registry_cache_index": {"tor/4": ["10.0.0.9"]}}
+    assert [h.name for h in options.context] == ["cp1", "cache1"]

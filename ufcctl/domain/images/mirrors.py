@@ -23,6 +23,9 @@ from ufcctl.domain.inventory.model import REGISTRY_CACHE
 TIERS = {"tor": "npu_tor_id", "super_pod": "npu_super_pod_id"}  # tier -> the node var it matches
 DEFAULT_TIER = "tor"
 SCHEMES = ("https", "http")
+# The cache index as one var (index_table), what roles/container_runtime reads instead of every
+# cache host's vars; ufcctl's node phase passes it as an extra var.
+INDEX_VAR = "registry_cache_index"
 NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")  # a systemd instance and a file name
 REGISTRY = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$")
 URL = re.compile(r"^https?://[^\s/]+(/\S*)?$")

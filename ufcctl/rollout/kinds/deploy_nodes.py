@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ufcctl.domain.inventory.model import CONTROL_PLANE, KUBE_NODE, Inventory
+from ufcctl.domain.images import mirrors
+from ufcctl.domain.inventory.model import CONTROL_PLANE, KUBE_NODE, REGISTRY_CACHE, Inventory
 from ufcctl.domain.inventory.phases import CLUSTER_GROUPS, NODE_PHASE_EXCLUDES
 from ufcctl.domain.rollout.summary import RolloutSummary
 from ufcctl.engine.runner import RunOptions, run_playbook
@@ -43,6 +44,18 @@ TOKEN_PLAYBOOK = "join-token.yml"
 
 def _extravars(options: Mapping[str, Any]) -> dict[str, Any]:
     return {}
+
+
+def _cache_index(inventory: Inventory) -> dict[str, Any]:
+    """`registry_cache_index` for roles/container_runtime's mirrors, built once for the fleet
+    (ufcctl/domain/images/mirrors.py); nothing when the inventory has no cache hosts or their specs
+    are wrong (the role then reports the problem on each node)."""
+    names = inventory.group_hosts(REGISTRY_CACHE)
+    if not names:
+        return {}
+    hostvars = {n: inventory.hosts[n].vars for n in names}
+    caches, problems = mirrors.parse_caches({REGISTRY_CACHE: names}, hostvars)
+    return {} if problems else {mirrors.INDEX_VAR: mirrors.index_table(mirrors.index_caches(caches))}
 
 
 def _deadline(options: Mapping[str, Any]) -> float:
@@ -83,6 +96,7 @@ KIND = KINDS.register(RolloutKind(
     # the cluster's hosts beside each chunk: the NFS client where an NFS server exists, the node
     # exporter where monitoring hosts exist, the NPU taint removed through the first control plane
     context_groups=CLUSTER_GROUPS,
+    inventory_extravars=_cache_index,
     prepare=prepare_join_token,
 ))
 
