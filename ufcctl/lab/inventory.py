@@ -18,6 +18,7 @@ from ufcctl.domain.inventory.model import (
     MONITORING,
     NFS_SERVER,
     NPU_NODE,
+    REGISTRY_CACHE,
 )
 from ufcctl.domain.monitoring.rules import ALERT_NAMES
 from ufcctl.lab.layout import LabLayout, LabNode
@@ -33,6 +34,11 @@ KNOWN_HOSTS = "known_hosts.txt"
 NPU_NODE_VARS = "group_vars/npu_node.yml"
 ARTIFACT_VARS = "group_vars/all/artifacts.yml"
 MONITORING_VARS = "group_vars/all/monitoring.yml"
+REGISTRY_CACHE_VARS = "group_vars/all/registry_cache.yml"
+# The LAB UPSTREAM REGISTRY (lab/upstream_registry: Debian's docker-registry, started in the NPU
+# emulator's mirror container by the image tests or by hand) and the caches' instance port.
+LAB_UPSTREAM_PORT = 5000
+LAB_CACHE_PORT = 5001
 # Lab-only timing, so a test sees an alert fire within seconds instead of the production `for:`
 # durations (minutes; roles/monitoring defaults and ufcctl/domain/monitoring/rules.py).
 LAB_ALERT_FOR = "10s"
@@ -109,7 +115,39 @@ def hosts_document(layout: LabLayout, monitoring: bool = True) -> dict[str, Any]
     # Two monitoring hosts (the HA pair), the last control planes: the first applies the add-ons.
     if monitoring:
         children[MONITORING] = {"hosts": {n.name: {} for n in layout.control_planes[-2:]}}
+    caches = registry_cache_hosts(layout)
+    if caches:
+        children[REGISTRY_CACHE] = {"hosts": caches}
     return {"all": {"children": children}}
+
+
+def registry_cache_hosts(layout: LabLayout) -> dict[str, dict[str, Any]]:
+    """Two tiers on the last two control planes (roles/registry_cache): the second to last is the ToR
+    cache of the first worker's ToR, the last the super pod cache of every super pod. So the first
+    ToR's workers list both caches (ToR first), the other workers the super pod cache only."""
+    tops = [n.topology for n in layout.workers if n.topology is not None]
+    if len(layout.control_planes) < 2 or not tops:
+        return {}
+    tor_cache, pod_cache = layout.control_planes[-2:]
+    pods = sorted({t.super_pod_id for t in tops})
+    return {
+        tor_cache.name: {"registry_cache_tier": "tor", "registry_cache_serves": [str(tops[0].tor_id)]},
+        pod_cache.name: {"registry_cache_tier": "super_pod", "registry_cache_serves": [str(p) for p in pods]},
+    }
+
+
+def registry_cache_vars(layout: LabLayout) -> dict[str, Any]:
+    upstream = f"{layout.npu_mirror.ip}:{LAB_UPSTREAM_PORT}"
+    return {
+        "registry_cache_upstreams": [{"name": "lab", "registry": upstream, "url": f"http://{upstream}",
+                                      "port": LAB_CACHE_PORT}],
+        # no certificates in the lab: the caches and their upstream speak plain http
+        "registry_cache_scheme": "http",
+        "registry_cache_insecure": True,
+        "registry_cache_max_gib": 2,
+        # lab containers may not mount (no CAP_SYS_ADMIN): fetch the content, do not unpack it
+        "image_preheat_unpack": False,
+    }
 
 
 def connection_vars(paths: InventoryPaths) -> dict[str, Any]:
@@ -180,6 +218,10 @@ def render_inventory(
         KNOWN_HOSTS: known_hosts_text(layout, host_keys),
         MARKER: f"{layout.lab}\n",
     }
+    if registry_cache_hosts(layout):
+        files[REGISTRY_CACHE_VARS] = (_header(layout) + "# Registry caches of the lab (roles/registry_cache) "
+                                      "in front of the LAB UPSTREAM REGISTRY (lab/upstream_registry).\n"
+                                      + _dump(registry_cache_vars(layout)))
     if monitoring:
         files[MONITORING_VARS] = (_header(layout) + "# Lab timing for the alert tests (roles/monitoring).\n"
                                   + _dump(monitoring_vars()))

@@ -75,7 +75,7 @@ def test_workers_pull_the_qualified_images_after_the_serving_caches_are_warmed(
     assert [names for names, _ in warms] == [["cache-tor0", "cache-sp0"]]  # tor-7 serves no target
     assert warms[0][1].extravars == {"image_preheat_cache_images": [
         {"image": IMAGE, "repository": "lab/app", "reference": "v1", "port": 5001}]}  # busybox: no cache
-    assert summary.steps["prepare"].startswith("warmed 2 registry cache(s) with 1 image(s)")
+    assert summary.steps["prepare"].startswith("warmed 2 of 2 registry cache(s) with 1 image(s)")
     assert fake.calls[0][2].extravars == {
         "image_preheat_images": [IMAGE, "docker.io/library/busybox:latest"],
         "image_preheat_pull_timeout": 1800}
@@ -88,13 +88,24 @@ def test_without_caches_nodes_pull_from_upstream(store: StateStore, warms: list[
                                         "nodes pull from upstream directly")
 
 
-def test_a_cache_that_fails_to_warm_stops_the_run_before_any_node(store: StateStore,
-                                                                   warms: list[Any]) -> None:
+def test_when_every_serving_cache_fails_to_warm_the_run_stops_before_any_node(store: StateStore,
+                                                                              warms: list[Any]) -> None:
     fake = FakeAnsible()
     with pytest.raises(RunFailed, match=r"warming registry cache\(s\) cache-bad: failed: blob sha256:x"):
         preheat_images.preheat(request(), store, run_fn=fake,
                                loader=lambda _p: cluster(2, {"cache-bad": {"npu_tor_id": "tor-0"}}))
     assert fake.starts == {}
+
+
+def test_one_dead_cache_is_reported_and_its_nodes_fall_back_to_the_next_mirror(store: StateStore,
+                                                                               warms: list[Any]) -> None:
+    caches = {"cache-bad-tor0": {"npu_tor_id": "tor-0"},
+              "cache-sp0": {"registry_cache_tier": "super_pod", "npu_super_pod_id": 0}}
+    fake = FakeAnsible()
+    summary = preheat_images.preheat(request(), store, run_fn=fake, loader=lambda _p: cluster(2, caches))
+    assert summary.status == "done" and sorted(fake.starts) == ["w00", "w01"]
+    assert summary.steps["prepare"].startswith("warmed 1 of 2 registry cache(s)")
+    assert "NOT warmed: cache-bad-tor0 (blob sha256:x" in summary.steps["prepare"]
 
 
 @pytest.mark.parametrize(("images", "message"), [

@@ -11,6 +11,7 @@ Window, budget, canary, alignment, state, resume and `--retry-failed` are the en
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,8 @@ from ufcctl.rollout.executor import RolloutObserver, RunFn
 from ufcctl.rollout.kind import KINDS, NodeGuard, RolloutKind, RolloutRequest
 from ufcctl.rollout.runs import Loader, PlanReport
 from ufcctl.rollout.store import StateStore
+
+log = logging.getLogger(__name__)
 
 # The last task of roles/image_preheat: its ok/changed event means the node is done.
 MARKER_TASK = "Report the node done to the rollout engine"
@@ -124,17 +127,24 @@ def prepare_caches(request: RolloutRequest, inventory: Inventory) -> str:
     result = run_playbook(playbook(CACHE_PLAYBOOK), inventory.subset(plan.caches),
                           RunOptions(forks=min(len(plan.caches), MAX_CACHE_FORKS), check=request.dry_run,
                                      extravars={"image_preheat_cache_images": plan.warm}))
-    if not result.succeeded:
-        bad = [h for h, r in result.hosts.items() if r.failed or r.unreachable]
-        first = result.hosts.get(bad[0]) if bad else None
+    bad = [h for h in plan.caches if h not in result.hosts or not result.hosts[h].succeeded]
+    if bad:
+        first = result.hosts.get(bad[0])
         why = (first.message if first and first.message else None) or "; ".join(result.output_tail[-3:])
-        names = ", ".join(bad[:5]) or "(no host result)"
-        raise RunFailed(f"warming registry cache(s) {names}: {result.outcome}: {why}",
-                        f"fix the cache or its upstream, then `ufcctl images preheat` again; details in "
-                        f"{result.run_dir}/failures.jsonl; no worker was touched")
+        names = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+        if len(bad) == len(plan.caches):  # the upstream (or every cache) is down: no node could pull
+            raise RunFailed(f"warming registry cache(s) {names}: {result.outcome}: {why}",
+                            f"fix the caches or their upstream, then `ufcctl images preheat` again; details "
+                            f"in {result.run_dir}/failures.jsonl; no worker was touched")
+        # a dead ToR cache must not hold back a whole preheat: its nodes' hosts.toml lists the next
+        # mirror (the super pod cache, then the upstream), which containerd tries in turn
+        log.warning("registry cache(s) %s not warmed: %s", names, why)
     mode = "would warm (check mode)" if request.dry_run else "warmed"
-    return (f"{mode} {len(plan.caches)} registry cache(s) with {len(plan.warm)} image(s) "
-            f"({result.seconds:.0f} s; per-blob results in {result.run_dir})")
+    line = (f"{mode} {len(plan.caches) - len(bad)} of {len(plan.caches)} registry cache(s) with "
+            f"{len(plan.warm)} image(s) ({result.seconds:.0f} s; per-blob results in {result.run_dir})")
+    if bad:
+        line += f"; NOT warmed: {names} ({why}): their nodes fall back to their next mirror"
+    return line
 
 
 KIND = KINDS.register(RolloutKind(
