@@ -63,8 +63,9 @@ def running_lab(work: Path, lab: str, subnet: str, nodes: int, **extra_env: str)
 # its own lab and deploy into it (about 30 min of the CI run's CPU went to the three extra deploys).
 STACK_LAB = "itstack"
 STACK_SUBNET = "10.89.71.0/24"  # a test-owned podman network; nothing else is ever targeted
-STACK_MODULES = frozenset({"test_deploy_lab.py", "test_etcd_lab.py", "test_monitoring_lab.py",
-                           "test_nfs_lab.py", "test_vip_failover.py", "test_workers_lab.py"})
+STACK_MODULES = frozenset({"test_deploy_lab.py", "test_etcd_lab.py", "test_images_lab.py",
+                           "test_monitoring_lab.py", "test_nfs_lab.py", "test_vip_failover.py",
+                           "test_workers_lab.py"})
 # Workers of the shared lab: enough for one to fail while the others finish (the node phase tests).
 STACK_WORKERS = 3
 # Lab-sized etcd defrag thresholds (the defaults are sized for 8 GiB databases); the timer itself never

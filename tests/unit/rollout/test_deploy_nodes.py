@@ -121,8 +121,8 @@ def test_the_registry_cache_index_is_computed_once_for_the_fleet(store: StateSto
     inv = cluster(3)
     cache = Host("cache1", {"ansible_host": "10.0.0.9", "registry_cache_tier": "tor", "npu_tor_id": 4},
                  frozenset({"all", "registry_cache"}))
-    inv = dataclasses.replace(inv, hosts={**inv.hosts, "cache1": cache},
-                              groups={**inv.groups, "registry_cache": Group("registry_cache", hosts=("cache1",))})
+    groups = {**inv.groups, "registry_cache": Group("registry_cache", hosts=("cache1",))}
+    inv = dataclasses.replace(inv, hosts={**inv.hosts, "cache1": cache}, groups=groups)
     fake = FakeAnsible()
     summary = deploy_nodes.deploy_nodes(request(), store, run_fn=fake, loader=lambda _p: inv)
     assert summary.status == "done"

@@ -1,0 +1,152 @@
+"""Image distribution on the shared deployed lab: `ufcctl images preheat` through the registry caches.
+
+The lab (tests/integration/conftest.py, the stack) carries two caches (roles/registry_cache, deployed
+by the stack's `ufcctl deploy`): the ToR cache of the first ToR on cp2 (workers w01, w02) and the
+super pod cache of every super pod on cp3 (all three workers; w03 has no ToR cache). Each worker's
+containerd lists its caches in hosts.toml, nearest first (roles/container_runtime). The upstream is
+the LAB UPSTREAM REGISTRY (lab/upstream_registry: Debian's docker-registry, test code) started here in
+the NPU emulator's mirror container, holding test images built from seeded random bytes (nothing is
+downloaded from outside). Its access log says which client fetched which blob: the caches, never
+the workers. Lab containers may not mount, so the workers fetch content without unpacking
+(`image_preheat_unpack: false`, ctr content fetch through the same hosts.toml mirrors).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+import yaml
+
+from lab.upstream_registry import registry
+from lab.upstream_registry.image import TestImage, build_image
+from lab.upstream_registry.lab import serve_test_image
+from lab.upstream_registry.push import push_image
+from tests.helpers.lab import STACK_LAB, STACK_WORKERS, Stack, ufcctl
+
+pytestmark = pytest.mark.integration
+
+WORKERS = [f"{STACK_LAB}-w{i:02d}" for i in range(1, STACK_WORKERS + 1)]
+TOR_CACHE, POD_CACHE = f"{STACK_LAB}-cp2", f"{STACK_LAB}-cp3"
+MIRROR = f"{STACK_LAB}-hdk-mirror"  # the lab NPU emulator's mirror container (ufcctl/lab/layout.py)
+INSTANCE = "ufcctl-registry-cache@lab"
+
+
+@dataclass(frozen=True)
+class Upstream:
+    address: str
+    first: TestImage
+    first_ref: str
+    second: TestImage
+    second_ref: str
+    ips: dict[str, str]  # host name -> address
+
+
+def _exec(container: str, *cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(["podman", "exec", container, *cmd], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert not check or proc.returncode == 0, f"{container}: {' '.join(cmd)}: {proc.stdout}{proc.stderr}"
+    return proc
+
+
+def _blobs_by_client(image: TestImage) -> dict[str, int]:
+    """Successful upstream GETs of this image's blobs, per client address."""
+    wanted = set(image.blobs)
+    counts: dict[str, int] = {}
+    for req in registry.requests(registry.read_log(MIRROR)):
+        path = req.uri.split("?")[0]
+        if req.method == "GET" and req.status == 200 and any(path.endswith(d) for d in wanted):
+            counts[req.remote] = counts.get(req.remote, 0) + 1
+    return counts
+
+
+def _has(worker: str, digest: str) -> bool:
+    listing = _exec(worker, "ctr", "-n", "k8s.io", "images", "ls").stdout
+    return any(digest in line.split() for line in listing.splitlines()[1:])
+
+
+def _preheat(stack: Stack, ref: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], dict | None]:
+    proc = ufcctl(["images", "preheat", "--inventory", str(stack.inventory), ref, "--batch", "2",
+                   "--by", "tor", "--output", "json", *extra], stack.env, timeout=1200)
+    try:
+        return proc, json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return proc, None
+
+
+@pytest.fixture(scope="module")
+def upstream(stack: Stack) -> Iterator[Upstream]:
+    stack.require_deployed()
+    hosts = yaml.safe_load((stack.inventory / "group_vars" / "all" / "registry_cache.yml").read_text())
+    address = hosts["registry_cache_upstreams"][0]["registry"].split(":")[0]
+    push, first = serve_test_image(MIRROR, address)
+    second = build_image(seed=2)
+    pushed = push_image(f"http://{address}:{registry.DEFAULT_PORT}", "lab/preheat-test", "v2", second)
+    inventory = yaml.safe_load((stack.inventory / "hosts.yml").read_text())
+    ips = {name: vars_["ansible_host"] for group in inventory["all"]["children"].values()
+           for name, vars_ in (group.get("hosts") or {}).items() if vars_ and "ansible_host" in vars_}
+    yield Upstream(address, first, push.reference, second, pushed.reference, ips)
+    _exec(TOR_CACHE, "systemctl", "start", INSTANCE, check=False)  # never leave a cache stopped
+
+
+def test_dry_run_plans_one_fill_per_serving_cache(stack: Stack, upstream: Upstream) -> None:
+    proc = ufcctl(["images", "preheat", "--inventory", str(stack.inventory), upstream.first_ref, "--dry-run"],
+                  stack.env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "registry caches: 2 of 2 serve at least one target node" in proc.stdout, proc.stdout
+    assert f"{upstream.first_ref}: 24.0 MiB x 2 cache(s) = 48.0 MiB" in proc.stdout, proc.stdout
+    assert _blobs_by_client(upstream.first) == {}  # the dry run read the manifest only
+
+
+def test_preheat_fills_each_cache_from_upstream_and_workers_pull_from_their_caches(
+        stack: Stack, upstream: Upstream) -> None:
+    proc, data = _preheat(stack, upstream.first_ref)
+    assert proc.returncode == 0 and data is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert data["status"] == "done" and data["counts"]["done"] == STACK_WORKERS, data
+    for worker in WORKERS:
+        assert _has(worker, upstream.first.manifest_digest), worker
+    fetched = _blobs_by_client(upstream.first)
+    caches = {upstream.ips[TOR_CACHE], upstream.ips[POD_CACHE]}
+    # only the two caches went to the upstream, each blob at most twice (docker-registry 2.8's proxy
+    # fetches a missing blob twice: one stream to its client, one to its storage; measured)
+    assert set(fetched) == caches, fetched
+    blobs = len(upstream.first.blobs)
+    assert all(blobs <= n <= 2 * blobs for n in fetched.values()), fetched
+    # each worker went to its nearest cache: w01/w02 to the ToR cache, w03 to the super pod cache
+    assert _cache_clients(TOR_CACHE) >= {upstream.ips[w] for w in WORKERS[:2]}
+    assert upstream.ips[WORKERS[2]] in _cache_clients(POD_CACHE)
+
+
+def test_a_second_preheat_changes_nothing_and_fetches_nothing_upstream(stack: Stack,
+                                                                        upstream: Upstream) -> None:
+    before = _blobs_by_client(upstream.first)
+    proc, data = _preheat(stack, upstream.first_ref)
+    assert proc.returncode == 0 and data is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert data["counts"]["done"] == STACK_WORKERS and data["changed"] == 0, data
+    assert _blobs_by_client(upstream.first) == before
+
+
+def test_a_stopped_tor_cache_sends_its_workers_to_the_super_pod_cache(stack: Stack,
+                                                                       upstream: Upstream) -> None:
+    _exec(TOR_CACHE, "systemctl", "stop", INSTANCE)
+    try:
+        proc, data = _preheat(stack, upstream.second_ref)
+    finally:
+        _exec(TOR_CACHE, "systemctl", "start", INSTANCE)
+    assert proc.returncode == 0 and data is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert data["counts"]["done"] == STACK_WORKERS, data
+    assert f"NOT warmed: {TOR_CACHE}" in data["steps"]["prepare"], data["steps"]
+    for worker in WORKERS:
+        assert _has(worker, upstream.second.manifest_digest), worker
+    # the super pod cache alone filled from upstream; no worker went there itself
+    assert set(_blobs_by_client(upstream.second)) == {upstream.ips[POD_CACHE]}
+
+
+def _cache_clients(cache: str) -> set[str]:
+    """Clients that fetched blobs from a cache instance (its 'response completed' lines in the journal)."""
+    lines = _exec(cache, "journalctl", "-u", INSTANCE, "-o", "cat", "--no-pager").stdout.splitlines()
+    return {r.remote for r in registry.requests(lines, registry.APP)
+            if r.method == "GET" and r.status == 200 and "/blobs/" in r.uri}
