@@ -145,6 +145,17 @@ def test_a_stopped_tor_cache_sends_its_workers_to_the_super_pod_cache(stack: Sta
     assert set(_blobs_by_client(upstream.second)) == {upstream.ips[POD_CACHE]}
 
 
+def test_an_image_the_upstream_lacks_fails_at_the_caches_and_touches_no_worker(stack: Stack,
+                                                                                upstream: Upstream) -> None:
+    missing = f"{upstream.address}:{registry.DEFAULT_PORT}/lab/preheat-test:no-such-tag"
+    proc, _ = _preheat(stack, missing)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "warming registry cache(s)" in proc.stderr and "HTTP 404" in proc.stderr, proc.stderr
+    assert "no worker was touched" in proc.stderr, proc.stderr
+    for worker in WORKERS:
+        assert "no-such-tag" not in _exec(worker, "ctr", "-n", "k8s.io", "images", "ls").stdout
+
+
 def _cache_clients(cache: str) -> set[str]:
     """Clients that fetched blobs from a cache instance (its 'response completed' lines in the journal)."""
     lines = _exec(cache, "journalctl", "-u", INSTANCE, "-o", "cat", "--no-pager").stdout.splitlines()

@@ -350,6 +350,11 @@ def _no_log(res: Mapping[str, Any]) -> bool:
 def _message(res: Mapping[str, Any]) -> str:
     if _no_log(res):
         return NO_LOG_MESSAGE
+    items = res.get("results")
+    if isinstance(items, list):  # a loop: Ansible's own msg only says "One or more items failed"
+        failed = next((i for i in items if isinstance(i, Mapping) and i.get("failed")), None)
+        if failed is not None:
+            return _message(failed)
     parts = [str(res.get("msg") or "").strip()]
     for key in ("stderr", "stdout"):
         text = str(res.get(key) or "").strip()

@@ -191,3 +191,21 @@ def test_context_hosts_are_in_the_inventory_but_never_run_on(workdir: Path) -> N
     assert set(both.hosts) == {"w1", "w2", "cp1"} and both.succeeded
     with pytest.raises(ValueError, match="no --limit"):
         run_playbook(workdir / "context.yml", workers, RunOptions(context=(cp,), limit="w1"))
+
+
+LOOP_PLAY = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: a loop with one failing item
+      ansible.builtin.fail:
+        msg: "item {{ item }} is broken"
+      when: item == 'b'
+      loop: [a, b, c]
+"""
+
+
+def test_a_failed_loop_reports_its_first_failed_items_message(workdir: Path) -> None:
+    (workdir / "loop.yml").write_text(LOOP_PLAY)
+    result = run_playbook(workdir / "loop.yml", [_host("solo", {"kube_node"})], RunOptions())
+    assert result.hosts["solo"].message == "item b is broken"  # not Ansible's "One or more items failed"
