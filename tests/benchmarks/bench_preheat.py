@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from lab.upstream_registry import registry  # noqa: E402
 from lab.upstream_registry.image import MIB, TestImage, build_image  # noqa: E402
 from lab.upstream_registry.push import push_image  # noqa: E402
+from ufcctl.lab.layout import npu_mirror_name  # noqa: E402
 
 DIRECT_PORT = 5002  # a second upstream no cache mirrors
 DIRECT_LOG = "/var/log/ufc-lab-upstream-direct.log"
@@ -74,7 +75,7 @@ def main() -> int:
     cached_registry = cache_vars["registry_cache_upstreams"][0]["registry"]
     address = cached_registry.rsplit(":", 1)[0]
     lab = yaml.safe_load((inv / "group_vars" / "all" / "cluster.yml").read_text())["ufc_lab_name"]
-    mirror = f"{lab}-hdk-mirror"
+    mirror = npu_mirror_name(lab)
     hosts = yaml.safe_load((inv / "hosts.yml").read_text())["all"]["children"]
     workers = len(hosts["npu_node"]["hosts"])
     caches = len(hosts.get("registry_cache", {}).get("hosts") or {})

@@ -26,12 +26,13 @@ from lab.upstream_registry.image import TestImage, build_image
 from lab.upstream_registry.lab import serve_test_image
 from lab.upstream_registry.push import push_image
 from tests.helpers.lab import STACK_LAB, STACK_WORKERS, Stack, ufcctl
+from ufcctl.lab.layout import npu_mirror_name
 
 pytestmark = pytest.mark.integration
 
 WORKERS = [f"{STACK_LAB}-w{i:02d}" for i in range(1, STACK_WORKERS + 1)]
 TOR_CACHE, POD_CACHE = f"{STACK_LAB}-cp2", f"{STACK_LAB}-cp3"
-MIRROR = f"{STACK_LAB}-hdk-mirror"  # the lab NPU emulator's mirror container (ufcctl/lab/layout.py)
+MIRROR = npu_mirror_name(STACK_LAB)  # the lab NPU emulator's mirror container
 INSTANCE = "ufcctl-registry-cache@lab"
 
 
