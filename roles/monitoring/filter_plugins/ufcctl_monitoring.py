@@ -14,28 +14,12 @@ from typing import Any
 import yaml
 
 try:
+    from ufcctl.domain.inventory.values import plain as _plain
     from ufcctl.domain.monitoring import dashboards, rules, scrape
 except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+    from ufcctl.domain.inventory.values import plain as _plain
     from ufcctl.domain.monitoring import dashboards, rules, scrape
-
-
-def _plain(value: Any) -> Any:
-    """Ansible 2.19 hands filters tagged str/dict/list subclasses that yaml.safe_dump refuses:
-    rebuild them from the plain built-in types."""
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, str):
-        return str.__str__(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, Mapping):
-        return {_plain(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def ufcctl_monitoring_rules(for_overrides: Mapping[str, str] | None = None, group_interval: str | None = None,

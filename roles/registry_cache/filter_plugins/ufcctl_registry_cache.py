@@ -11,9 +11,11 @@ import yaml
 
 try:
     from ufcctl.domain.images import cache_config, mirrors
+    from ufcctl.domain.inventory.values import plain as _plain
 except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
     from ufcctl.domain.images import cache_config, mirrors
+    from ufcctl.domain.inventory.values import plain as _plain
 
 UNIT_FILE = "/etc/systemd/system/ufcctl-registry-cache@.service"
 PRUNE_UNITS = (
@@ -21,21 +23,6 @@ PRUNE_UNITS = (
     "/etc/systemd/system/ufcctl-registry-cache-prune.timer",
 )
 USER = "docker-registry"  # Debian's package creates it
-
-
-def _plain(value: Any) -> Any:
-    """Ansible 2.19's tagged str/dict/list as plain built-ins (yaml.safe_dump refuses the tagged ones)."""
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, str):
-        return str.__str__(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, Mapping):
-        return {_plain(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _true(value: Any) -> bool:

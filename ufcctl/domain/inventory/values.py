@@ -63,3 +63,21 @@ def _json_key(key: Any) -> str:
     if isinstance(key, bool):
         return "true" if key else "false"
     return str(key)
+
+
+def plain(value: Any) -> Any:
+    """Ansible 2.19 hands filters tagged str/int/float/dict/list subclasses that yaml.safe_dump refuses:
+    the same value rebuilt from the plain built-in types (the roles' filter plugins use it)."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, Mapping):
+        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
