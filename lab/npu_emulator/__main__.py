@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+import urllib.parse
 from pathlib import Path
 
 from lab.npu_emulator.lab import (
@@ -22,6 +23,7 @@ from lab.npu_emulator.lab import (
     write_inventory_vars,
 )
 from lab.npu_emulator.packages import RELEASES, build
+from lab.upstream_registry import registry
 
 
 def _label(value: str) -> tuple[str, str]:
@@ -63,6 +65,9 @@ def _setup(args: argparse.Namespace) -> int:
     state = Path(os.environ.get("UFC_STATE_DIR", ".ufc"))
     workdir = args.workdir or state / "lab" / f"{args.lab}-npu-emulator"
     mirror = prepare(network, workdir, name, RELEASES, args.ip, args.image, labels)
+    # The mirror container also serves the LAB UPSTREAM REGISTRY (lab/upstream_registry), the
+    # upstream of the lab's registry caches: it must answer before a deploy starts them.
+    registry.ensure_running(name, urllib.parse.urlsplit(mirror.url).hostname or "")
     written = None
     if not args.no_inventory:
         inventory = args.inventory

@@ -14,12 +14,11 @@ def serve_test_image(container: str, address: str, *, port: int = registry.DEFAU
                      name: str = DEFAULT_NAME, tag: str = DEFAULT_TAG, seed: int = 1,
                      layers: int = DEFAULT_LAYERS, layer_bytes: int = DEFAULT_LAYER_BYTES,
                      podman: str = "podman") -> tuple[PushResult, TestImage]:
-    """Start docker-registry in `container` (podman exec) on `port`, wait for http://address:port/v2/
-    from this host, build the seeded test image and push it there. The pushed reference is
+    """Start docker-registry in `container` (podman exec) on `port` unless it runs (waiting for
+    http://address:port/v2/ from this host), build the seeded test image and push it there. The pushed reference is
     `<address>:<port>/<name>:<tag>`; `registry.blob_gets(registry.read_log(container))` counts blob
     downloads per client afterwards."""
-    registry.start_in_container(container, port, podman=podman)
+    registry.ensure_running(container, address, port, podman=podman)
     base = f"http://{address}:{port}"
-    registry.wait_ready(base)
     image = build_image(seed=seed, layers=layers, layer_bytes=layer_bytes)
     return push_image(base, name, tag, image), image

@@ -79,6 +79,21 @@ def start_in_container(container: str, port: int = DEFAULT_PORT, podman: str = "
                            f"{(done.stderr or done.stdout).strip()[-300:]}")
 
 
+def ensure_running(container: str, address: str, port: int = DEFAULT_PORT, podman: str = "podman") -> bool:
+    """Start the registry in `container` unless http://address:port/v2/ already answers; True when it
+    was started. `lab up` calls it for the mirror container, so the registry caches' upstream exists
+    before a deploy starts them (docker-registry 2.8 in proxy mode exits when its upstream does not
+    answer at start)."""
+    base = f"http://{address}:{port}"
+    try:
+        wait_ready(base, timeout=1)
+        return False
+    except TimeoutError:
+        start_in_container(container, port, podman=podman)
+        wait_ready(base)
+        return True
+
+
 def wait_ready(base_url: str, timeout: float = 30.0) -> None:
     """Until GET <base_url>/v2/ answers 200 (the API version check)."""
     deadline = time.monotonic() + timeout

@@ -131,6 +131,7 @@ def ufcctl_registry_cache_render(v: Mapping[str, Any], host: str,
             "unit": cache_config.UNIT.format(name=u.name),
             "metrics_port": u.metrics_port,
             "port": u.port,
+            "url": u.url,
         }
         for u in upstreams
     ]
