@@ -15,9 +15,9 @@ def serve_test_image(container: str, address: str, *, port: int = registry.DEFAU
                      layers: int = DEFAULT_LAYERS, layer_bytes: int = DEFAULT_LAYER_BYTES,
                      podman: str = "podman") -> tuple[PushResult, TestImage]:
     """Start docker-registry in `container` (podman exec) on `port` unless it runs (waiting for
-    http://address:port/v2/ from this host), build the seeded test image and push it there. The pushed reference is
-    `<address>:<port>/<name>:<tag>`; `registry.blob_gets(registry.read_log(container))` counts blob
-    downloads per client afterwards."""
+    http://address:port/v2/ from this host), build the seeded test image and push it there. The
+    pushed reference is `<address>:<port>/<name>:<tag>`;
+    `registry.blob_gets(registry.read_log(container))` counts blob downloads per client afterwards."""
     registry.ensure_running(container, address, port, podman=podman)
     base = f"http://{address}:{port}"
     image = build_image(seed=seed, layers=layers, layer_bytes=layer_bytes)
