@@ -34,6 +34,7 @@ def _json(doc: object) -> bytes:
 
 @dataclass(frozen=True)
 class TestImage:
+    __test__ = False  # a data class, not a pytest test class
     manifest: bytes
     config: bytes
     layers: tuple[bytes, ...]  # gzip'd tars, in manifest order
