@@ -63,3 +63,16 @@ def test_bad_mirrors_are_named() -> None:
 def test_invalid_toml_is_reported_by_file() -> None:
     assert containerd.problems({"a.toml": "x = 1\n"}) == []
     assert containerd.problems({"b.toml": "x = \n"})[0].startswith("b.toml: not valid TOML")
+
+
+def test_a_p2p_daemon_on_the_node_is_one_more_mirror() -> None:
+    # Sites running Dragonfly point containerd at the node's own dfdaemon proxy (port 65001 in
+    # Dragonfly's "Mirror mode" docs) through the same variable; rendered and checked here, never
+    # run (no P2P daemon can be installed on this machine).
+    mirrors = {"docker.io": [{"url": "http://127.0.0.1:65001", "capabilities": ["pull", "resolve"]}]}
+    assert containerd.mirror_problems(mirrors) == []
+    text = containerd.hosts_toml("docker.io", mirrors["docker.io"])
+    doc = tomllib.loads(text)
+    assert doc["server"] == "https://registry-1.docker.io"
+    assert doc["host"]["http://127.0.0.1:65001"]["capabilities"] == ["pull", "resolve"]
+    assert containerd.problems({"/etc/containerd/certs.d/docker.io/hosts.toml": text}) == []
