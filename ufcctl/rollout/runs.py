@@ -54,7 +54,7 @@ class PlanReport:
     measured: int = 0  # targets with a duration recorded by an earlier run (the start order uses them)
 
 
-def _load(loader: Loader | None, path: Path) -> Inventory:
+def load(loader: Loader | None, path: Path) -> Inventory:
     if loader is None:
         from ufcctl.app.inventory import load_inventory
 
@@ -62,7 +62,7 @@ def _load(loader: Loader | None, path: Path) -> Inventory:
     return loader(path)
 
 
-def _targets(kind: RolloutKind, inventory: Inventory, request: RolloutRequest) -> list[Host]:
+def targets(kind: RolloutKind, inventory: Inventory, request: RolloutRequest) -> list[Host]:
     """The kind's group, narrowed by --limit when given, in inventory order."""
     excluded = {h for g in kind.exclude_groups for h in inventory.group_hosts(g)}
     members = [h for h in inventory.group_hosts(kind.group) if h not in excluded]
@@ -100,7 +100,7 @@ def _plan(hosts: Sequence[Host], request: RolloutRequest) -> RolloutPlan:
 def plan(kind: RolloutKind, request: RolloutRequest, store: StateStore, *, node_seconds: float | None = None,
          loader: Loader | None = None) -> PlanReport:
     """Batches and projected duration; reads the inventory and the state store, touches nothing."""
-    hosts = _targets(kind, _load(loader, request.inventory_dir), request)
+    hosts = targets(kind, load(loader, request.inventory_dir), request)
     rollout_plan = _plan(hosts, request)
     projection = None
     if node_seconds is not None:
@@ -183,8 +183,8 @@ def start(kind: RolloutKind, request: RolloutRequest, store: StateStore, *, run_
           observer: RolloutObserver | None = None, loader: Loader | None = None,
           retry_failed: bool = False) -> RolloutSummary:
     """A new rollout of `kind` (or, with retry_failed, over the newest run's failed and skipped nodes)."""
-    inventory = _load(loader, request.inventory_dir)
-    hosts = _targets(kind, inventory, request)
+    inventory = load(loader, request.inventory_dir)
+    hosts = targets(kind, inventory, request)
     if retry_failed:
         hosts = _previous_failures(kind, store, request, hosts)
     rollout_plan = _plan(hosts, request)
@@ -240,7 +240,7 @@ def resume(run_id: str, store: StateStore, *, retry_failed: bool = False, run_fn
                          "resume it with the ufcctl that started it; known kinds: "
                          f"{', '.join(registry.names())}")
     request = RolloutRequest.from_params(record.params, kind)
-    inventory = _load(loader, request.inventory_dir)
+    inventory = load(loader, request.inventory_dir)
     _check_accelerate(request)
     hooks = kind.hooks(request)
     again = (RUNNING, FAILED, SKIPPED) if retry_failed else (RUNNING,)

@@ -109,7 +109,7 @@ def cache_plan(inventory: Inventory, targets: Sequence[Host], images: Sequence[I
 
 
 def _targets(request: RolloutRequest, inventory: Inventory) -> list[Host]:
-    return runs._targets(KIND, inventory, request)  # the engine's own target rule (group, excludes, --limit)
+    return runs.targets(KIND, inventory, request)  # the engine's target rule (group, excludes, --limit)
 
 
 def prepare_caches(request: RolloutRequest, inventory: Inventory) -> str:
@@ -180,7 +180,7 @@ def dry_run(request: RolloutRequest, store: StateStore, *, node_seconds: float |
     """The plan and the expected upstream traffic; reads the inventory and the upstreams' manifests,
     never contacts a node or a cache."""
     report = runs.plan(KIND, request, store, node_seconds=node_seconds, loader=loader)
-    inventory = runs._load(loader, request.inventory_dir)
+    inventory = runs.load(loader, request.inventory_dir)
     targets = _targets(request, inventory)
     images = [parse_image(i) for i in request.options["images"]]
     caches = cache_plan(inventory, targets, images)
