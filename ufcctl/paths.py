@@ -44,26 +44,38 @@ def playbook(name: str) -> Path:
     return SHARE / "playbooks" / name
 
 
+def looks_like_inventory_path(value: str) -> bool:
+    """The one rule for `--inventory`: a value holding a path separator or starting with `.` (`./x`,
+    `../x`, `.`) is a path; anything else is a NAME. A folder of that name in the working directory
+    never turns a name into a path: a checkout holds folders (`lab/`, `tests/`) that are no inventory."""
+    return os.sep in value or (os.altsep is not None and os.altsep in value) or value.startswith(".")
+
+
+def inventory_candidates(value: str) -> list[Path]:
+    """Where `--inventory VALUE` is looked for, in order: a path as given; a NAME in
+    ./inventories/NAME of the working directory, then among the inventories ufcctl ships."""
+    if looks_like_inventory_path(value):
+        return [Path(value)]
+    return list(dict.fromkeys([inventories_dir() / value, SHARE / "inventories" / value]))
+
+
 def resolve_inventory(value: str) -> Path:
-    """`--inventory NAME`: ./inventories/NAME, else an inventory shipped with ufcctl (`sample`);
-    anything that looks like a path is used as given."""
+    """`--inventory NAME|PATH` for every command (`inventory_candidates` holds the rule); an error names
+    every place looked at."""
     if not value.strip():  # Path("") is the working directory: never read it by accident
         raise InputError(
             f"--inventory {value!r}: empty", "give an inventory name (inventories/NAME) or a directory path"
         )
-    looks_like_path = os.sep in value or value.startswith(".") or Path(value).is_dir()
-    if looks_like_path:
-        candidates = [Path(value)]
-    else:
-        candidates = [inventories_dir() / value, SHARE / "inventories" / value]
+    candidates = inventory_candidates(value)
     for path in candidates:
         if path.is_dir():
             return path
     if value == "lab":
         hint = "run `ufcctl lab up` here to create inventories/lab"
-    elif looks_like_path:
+    elif looks_like_inventory_path(value):
         hint = "pass a directory holding hosts.yml"
     else:
-        hint = f"create it with `ufcctl init {value}`, or pass a directory path"
-    looked = " or ".join(str(p) for p in dict.fromkeys(candidates))
-    raise InputError(f"inventory {value!r}: no such directory ({looked})", hint)
+        hint = (f"create it with `ufcctl init {value}`, or pass a directory path "
+                f"(./{value} for a folder in the working directory)")
+    looked = ", ".join(str(p) for p in candidates)
+    raise InputError(f"inventory {value!r}: no such directory (looked in {looked})", hint)
