@@ -2,7 +2,8 @@
 upstream itself, same lab, same run, two images of the same size.
 
 Needs a lab deployed with its registry caches (`./scripts/run.sh`, or `ufcctl lab up` + `ufcctl
-deploy`); the LAB UPSTREAM REGISTRY (lab/upstream_registry, test code) is started here in the lab's
+deploy`); the LAB UPSTREAM REGISTRY (tests/lab_standins/upstream_registry, test code) is started here in
+the lab's
 mirror container twice: on the cached registry's port (the one `registry_cache_upstreams` names,
 so the workers' hosts.toml sends them to their caches) and on a second port no cache mirrors (so
 the workers pull from it directly). Both sides run `ufcctl images preheat` with the same flags.
@@ -26,9 +27,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from lab.upstream_registry import registry  # noqa: E402
-from lab.upstream_registry.image import MIB, TestImage, build_image  # noqa: E402
-from lab.upstream_registry.push import push_image  # noqa: E402
+from tests.lab_standins.upstream_registry import registry  # noqa: E402
+from tests.lab_standins.upstream_registry.image import MIB, TestImage, build_image  # noqa: E402
+from tests.lab_standins.upstream_registry.push import push_image  # noqa: E402
 from ufcctl.lab.layout import npu_mirror_name  # noqa: E402
 
 DIRECT_PORT = 5002  # a second upstream no cache mirrors

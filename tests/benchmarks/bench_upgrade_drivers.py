@@ -53,8 +53,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import Measured, check, machine, measured  # noqa: E402
 
-from lab.npu_emulator.lab import installs, set_installed, write_faults  # noqa: E402
-from lab.npu_emulator.packages import RELEASES  # noqa: E402
+from tests.lab_standins.npu_emulator.lab import installs, set_installed, write_faults  # noqa: E402
+from tests.lab_standins.npu_emulator.packages import RELEASES  # noqa: E402
 
 LAB = os.environ.get("BENCH_LAB", "bdrv")
 SUBNET = os.environ.get("BENCH_SUBNET", "10.89.78.0/24")

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from lab.upstream_registry.image import TestImage, digest_of
+from tests.lab_standins.upstream_registry.image import TestImage, digest_of
 
 
 @dataclass

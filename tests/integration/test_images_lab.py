@@ -4,7 +4,8 @@ The lab (tests/integration/conftest.py, the stack) carries two caches (roles/reg
 by the stack's `ufcctl deploy`): the ToR cache of the first ToR on cp2 (workers w01, w02) and the
 super pod cache of every super pod on cp3 (all three workers; w03 has no ToR cache). Each worker's
 containerd lists its caches in hosts.toml, nearest first (roles/container_runtime). The upstream is
-the LAB UPSTREAM REGISTRY (lab/upstream_registry: Debian's docker-registry, test code) started here in
+the LAB UPSTREAM REGISTRY (tests/lab_standins/upstream_registry: Debian's docker-registry, test code)
+started here in
 the NPU emulator's mirror container, holding test images built from seeded random bytes (nothing is
 downloaded from outside). Its access log says which client fetched which blob: the caches, never
 the workers. Lab containers may not mount, so the workers fetch content without unpacking
@@ -21,11 +22,11 @@ from dataclasses import dataclass
 import pytest
 import yaml
 
-from lab.upstream_registry import registry
-from lab.upstream_registry.image import TestImage, build_image
-from lab.upstream_registry.lab import serve_test_image
-from lab.upstream_registry.push import push_image
 from tests.helpers.lab import STACK_LAB, STACK_WORKERS, Stack, ufcctl
+from tests.lab_standins.upstream_registry import registry
+from tests.lab_standins.upstream_registry.image import TestImage, build_image
+from tests.lab_standins.upstream_registry.lab import serve_test_image
+from tests.lab_standins.upstream_registry.push import push_image
 from ufcctl.lab.layout import npu_mirror_name
 
 pytestmark = pytest.mark.integration

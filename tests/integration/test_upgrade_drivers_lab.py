@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # the emulators (lab/) are imported from the repository root
     sys.path.insert(0, str(ROOT))
 
-from lab.npu_emulator.lab import installs, podman, stop_mirror, write_faults  # noqa: E402
-from lab.npu_emulator.packages import RELEASES  # noqa: E402
+from tests.lab_standins.npu_emulator.lab import installs, podman, stop_mirror, write_faults  # noqa: E402
+from tests.lab_standins.npu_emulator.packages import RELEASES  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

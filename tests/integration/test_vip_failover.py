@@ -1,5 +1,6 @@
 """apiserver VIP failover on a test-owned lab: keepalived + haproxy on the three control-plane containers,
-a kube-apiserver stand-in (lab/apiserver_standin, an emulator) behind them, a client on the worker.
+a kube-apiserver stand-in (tests/lab_standins/apiserver_standin, an emulator) behind them, a client on
+the worker.
 
 Measured and printed (run with -s): the gap in seconds and the failed requests when haproxy, then
 keepalived, is stopped on the VIP holder (the aim is under 5 s; wall-clock times are printed, not
@@ -23,10 +24,10 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # the emulators (lab/) are imported from the repository root
+if str(ROOT) not in sys.path:  # the stand-ins (tests/lab_standins) are imported from the repository root
     sys.path.insert(0, str(ROOT))
-from lab import apiserver_standin  # noqa: E402  (the kube-apiserver stand-in, an emulator)
 from tests.helpers.lab import STACK_LAB, Stack  # noqa: E402
+from tests.lab_standins import apiserver_standin  # noqa: E402  (the kube-apiserver stand-in, an emulator)
 
 pytestmark = pytest.mark.integration
 

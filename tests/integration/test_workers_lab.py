@@ -4,7 +4,8 @@ kill -9 during the node phase loses nothing and resume redoes no joined node, an
 only the new worker (and the first control plane, for the join token).
 
 kubeadm and kubelet cannot be installed here: the joins run against the LAB KUBE EMULATOR
-(lab/kube_emulator: kubeadm/kubelet stand-ins with the real names, served from the lab mirror, whose
+(tests/lab_standins/kube_emulator: kubeadm/kubelet stand-ins with the real names, served from the
+lab mirror, whose
 join checks the endpoint's TLS against the cluster CA, the token and the CA hash). containerd is
 Debian's, for real. The lab is the test-owned stack shared with the deploy, etcd, NFS and VIP modules
 (tests/integration/conftest.py); this module runs last of them (file order) and grows the lab by one
@@ -22,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.kube_emulator.lab import joins, registered_nodes, write_faults
 from tests.helpers.lab import STACK_LAB, STACK_SUBNET, STACK_WORKERS, UFCCTL, Stack, ufcctl
+from tests.lab_standins.kube_emulator.lab import joins, registered_nodes, write_faults
 from ufcctl.app.inventory import load_inventory
 
 pytestmark = pytest.mark.integration

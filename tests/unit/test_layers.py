@@ -6,7 +6,7 @@ packages keep the same layers inside themselves and name them per module:
 - `rollout/`: `store.py`, `storefile.py` are adapters (engine: sqlite3); the rest is app;
 - `lab/`: `cli.py` is cli; `podman`, `debootstrap`, `sshkey`, `hostlimits`, `emulators` are engine
   (they run processes); the rest is app. Only `cli/main.py` imports the lab (registration), and the
-  lab never imports the checkout's emulators (`lab/` at the repository root) or the tests;
+  lab never imports the checkout's emulators (`tests/lab_standins/`) or the tests;
 - `nodeside/`: programs that run on nodes with their own python3: the standard library and the
   modules listed in NODESIDE_ALLOWED only (checked on the whole import closure).
 The top-level `errors.py`, `paths.py` and `__init__.py` are shared by every layer.
@@ -114,7 +114,7 @@ def test_every_module_has_a_known_layer() -> None:
     ("lab/layout.py", "import subprocess\n", True),
     ("lab/podman.py", "from ufcctl.lab import lab\n", True),
     ("lab/npu.py", "from ufcctl.lab.cli import up\n", True),
-    ("lab/image.py", "import lab.npu_emulator\n", True),
+    ("lab/image.py", "import tests.lab_standins.npu_emulator\n", True),
     ("lab/emulators.py", "import subprocess\nfrom ufcctl.errors import RunFailed\n", False),
     ("lab/cli.py", "from ufcctl.lab.lab import lab_up\nfrom ufcctl.cli import numbers\n", False),
     ("app/deploy.py", "from ufcctl.lab.podman import Podman\n", True),

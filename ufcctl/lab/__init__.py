@@ -4,5 +4,5 @@ Inside, the layers of the rest of ufcctl hold (tests/unit/test_layers.py): `cli.
 layer; `podman.py`, `debootstrap.py`, `sshkey.py`, `hostlimits.py` and `emulators.py` are adapters
 (the only modules here that run processes); the rest are use cases. `containers.conf` and `image/`
 are package data. Nothing outside this package imports it except `ufcctl/cli/main.py`, and it never
-imports the emulators in the checkout's `lab/` directory: it runs them as processes.
+imports the stand-ins in the checkout's `tests/lab_standins/` directory: it runs them as processes.
 """

@@ -1,6 +1,7 @@
-"""The checkout's lab emulators (`lab/` beside the package), run as processes: ufcctl never imports them.
+"""The checkout's lab emulators (`tests/lab_standins/` of the checkout), run as processes: ufcctl never
+imports them.
 
-They exist only in a source checkout; an installed wheel has no `lab/` directory, and callers then
+They exist only in a source checkout; an installed wheel has no `tests/` directory, and callers then
 skip the emulator and say so.
 """
 
@@ -20,8 +21,9 @@ log = logging.getLogger(__name__)
 
 # The checkout this package was imported from: ufcctl/lab/emulators.py -> <checkout>.
 CHECKOUT = Path(__file__).resolve().parents[2]
-NPU_EMULATOR = "lab.npu_emulator"
-NPU_EMULATOR_DIR = "lab/npu_emulator"  # relative to the checkout; what the "skipped" note names
+NPU_EMULATOR = "tests.lab_standins.npu_emulator"
+# relative to the checkout; what the "skipped" note names
+NPU_EMULATOR_DIR = "tests/lab_standins/npu_emulator"
 
 
 def npu_emulator_present(checkout: Path = CHECKOUT) -> bool:
@@ -29,7 +31,8 @@ def npu_emulator_present(checkout: Path = CHECKOUT) -> bool:
 
 
 def run_npu_emulator(args: Sequence[str], checkout: Path = CHECKOUT, timeout: float = 300) -> dict[str, Any]:
-    """`python -m lab.npu_emulator ARGS --json` from the checkout root; its JSON output, parsed."""
+    """`python -m tests.lab_standins.npu_emulator ARGS --json` from the checkout root; its JSON output,
+    parsed."""
     argv = [sys.executable, "-m", NPU_EMULATOR, *args]
     log.debug("run (cwd %s): %s", checkout, " ".join(argv))
     by_hand = f"cd {checkout} && {' '.join(argv)}"

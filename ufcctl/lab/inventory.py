@@ -35,7 +35,8 @@ NPU_NODE_VARS = "group_vars/npu_node.yml"
 ARTIFACT_VARS = "group_vars/all/artifacts.yml"
 MONITORING_VARS = "group_vars/all/monitoring.yml"
 REGISTRY_CACHE_VARS = "group_vars/all/registry_cache.yml"
-# The LAB UPSTREAM REGISTRY (lab/upstream_registry: Debian's docker-registry, started in the NPU
+# The LAB UPSTREAM REGISTRY (tests/lab_standins/upstream_registry: Debian's docker-registry, started in
+# the NPU
 # emulator's mirror container by the image tests or by hand) and the caches' instance port.
 LAB_UPSTREAM_PORT = 5000
 LAB_CACHE_PORT = 5001
@@ -220,14 +221,16 @@ def render_inventory(
     }
     if registry_cache_hosts(layout):
         files[REGISTRY_CACHE_VARS] = (_header(layout) + "# Registry caches of the lab (roles/registry_cache) "
-                                      "in front of the LAB UPSTREAM REGISTRY (lab/upstream_registry).\n"
+                                      "in front of the LAB UPSTREAM REGISTRY\n"
+                                      "# (tests/lab_standins/upstream_registry).\n"
                                       + _dump(registry_cache_vars(layout)))
     if monitoring:
         files[MONITORING_VARS] = (_header(layout) + "# Lab timing for the alert tests (roles/monitoring).\n"
                                   + _dump(monitoring_vars()))
     if npu_node_vars is not None:
         files[NPU_NODE_VARS] = (
-            _header(layout) + "# From the lab NPU emulator (lab/npu_emulator, not Huawei software): its "
+            _header(layout) + "# From the lab NPU emulator\n"
+            "# (tests/lab_standins/npu_emulator, not Huawei software): its "
             f"package mirror {layout.npu_mirror.name}, the release to install.\n" + _dump(npu_node_vars)
         )
     if artifact_vars:

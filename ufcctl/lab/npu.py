@@ -1,6 +1,7 @@
 """The lab's NPU emulator step of `lab up`: packages, a mirror container on the lab network, npu_node vars.
 
-The emulator lives in the checkout (`lab/npu_emulator`, not Huawei software) and runs as a process
+The emulator lives in the checkout (`tests/lab_standins/npu_emulator`, not Huawei software) and runs as
+a process
 (ufcctl/lab/emulators.py); this module decides what to ask of it and what the lab keeps: the mirror
 carries the lab's labels (so `lab down` removes it) and the vars go into the lab inventory.
 """
@@ -41,7 +42,8 @@ class NpuEmulator:
 
 
 def setup_args(lab: str, layout: LabLayout, workdir: Path, image: str) -> list[str]:
-    """`python -m lab.npu_emulator` arguments: the lab's network, address plan, image and labels."""
+    """`python -m tests.lab_standins.npu_emulator` arguments: the lab's network, address plan, image and
+    labels."""
     labels = {LABEL_LAB: "1", LABEL_NAME: lab, LABEL_ROLE: ROLE_NPU_MIRROR}
     return [
         "setup", "--lab", lab, "--network", layout.network, "--ip", layout.npu_mirror.ip,

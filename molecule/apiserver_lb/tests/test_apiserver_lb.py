@@ -14,7 +14,7 @@ import testinfra
 ROOT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).resolve().parents[3]))
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-from lab import apiserver_standin  # noqa: E402  (the kube-apiserver stand-in, an emulator)
+from tests.lab_standins import apiserver_standin  # noqa: E402  (the kube-apiserver stand-in, an emulator)
 
 STAT = (
     "import socket; s = socket.socket(socket.AF_UNIX); s.connect('/run/haproxy/admin.sock'); "

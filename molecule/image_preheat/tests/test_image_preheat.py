@@ -10,8 +10,8 @@ ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from lab.upstream_registry import registry  # noqa: E402
-from lab.upstream_registry.image import MIB, build_image  # noqa: E402
+from tests.lab_standins.upstream_registry import registry  # noqa: E402
+from tests.lab_standins.upstream_registry.image import MIB, build_image  # noqa: E402
 
 REF = "127.0.0.1:5000/lab/preheat-test:v1"
 IMAGE = build_image(seed=1, layer_bytes=2 * MIB)

@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:  # tests.helpers and lab are imported from the repository root
     sys.path.insert(0, str(ROOT))
 
-from lab.upstream_registry.image import build_image  # noqa: E402
 from tests.helpers.gen_inventory import ClusterShape, write_cluster_inventory  # noqa: E402
 from tests.helpers.registry_standin import Standin, serve  # noqa: E402
+from tests.lab_standins.upstream_registry.image import build_image  # noqa: E402
 
 IMAGE = build_image(seed=9, layers=2, layer_bytes=512 * 1024)
 

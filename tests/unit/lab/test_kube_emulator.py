@@ -1,4 +1,5 @@
-"""The LAB KUBE EMULATOR (lab/kube_emulator) on loopback: its packages, its discovery (the CA hash pinned,
+"""The LAB KUBE EMULATOR (tests/lab_standins/kube_emulator) on loopback: its packages, its discovery
+(the CA hash pinned,
 TLS verified against the discovered CA) and its join path (token checked, expiry, registration counted,
 faults). etcd is replaced by a dict here; on the lab it is the real etcd core cluster."""
 
@@ -19,8 +20,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from lab.kube_emulator import kubeadm as emu
-from lab.kube_emulator import packages
+from tests.lab_standins.kube_emulator import kubeadm as emu
+from tests.lab_standins.kube_emulator import packages
 from ufcctl.domain.controlplane.kubeadm import ca_hash
 
 TOKEN = "abcdef.0123456789abcdef"

@@ -47,7 +47,7 @@ def test_without_a_checkout_the_emulator_is_skipped_and_not_run(tmp_path: Path) 
 
     result = prepare_npu_emulator("t1", LAYOUT, tmp_path, "img", present=lambda: False, run=run)
     assert result.status == "skipped" and result.node_vars is None and not result.changed
-    assert result.describe() == "skipped (needs a source checkout: lab/npu_emulator)"
+    assert result.describe() == "skipped (needs a source checkout: tests/lab_standins/npu_emulator)"
 
 
 def test_ready_emulator_hands_back_its_vars(tmp_path: Path) -> None:
@@ -82,7 +82,8 @@ def _inventory(tmp_path: Path, node_vars: dict | None) -> dict[str, str]:
 def test_npu_node_vars_are_part_of_the_inventory_lab_up_writes(tmp_path: Path) -> None:
     files = _inventory(tmp_path, VARS)
     assert yaml.safe_load(files[NPU_NODE_VARS]) == VARS
-    assert "lab/npu_emulator" in files[NPU_NODE_VARS] and "not Huawei software" in files[NPU_NODE_VARS]
+    assert "tests/lab_standins/npu_emulator" in files[NPU_NODE_VARS]
+    assert "not Huawei software" in files[NPU_NODE_VARS]
     assert NPU_NODE_VARS not in _inventory(tmp_path, None)
 
 
@@ -106,9 +107,9 @@ def test_the_mirror_address_is_outside_every_node_vip_and_gateway() -> None:
 
 
 def _fake_checkout(tmp_path: Path, main: str) -> Path:
-    package = tmp_path / "lab" / "npu_emulator"
+    package = tmp_path / "tests" / "lab_standins" / "npu_emulator"
     package.mkdir(parents=True)
-    (tmp_path / "lab" / "__init__.py").write_text("")
+    (tmp_path / "tests" / "lab_standins" / "__init__.py").write_text("")
     (package / "__init__.py").write_text("")
     (package / "__main__.py").write_text(main)
     return tmp_path
@@ -127,7 +128,7 @@ def test_runner_failure_names_the_emulator_and_how_to_rerun_it(tmp_path: Path) -
                                        "sys.exit(3)\n")
     with pytest.raises(RunFailed) as err:
         emulators.run_npu_emulator(["setup"], checkout)
-    assert "lab/npu_emulator" in err.value.message and "exit 3" in err.value.message
+    assert "tests/lab_standins/npu_emulator" in err.value.message and "exit 3" in err.value.message
     assert "podman: no such network" in err.value.message
     hint = err.value.hint or ""
     assert f"cd {checkout}" in hint and sys.executable in hint

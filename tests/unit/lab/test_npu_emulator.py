@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:  # the emulators (lab/) are imported from the repository root
     sys.path.insert(0, str(ROOT))
 
-from lab.npu_emulator import npu_smi  # noqa: E402
-from lab.npu_emulator.packages import CHECKSUM_FILE, RELEASES, Release, build  # noqa: E402
+from tests.lab_standins.npu_emulator import npu_smi  # noqa: E402
+from tests.lab_standins.npu_emulator.packages import CHECKSUM_FILE, RELEASES, Release, build  # noqa: E402
 
 # The same pattern as chips() in roles/ascend_driver/library/ufc_ascend_driver.py (checked below).
 CHIP_ROW = r"(?m)^\|\s+(\d+)\s+\S+\s+\|\s+(\w+)\s+\|"
@@ -69,7 +69,7 @@ def test_rebuilding_leaves_identical_packages_alone(tmp_path: Path) -> None:
 
 
 def test_setup_refuses_a_label_without_a_value() -> None:
-    from lab.npu_emulator.__main__ import main
+    from tests.lab_standins.npu_emulator.__main__ import main
 
     with pytest.raises(SystemExit) as exc:
         main(["setup", "--label", "ufcctl.lab", "--json"])

@@ -10,8 +10,14 @@ import tarfile
 import pytest
 import yaml
 
-from lab.upstream_registry import registry
-from lab.upstream_registry.image import CONFIG_TYPE, LAYER_TYPE, MANIFEST_TYPE, build_image, digest_of
+from tests.lab_standins.upstream_registry import registry
+from tests.lab_standins.upstream_registry.image import (
+    CONFIG_TYPE,
+    LAYER_TYPE,
+    MANIFEST_TYPE,
+    build_image,
+    digest_of,
+)
 
 SMALL = 64 * 1024
 

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:  # the emulators (lab/) are imported from the repository root
     sys.path.insert(0, str(ROOT))
 
-from lab.npu_emulator import npu_smi  # noqa: E402
+from tests.lab_standins.npu_emulator import npu_smi  # noqa: E402
 
 ROLE = ROOT / "roles" / "ascend_driver"
 mod = load_file(ROLE / "library" / "ufc_ascend_driver.py", "ufc_ascend_driver_module")

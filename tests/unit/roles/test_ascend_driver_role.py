@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from lab.npu_emulator import npu_smi
+from tests.lab_standins.npu_emulator import npu_smi
 from ufcctl.app import role_vars
 from ufcctl.domain.inventory.validate import ACCELERATOR_TYPES
 from ufcctl.domain.placement.profiles import chips_by_type

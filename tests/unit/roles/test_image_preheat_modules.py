@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.upstream_registry.image import build_image, digest_of
 from tests.helpers.pyimports import load_file
 from tests.helpers.registry_standin import Standin, serve
+from tests.lab_standins.upstream_registry.image import build_image, digest_of
 
 ROOT = Path(__file__).resolve().parents[3]
 warm = load_file(ROOT / "roles" / "image_preheat" / "library" / "ufc_registry_warm.py")

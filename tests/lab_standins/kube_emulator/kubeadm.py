@@ -62,7 +62,7 @@ KUBELET_FLAGS = Path("/var/lib/kubelet/kubeadm-flags.env")
 KUBELET_BIN = Path("/usr/bin/kubelet")
 PREFIX = "/ufc-kube-emulator"
 TOKEN = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
-# the stand-in's flag (lab/apiserver_standin): /readyz answers 503 while it exists
+# the stand-in's flag (tests/lab_standins/apiserver_standin): /readyz answers 503 while it exists
 UNREADY = Path("/run/ufcctl-apiserver-standin/unready")
 JOIN_PATH = "/ufc-lab-emulator/join"
 HOST = socket.gethostname()

@@ -1,4 +1,5 @@
-"""Command line of the lab NPU emulator, run from the checkout root: `python -m lab.npu_emulator ...`.
+"""Command line of the lab NPU emulator, run from the checkout root: `python -m
+tests.lab_standins.npu_emulator ...`.
 
 `ufcctl lab up` runs `setup ... --no-inventory --json` (it writes the inventory's
 group_vars/npu_node.yml itself from the JSON); by hand, `setup --lab NAME` on a running lab also
@@ -14,7 +15,7 @@ import sys
 import urllib.parse
 from pathlib import Path
 
-from lab.npu_emulator.lab import (
+from tests.lab_standins.npu_emulator.lab import (
     IMAGE,
     LABEL_INVENTORY,
     network_of,
@@ -22,8 +23,8 @@ from lab.npu_emulator.lab import (
     prepare,
     write_inventory_vars,
 )
-from lab.npu_emulator.packages import RELEASES, build
-from lab.upstream_registry import registry
+from tests.lab_standins.npu_emulator.packages import RELEASES, build
+from tests.lab_standins.upstream_registry import registry
 
 
 def _label(value: str) -> tuple[str, str]:
@@ -34,7 +35,7 @@ def _label(value: str) -> tuple[str, str]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m lab.npu_emulator")
+    parser = argparse.ArgumentParser(prog="python -m tests.lab_standins.npu_emulator")
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="write the emulated packages and SHA256SUMS into DIR")
     b.add_argument("directory", type=Path)
@@ -65,7 +66,7 @@ def _setup(args: argparse.Namespace) -> int:
     state = Path(os.environ.get("UFC_STATE_DIR", ".ufc"))
     workdir = args.workdir or state / "lab" / f"{args.lab}-npu-emulator"
     mirror = prepare(network, workdir, name, RELEASES, args.ip, args.image, labels)
-    # The mirror container also serves the LAB UPSTREAM REGISTRY (lab/upstream_registry), the
+    # The mirror container also serves the LAB UPSTREAM REGISTRY (tests/lab_standins/upstream_registry), the
     # upstream of the lab's registry caches: it must answer before a deploy starts them.
     registry.ensure_running(name, urllib.parse.urlsplit(mirror.url).hostname or "")
     written = None

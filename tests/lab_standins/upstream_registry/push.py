@@ -11,7 +11,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
-from lab.upstream_registry.image import MANIFEST_TYPE, TestImage
+from tests.lab_standins.upstream_registry.image import MANIFEST_TYPE, TestImage
 
 
 class PushError(Exception):

@@ -3,7 +3,8 @@
 The mirror is one more container on the lab's own podman network (same image, `python3 -m
 http.server` over a read-only bind mount of the packages), so nodes download over HTTP inside the
 lab and nothing is sent anywhere else. `ufcctl lab up` runs `setup` (as a process, through
-`python -m lab.npu_emulator`) with the lab's labels, so `ufcctl lab down` removes the mirror with
+`python -m tests.lab_standins.npu_emulator`) with the lab's labels, so `ufcctl lab down` removes the
+mirror with
 the lab. Fault files and counters are read and written with `podman exec`, the way a test reaches
 into a node without going through Ansible.
 """
@@ -20,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab.kube_emulator import packages as kube_packages
-from lab.npu_emulator.packages import RELEASES, Release, build, build_docker_runtime
+from tests.lab_standins.kube_emulator import packages as kube_packages
+from tests.lab_standins.npu_emulator.packages import RELEASES, Release, build, build_docker_runtime
 
 # The emulator may use ufcctl (never the other way round): the same podman settings as the lab.
 from ufcctl.lab.podman import CONTAINERS_CONF
@@ -164,7 +165,7 @@ def write_inventory_vars(inventory: Path, mirror: Mirror, release: Release = REL
     (which writes that file itself, as part of the inventory it owns)."""
     target = inventory / "group_vars" / "npu_node.yml"
     target.parent.mkdir(parents=True, exist_ok=True)
-    header = "# Written by lab/npu_emulator (the lab NPU emulator, not Huawei software).\n"
+    header = "# Written by tests/lab_standins/npu_emulator (the lab NPU emulator, not Huawei software).\n"
     lines = "".join(f"{k}: {json.dumps(v)}\n" for k, v in npu_node_vars(mirror, release).items())
     target.write_text(header + lines)
     return target

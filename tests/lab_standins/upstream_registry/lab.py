@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from lab.upstream_registry import registry
-from lab.upstream_registry.image import DEFAULT_LAYER_BYTES, DEFAULT_LAYERS, TestImage, build_image
-from lab.upstream_registry.push import PushResult, push_image
+from tests.lab_standins.upstream_registry import registry
+from tests.lab_standins.upstream_registry.image import (
+    DEFAULT_LAYER_BYTES,
+    DEFAULT_LAYERS,
+    TestImage,
+    build_image,
+)
+from tests.lab_standins.upstream_registry.push import PushResult, push_image
 
 DEFAULT_NAME = "lab/preheat-test"
 DEFAULT_TAG = "v1"

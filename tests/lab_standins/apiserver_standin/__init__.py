@@ -18,7 +18,8 @@ def _podman(*args: str, env: dict[str, str] | None = None) -> str:
     return proc.stdout
 
 
-# The LAB KUBE EMULATOR's apiserver (lab/kube_emulator, started by its `kubeadm init`/join on a deployed
+# The LAB KUBE EMULATOR's apiserver (tests/lab_standins/kube_emulator, started by its `kubeadm
+# init`/join on a deployed
 # lab) answers the same: /readyz with the same unready flag, every other GET with its host name.
 EMULATOR_UNIT = "kube-apiserver"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from lab.npu_emulator.packages import write_if_changed
+from tests.lab_standins.npu_emulator.packages import write_if_changed
 
 HERE = Path(__file__).resolve().parent
 VERSIONS = ("1.31.4",)  # ufc_kube_version's default (roles/kube_control_plane, roles/kube_node)

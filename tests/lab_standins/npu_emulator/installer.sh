@@ -1,6 +1,6 @@
 #!/bin/bash
 # LAB NPU EMULATOR -- this is NOT a Huawei package. ufcctl's test lab generates it
-# (lab/npu_emulator) to stand in for an Ascend HDK installer with the real file name:
+# (tests/lab_standins/npu_emulator) to stand in for an Ascend HDK installer with the real file name:
 #   Ascend-hdk-<chip>-npu-driver_<ver>_linux-<arch>.run / Ascend-hdk-<chip>-npu-firmware_<ver>.run
 # It accepts the flags the real installers take (docs/reference/ascend.md §6), installs files where
 # the real ones go (/usr/local/Ascend/driver/version.info, npu-smi), and obeys a per-node fault
