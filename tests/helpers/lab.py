@@ -1,7 +1,6 @@
-"""A test-owned lab for integration tests: its own name, subnet, state and inventory directories.
+"""The shared lab of the integration tests: the README's main job (`./scripts/run.sh`) run as written.
 
-Every lab test module used to build the same environment and the same `lab up` / `lab down`
-bracket; this is the one copy. Nothing here targets an address outside the lab's own subnet."""
+Nothing here targets an address outside the lab's own subnet."""
 
 from __future__ import annotations
 
@@ -16,25 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
+
+from ufcctl.lab.layout import DEFAULT_LAB, DEFAULT_SUBNET, DEFAULT_WORKERS
+from ufcctl.rollout.store import StateStore
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 UFCCTL = str(BIN / "ufcctl")
-
-
-def lab_env(work: Path, lab: str, **extra: str) -> dict[str, str]:
-    """The environment every ufcctl/podman call of one test lab runs with."""
-    env = dict(os.environ)
-    env.update({
-        "UFC_STATE_DIR": str(work / "state"),
-        "UFC_LAB_NAME": lab,
-        "UFC_LAB_INVENTORY": str(work / "inventory"),
-        "CONTAINERS_CONF": str(ROOT / "ufcctl" / "lab" / "containers.conf"),
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        **extra,
-    })
-    return env
 
 
 def ufcctl(args: list[str], env: dict[str, str], timeout: int = 2400) -> subprocess.CompletedProcess[str]:
@@ -42,58 +29,44 @@ def ufcctl(args: list[str], env: dict[str, str], timeout: int = 2400) -> subproc
                           timeout=timeout, check=False)
 
 
-@contextmanager
-def running_lab(work: Path, lab: str, subnet: str, nodes: int, **extra_env: str) -> Iterator[dict[str, str]]:
-    """`lab up` (3 control planes + `nodes` workers on `subnet`), yield the env, always `lab down`.
-    The inventory is written to `work / "inventory"`."""
-    if shutil.which("podman") is None:
-        pytest.skip("podman is not installed (scripts/setup.sh installs it)")
-    env = lab_env(work, lab, **extra_env)
-    up = ufcctl(["lab", "up", "--nodes", str(nodes), "--subnet", subnet], env)
-    try:
-        assert up.returncode == 0, up.stdout + up.stderr
-        yield env
-    finally:
-        down = ufcctl(["lab", "down"], env)
-        assert down.returncode == 0, down.stdout + down.stderr
-
-
-# The deployed stack shared by the deploy, etcd, NFS and VIP lab tests (tests/integration/conftest.py).
-# One lab, one full `ufcctl deploy` of playbooks/deploy.yml; each of those modules used to bring up
-# its own lab and deploy into it (about 30 min of the CI run's CPU went to the three extra deploys).
-STACK_LAB = "itstack"
-STACK_SUBNET = "10.89.71.0/24"  # a test-owned podman network; nothing else is ever targeted
+# The deployed stack shared by the deploy, etcd, image, monitoring, NFS, VIP and worker lab tests
+# (tests/integration/conftest.py): the README's main job itself, `./scripts/run.sh` run as written from the
+# checkout root (setup, `ufcctl lab up`, `ufcctl deploy --inventory lab`, `ufcctl health --inventory lab`).
+# If the README's command breaks, every one of these tests is red. It makes the default lab: its name,
+# subnet (a podman network the lab owns; nothing else is ever targeted), ./inventories/lab and ./.ufc.
+STACK_LAB = DEFAULT_LAB
+STACK_SUBNET = DEFAULT_SUBNET
+STACK_WORKERS = DEFAULT_WORKERS
 STACK_MODULES = frozenset({"test_deploy_lab.py", "test_etcd_lab.py", "test_images_lab.py",
+                           "test_main_job_lab.py",
                            "test_monitoring_lab.py", "test_nfs_lab.py", "test_vip_failover.py",
                            "test_workers_lab.py"})
-# Workers of the shared lab: enough for one to fail while the others finish (the node phase tests).
-STACK_WORKERS = 3
-# Lab-sized etcd defrag thresholds (the defaults are sized for 8 GiB databases); the timer itself never
-# fires during the tests (a calendar date in the past): test_etcd_lab starts the units the timer starts.
-STACK_TEST_VARS = {
-    "etcd_defrag_rule": "dbSizeFree > 4*1024*1024",
-    "etcd_defrag_compaction_keep_revisions": 0,
-    "etcd_defrag_min_interval": 30,
-    "etcd_defrag_on_calendar": "2000-01-01 00:00:00",
-}
+MAIN_JOB = ROOT / "scripts" / "run.sh"
+STACK_INVENTORY = ROOT / "inventories" / "lab"
+STACK_STATE = ROOT / ".ufc"
 
 
 @dataclass(frozen=True)
 class Stack:
-    """A lab after its first full deploy. `deploy` is what `ufcctl deploy --output json` printed
-    (None when it printed no JSON; `deploy_proc` then says why)."""
+    """A lab after the README's main job. `main_job` is what `./scripts/run.sh` did; `deploy` is its first
+    deploy as `ufcctl deploy --output json` would print it, rebuilt from the run's own records (the
+    cluster phase's summary.json, the node phase's run in state.db); None when there is none."""
 
     work: Path
     inventory: Path
     env: dict[str, str]
-    deploy_proc: subprocess.CompletedProcess[str]
+    main_job: subprocess.CompletedProcess[str]
     deploy: dict | None
 
+    @property
+    def deploy_proc(self) -> subprocess.CompletedProcess[str]:
+        return self.main_job
+
     def require_deployed(self) -> None:
-        """For the modules that only use the deployed stack: fail with the deploy's own output."""
-        assert self.deploy_proc.returncode == 0 and self.deploy is not None, (
-            f"the shared lab's first deploy failed (rc={self.deploy_proc.returncode}):\n"
-            f"{self.deploy_proc.stdout[-3000:]}\n{self.deploy_proc.stderr[-3000:]}")
+        """For the modules that only use the deployed stack: fail with the main job's own output."""
+        assert self.main_job.returncode == 0 and self.deploy is not None, (
+            f"the README's main job (./scripts/run.sh) failed (rc={self.main_job.returncode}):\n"
+            f"{self.main_job.stdout[-3000:]}\n{self.main_job.stderr[-3000:]}")
 
 
 def deploy_json(inventory: Path, env: dict[str, str],
@@ -105,14 +78,46 @@ def deploy_json(inventory: Path, env: dict[str, str],
         return proc, None
 
 
+def main_job_env() -> dict[str, str]:
+    """The environment a user has: none of the variables the test labs use to move their files."""
+    drop = {"UFC_STATE_DIR", "UFC_LAB_NAME", "UFC_LAB_INVENTORY"}
+    return {k: v for k, v in os.environ.items() if k not in drop}
+
+
+def first_deploy(state: Path) -> dict | None:
+    """The first deploy's two phases from what it recorded: the oldest deploy.yml summary and the
+    oldest deploy-nodes run, in the shape of `ufcctl deploy --output json`."""
+    summaries = sorted((p for p in (state / "runs").glob("*/summary.json")), key=lambda p: p.stat().st_mtime)
+    cluster = next((json.loads(p.read_text()) for p in summaries
+                    if json.loads(p.read_text()).get("playbook") == "deploy.yml"), None)
+    if cluster is None or not (state / "state.db").is_file():
+        return None
+    with StateStore(state / "state.db") as store:
+        runs = [r for r in store.runs("deploy-nodes") if r.status]
+        if not runs:
+            return {"cluster": cluster, "nodes": None, "skipped": []}
+        run = min(runs, key=lambda r: r.created)
+        nodes = [{"host": n.host, "state": n.state, "changed": n.changed} for n in store.nodes(run.run_id)]
+    return {"cluster": cluster, "skipped": [],
+            "nodes": {"kind": run.kind, "status": run.status, "run_id": run.run_id, "nodes": nodes}}
+
+
 @contextmanager
-def deployed_stack(work: Path) -> Iterator[Stack]:
-    """`lab up` (3 control planes + STACK_WORKERS workers), the lab-sized test vars, one full deploy (both
-    phases); always `lab down`."""
-    with running_lab(work, STACK_LAB, STACK_SUBNET, nodes=STACK_WORKERS) as env:
-        inventory = work / "inventory"
-        extra_vars = inventory / "group_vars" / "all" / "stack-test.yml"
-        extra_vars.parent.mkdir(parents=True, exist_ok=True)
-        extra_vars.write_text(yaml.safe_dump(STACK_TEST_VARS))
-        proc, data = deploy_json(inventory, env)
-        yield Stack(work, inventory, env, proc, data)
+def deployed_stack() -> Iterator[Stack]:
+    """`./scripts/run.sh` from the checkout root, exactly as the README says; always `lab down`."""
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (scripts/setup.sh installs it)")
+    if (STACK_INVENTORY / ".ufcctl-lab").exists() or STACK_INVENTORY.exists():
+        pytest.fail(f"{STACK_INVENTORY} exists: a lab is up in this checkout. The lab tests bring up the "
+                    "README's own lab and take it down after; run `ufcctl lab down` first")
+    env = main_job_env()
+    main_job = subprocess.run([str(MAIN_JOB)], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=3600, check=False)
+    stack_env = {**env, "CONTAINERS_CONF": str(ROOT / "ufcctl" / "lab" / "containers.conf"),
+                 "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+                 "UFC_STATE_DIR": str(STACK_STATE)}  # explicit: every test's ufcctl runs with cwd=ROOT anyway
+    try:
+        yield Stack(ROOT, STACK_INVENTORY, stack_env, main_job, first_deploy(STACK_STATE))
+    finally:
+        down = ufcctl(["lab", "down"], stack_env)
+        assert down.returncode == 0, down.stdout + down.stderr

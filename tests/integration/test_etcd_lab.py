@@ -58,7 +58,7 @@ def _exec(env: dict[str, str], member: str, command: str, check: bool = True) ->
 
 @pytest.fixture(scope="module")
 def lab(stack: Stack) -> Lab:
-    stack.require_deployed()  # with the lab-sized defrag thresholds of STACK_TEST_VARS
+    stack.require_deployed()  # with the lab-sized defrag settings `lab up` writes (group_vars/all/etcd.yml)
     hosts = yaml.safe_load((stack.inventory / "hosts.yml").read_text())
     cps = hosts["all"]["children"]["kube_control_plane"]["hosts"]
     pki = Path(stack.env["UFC_STATE_DIR"]) / "pki" / "default" / "etcd"

@@ -34,6 +34,7 @@ KNOWN_HOSTS = "known_hosts.txt"
 NPU_NODE_VARS = "group_vars/npu_node.yml"
 ARTIFACT_VARS = "group_vars/all/artifacts.yml"
 MONITORING_VARS = "group_vars/all/monitoring.yml"
+ETCD_VARS = "group_vars/all/etcd.yml"
 REGISTRY_CACHE_VARS = "group_vars/all/registry_cache.yml"
 # The LAB UPSTREAM REGISTRY (tests/lab_standins/upstream_registry: Debian's docker-registry, started in
 # the NPU
@@ -193,6 +194,20 @@ def monitoring_vars() -> dict[str, Any]:
     }
 
 
+def etcd_vars() -> dict[str, Any]:
+    """The etcd defrag agent sized for a lab whose databases hold a few MiB (the role's defaults are
+    sized for 8 GiB databases and would never defrag here)."""
+    return {
+        "etcd_defrag_rule": "dbSizeFree > 4*1024*1024",
+        "etcd_defrag_compaction_keep_revisions": 0,
+        "etcd_defrag_min_interval": 30,
+        # the timer is parked on a date in the past: a lab defrag runs when asked (`ufcctl etcd defrag
+        # --inventory lab`, or a lab test starting the unit the timer starts), never in the middle of
+        # a test measuring latency or member health
+        "etcd_defrag_on_calendar": "2000-01-01 00:00:00",
+    }
+
+
 def known_hosts_text(layout: LabLayout, host_keys: Mapping[str, str]) -> str:
     """One line per node, matching both its name and its IP; host_keys maps name -> "type base64"."""
     lines = []
@@ -218,6 +233,7 @@ def render_inventory(
         "group_vars/all/cluster.yml": _header(layout) + _dump(cluster_vars(layout)),
         KNOWN_HOSTS: known_hosts_text(layout, host_keys),
         MARKER: f"{layout.lab}\n",
+        ETCD_VARS: _header(layout) + "# Lab-sized etcd defragmentation (roles/etcd).\n" + _dump(etcd_vars()),
     }
     if registry_cache_hosts(layout):
         files[REGISTRY_CACHE_VARS] = (_header(layout) + "# Registry caches of the lab (roles/registry_cache) "

@@ -1,0 +1,61 @@
+"""The README's main job, `./scripts/run.sh` from the checkout root, exactly as a new user runs it.
+
+The shared lab of the integration tests is this job's lab (tests/helpers/lab.py `deployed_stack`), so
+if the README's first command breaks, this module and every module on the shared lab are red. Here:
+its exit code, that the deploy ran both phases on the lab's hosts, and that the health report it
+printed names the three etcd clusters and one VIP holder."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.helpers.lab import STACK_LAB, STACK_WORKERS, Stack
+from ufcctl.app.inventory import load_inventory
+
+pytestmark = pytest.mark.integration
+
+
+def _section(text: str, start: str, end: str) -> str:
+    """The last health report's lines from `start` up to `end` (run.sh may ask more than once)."""
+    begin = text.rindex(start)
+    return text[begin:text.index(end, begin)]
+
+
+def test_the_main_job_exits_0(stack: Stack) -> None:
+    job = stack.main_job
+    assert job.returncode == 0, (f"./scripts/run.sh exited {job.returncode}:\n"
+                                 f"{job.stdout[-3000:]}\n{job.stderr[-3000:]}")
+    assert "setup: ok" in job.stdout, job.stdout[:2000]
+
+
+def test_the_deploy_ran_both_phases(stack: Stack) -> None:
+    out = stack.main_job.stdout
+    inv = load_inventory(stack.inventory)
+    control_planes = inv.group_hosts("kube_control_plane")
+    workers = sorted(set(inv.group_hosts("kube_node")) - set(control_planes))
+    assert len(workers) == STACK_WORKERS
+    # the cluster phase's recap: deploy.yml on the control planes, nothing failed
+    recap = re.search(r"deploy\.yml: successful in [0-9.]+s\W+(\d+) host\(s\): ok=\d+ changed=\d+ failed=0\s+"
+                      r"unreachable=0", out)
+    assert recap and int(recap[1]) == len(control_planes), out[-4000:]
+    # the node phase on the fleet engine: every worker done, none failed or pending
+    nodes = re.search(r"deploy-nodes \S+: done in [0-9.]+s\W+done (\d+)\s+\(changed \d+\), failed 0, "
+                      r"skipped 0, pending 0", out)
+    assert nodes and int(nodes[1]) == len(workers), out[-4000:]
+    # what the runs recorded agrees with what was printed
+    assert stack.deploy is not None and stack.deploy["nodes"]["status"] == "done"
+    assert sorted(n["host"] for n in stack.deploy["nodes"]["nodes"]) == workers
+
+
+def test_the_health_report_names_three_etcd_clusters_and_a_vip_holder(stack: Stack) -> None:
+    out = stack.main_job.stdout
+    assert re.search(r"^asked http://\S+: healthy$", out, re.MULTILINE), out[-3000:]
+    etcd = _section(out, "etcd clusters: 3", "VIP:")
+    for cluster in ("core", "events", "pods"):
+        assert re.search(rf"\b{cluster}\b", etcd), etcd
+    vip = _section(out, "VIP: 1", "Nodes down:")
+    holders = set(re.findall(rf"\b{STACK_LAB}-cp\d\b", vip))
+    assert len(holders) == 1, vip
+    assert "Nodes down: none" in out
