@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
-from ufcctl.app.etcd_maint import STATUS_TIMEOUT, etcd_defrag, etcd_prune, etcd_status, summarize_reports
+from ufcctl.app.etcd_maint import (
+    STATUS_TIMEOUT,
+    ClusterStatus,
+    RunReport,
+    etcd_defrag,
+    etcd_prune,
+    etcd_status,
+    summarize_reports,
+)
 from ufcctl.cli import numbers
 from ufcctl.cli.options import inventory_option, output_option
 from ufcctl.errors import RunFailed
@@ -40,32 +49,36 @@ def status(inventory: Path, cluster: str | None, timeout: float, output: str) ->
     if output == "json":
         print_json([c.to_json() for c in clusters])
     else:
-        for c in clusters:
-            state = "healthy" if c.healthy else "UNHEALTHY: " + "; ".join(c.problems)
-            rows = [
-                (
-                    m.member,
-                    m.health,
-                    "yes" if m.leader else "",
-                    human_bytes(m.db_size),
-                    human_bytes(m.db_size_in_use),
-                    "-" if m.fragmentation_percent is None else f"{m.fragmentation_percent:.1f}%",
-                    ",".join(m.alarms) or "-",
-                    "-"
-                    if m.last_defrag is None
-                    else f"{human_bytes(m.last_defrag.before)} -> {human_bytes(m.last_defrag.after)}"
-                    f" by {m.last_defrag.by}",
-                )
-                for m in c.members
-            ]
-            print_table(
-                f"etcd {c.cluster}: {state}; alarms: {', '.join(c.alarms) or 'none'}",
-                ["member", "health", "leader", "db size", "in use", "fragmented", "alarms", "last defrag"],
-                rows,
-            )
+        _print_status(clusters)
     unhealthy = [c.cluster for c in clusters if not c.healthy]
     if unhealthy:
         raise RunFailed(f"unhealthy etcd cluster(s): {', '.join(unhealthy)}", "see the problems listed above")
+
+
+def _print_status(clusters: Sequence[ClusterStatus]) -> None:
+    for c in clusters:
+        state = "healthy" if c.healthy else "UNHEALTHY: " + "; ".join(c.problems)
+        rows = [
+            (
+                m.member,
+                m.health,
+                "yes" if m.leader else "",
+                human_bytes(m.db_size),
+                human_bytes(m.db_size_in_use),
+                "-" if m.fragmentation_percent is None else f"{m.fragmentation_percent:.1f}%",
+                ",".join(m.alarms) or "-",
+                "-"
+                if m.last_defrag is None
+                else f"{human_bytes(m.last_defrag.before)} -> {human_bytes(m.last_defrag.after)}"
+                f" by {m.last_defrag.by}",
+            )
+            for m in c.members
+        ]
+        print_table(
+            f"etcd {c.cluster}: {state}; alarms: {', '.join(c.alarms) or 'none'}",
+            ["member", "health", "leader", "db size", "in use", "frag", "alarms", "last defrag"],
+            rows,
+        )
 
 
 @etcd.command()
@@ -85,17 +98,21 @@ def defrag(inventory: Path, cluster: str | None, dry_run: bool, output: str) -> 
     if output == "json":
         print_json([r.to_json() for r in reports])
     else:
-        print_table(
-            "etcd defrag" + (" (dry run)" if dry_run else ""),
-            ["cluster", "member", "action", "before (size/in use)", "after", "reason"],
-            summarize_reports(reports),
-        )
-        for r in reports:
-            for note in r.notes:
-                click.echo(f"{r.cluster}: {note}")
+        _print_defrag(reports, dry_run)
     failed = [f"{r.cluster}/{o.member}" for r in reports for o in r.outcomes if o.action == "failed"]
     if failed:
         raise RunFailed(f"defrag failed on {', '.join(failed)}", "see the reasons above; rerun when healthy")
+
+
+def _print_defrag(reports: Sequence[RunReport], dry_run: bool) -> None:
+    print_table(
+        "etcd defrag" + (" (dry run)" if dry_run else ""),
+        ["cluster", "member", "action", "before (size/in use)", "after", "reason"],
+        summarize_reports(reports),
+    )
+    for r in reports:
+        for note in r.notes:
+            click.echo(f"{r.cluster}: {note}")
 
 
 @etcd.command()

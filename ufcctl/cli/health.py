@@ -51,8 +51,7 @@ def _print_text(report: HealthReport) -> None:
     )
     _section(
         "etcd clusters",
-        ["cluster", "up", "leader", "db size (max)", "quota", "quota used", "last defrag", "result",
-         "problems"],
+        ["cluster", "up", "leader", "db max", "quota", "used", "last defrag", "result", "problems"],
         [_etcd_row(e) for e in report.etcd],
     )
     _section(

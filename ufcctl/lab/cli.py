@@ -20,7 +20,7 @@ from ufcctl.lab.lab import (
     lab_status,
     lab_up,
 )
-from ufcctl.lab.layout import DEFAULT_LAB, DEFAULT_SUBNET, DEFAULT_WORKERS
+from ufcctl.lab.layout import DEFAULT_LAB, DEFAULT_SUBNET, DEFAULT_WORKERS, LabLayout
 from ufcctl.lab.nodes import LABEL_ROLE
 from ufcctl.report.output import print_json, print_table
 
@@ -99,13 +99,7 @@ def _print_up(result: UpResult) -> None:
         total = sum(result.seconds.values())
         phases = ", ".join(f"{k} {v:.1f}s" for k, v in result.seconds.items())
         click.echo(f"lab {layout.lab!r} is up: {shape} in {total:.1f}s ({phases})")
-        rows = [
-            (n.name, n.role, n.ip,
-             *((n.topology.tor_id, n.topology.super_pod_id, n.topology.rack) if n.topology else ("", "", "")))
-            for n in layout.nodes
-        ]
-        columns = ("name", "role", "ip", "tor", "super pod", "rack")
-        print_table(f"lab {layout.lab} (VIP {layout.vip})", columns, rows)
+        _print_nodes(layout)
         click.echo(f"inventory: {inventory}   try: ufcctl deploy --inventory {inventory}")
     click.echo(f"NPU emulator: {result.npu_emulator.describe()}")
     if result.stale_image:
@@ -113,6 +107,16 @@ def _print_up(result: UpResult) -> None:
                    "`ufcctl lab down && ufcctl lab up` recreates them", err=True)
     for name, units in sorted(result.degraded.items()):
         click.echo(f"warning: {name}: systemd is degraded, failed units: {', '.join(units)}", err=True)
+
+
+def _print_nodes(layout: LabLayout) -> None:
+    rows = [
+        (n.name, n.role, n.ip,
+         *((n.topology.tor_id, n.topology.super_pod_id, n.topology.rack) if n.topology else ("", "", "")))
+        for n in layout.nodes
+    ]
+    columns = ("name", "role", "ip", "tor", "super pod", "rack")
+    print_table(f"lab {layout.lab} (VIP {layout.vip})", columns, rows)
 
 
 @lab.command("down")
@@ -149,7 +153,11 @@ def status_cmd(lab_name: str, inventory_dir: Path | None, output: str) -> None:
     status = lab_status(LabSettings(lab=lab_name, inventory_dir=inventory_dir))
     if output == "json":
         print_json(_status_json(status))
-        return
+    else:
+        _print_status(status)
+
+
+def _print_status(status: LabStatus) -> None:
     if status.network is None and not status.containers:
         click.echo(f"lab {status.lab!r} is not up (run `ufcctl lab up`)")
         return

@@ -8,9 +8,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from ufcctl.engine.runner import RunResult
+from ufcctl.report.tables import Fitted, new_table, table
 
 STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "magenta"}
 
@@ -21,12 +21,7 @@ def print_json(data: Any) -> None:
 
 
 def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    table = Table(title=title, title_justify="left")
-    for column in columns:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*(str(c) for c in row))
-    Console().print(table)
+    Console().print(table(columns, rows, title))
 
 
 def print_run_summary(result: RunResult, max_rows: int = 50) -> None:
@@ -44,15 +39,13 @@ def print_run_summary(result: RunResult, max_rows: int = 50) -> None:
         result.hosts.values()
     )
     if shown:
-        table = Table(show_header=True, header_style="bold")
-        for column in ("host", "status", "ok", "changed", "failed", "skipped", "first failure"):
-            table.add_column(column)
+        recap = new_table(("host", "status", "ok", "changed", "failed", "skipped", "first failure"))
         for r in shown[:max_rows]:
             failure = f"{r.failed_task}: {r.message}" if r.failed_task else ""
             style = STATUS_STYLE.get(r.status, "")
-            table.add_row(r.host, f"[{style}]{r.status}[/]", str(r.ok), str(r.changed), str(r.failed),
+            recap.add_row(r.host, f"[{style}]{r.status}[/]", str(r.ok), str(r.changed), str(r.failed),
                           str(r.skipped), failure[:160])
-        console.print(table)
+        console.print(Fitted(recap))
         if len(shown) > max_rows:
             console.print(f"... and {len(shown) - max_rows} more; see {result.run_dir}/summary.json")
     if result.not_run:

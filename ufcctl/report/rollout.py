@@ -9,10 +9,10 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from ufcctl.domain.rollout.plan import Projection, RolloutPlan
 from ufcctl.domain.rollout.summary import RolloutSummary
+from ufcctl.report.tables import Fitted, new_table
 from ufcctl.rollout.store import RunRecord
 
 STATE_STYLE = {"done": "green", "failed": "red", "skipped": "yellow", "pending": "dim", "running": "cyan"}
@@ -114,15 +114,13 @@ def print_plan(plan: RolloutPlan, projection: Projection | None, targets: int, *
         f"{targets} node(s) in {len(plan.batches)} batch(es) of up to {plan.batch_size}"
         f"{f', canary {canary} first' if canary else ''}, window {plan.window} "
         f"({plan.capacity} node(s) in flight), aligned by {plan.align}", highlight=False)
-    table = Table(show_header=True, header_style="bold")
-    for column in ("batch", "nodes", "first", "last", "domains"):
-        table.add_column(column)
+    table = new_table(("batch", "nodes", "first", "last", "domains"))
     rows = plan.batches if all_rows else plan.batches[:MAX_ROWS]
     for batch in rows:
         domains = ", ".join(batch.domains[:4]) + (" ..." if len(batch.domains) > 4 else "")
         table.add_row(f"{batch.index}{' canary' if batch.canary else ''}", str(len(batch.hosts)),
                       batch.hosts[0], batch.hosts[-1], domains)
-    console.print(table)
+    console.print(Fitted(table))
     if len(plan.batches) > len(rows):
         console.print(f"... and {len(plan.batches) - len(rows)} more batch(es) (--all or --output json)")
     if projection is None:
@@ -158,15 +156,13 @@ def print_summary(summary: RolloutSummary) -> None:
         console.print(f"[red]stopped:[/] {summary.message}", highlight=False)
     shown = list(summary.nodes) if len(summary.nodes) <= MAX_ROWS else summary.failed + summary.skipped
     if shown:
-        table = Table(show_header=True, header_style="bold")
-        for column in ("host", "batch", "state", "changed", "time", "attempts", "reason"):
-            table.add_column(column)
+        table = new_table(("host", "batch", "state", "changed", "time", "tries", "reason"))
         for node in shown[:MAX_ROWS]:
             style = STATE_STYLE.get(node.state, "")
             changed = "-" if node.changed is None else ("yes" if node.changed else "no")
             table.add_row(node.host, str(node.batch), f"[{style}]{node.state}[/]", changed,
                           duration(node.seconds), str(node.attempts), (node.reason or "")[:160])
-        console.print(table)
+        console.print(Fitted(table))
         if len(shown) > MAX_ROWS:
             console.print(f"... and {len(shown) - MAX_ROWS} more; `--output json` lists every node")
     times = sorted(n.seconds for n in summary.nodes if n.seconds is not None and n.state == "done")
@@ -176,16 +172,14 @@ def print_summary(summary: RolloutSummary) -> None:
 
 
 def print_runs(runs: Sequence[RunRecord]) -> None:
-    table = Table(show_header=True, header_style="bold")
-    for column in ("run", "kind", "status", "started", "done", "failed", "skipped", "pending", "inventory"):
-        table.add_column(column)
+    # The node counts share one column (words that wrap) so that the table fits 80 columns.
+    table = new_table(("run", "kind", "status", "started", "nodes", "inventory"))
     for run in runs:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created))
         pending = run.counts.get("pending", 0) + run.counts.get("running", 0)
-        table.add_row(run.run_id, run.kind, run.status, started, str(run.counts.get("done", 0)),
-                      str(run.counts.get("failed", 0)), str(run.counts.get("skipped", 0)), str(pending),
-                      run.inventory)
-    Console().print(table)
+        nodes = ", ".join(f"{run.counts.get(state, 0)} {state}" for state in ("done", "failed", "skipped"))
+        table.add_row(run.run_id, run.kind, run.status, started, f"{nodes}, {pending} pending", run.inventory)
+    Console().print(Fitted(table))
 
 
 def runs_json(runs: Sequence[RunRecord]) -> list[dict[str, Any]]:
