@@ -62,11 +62,13 @@ def lab(tmp_path: Path) -> Lab:
     playbook.chmod(0o755)
     out = tmp_path / "out"
     out.mkdir()
-    inventory = write_cluster_inventory(tmp_path / "inv", ClusterShape(npu_nodes=16, nodes_per_tor=4), "explicit")
+    shape = ClusterShape(npu_nodes=16, nodes_per_tor=4)
+    inventory = write_cluster_inventory(tmp_path / "inv", shape, "explicit")
     return Lab(inventory, tmp_path / "state", out, playbook)
 
 
-def _start(lab: Lab, args: list[str], *, grace: float = 10.0, stubborn: bool = False) -> subprocess.Popen[str]:
+def _start(lab: Lab, args: list[str], *, grace: float = 10.0,
+           stubborn: bool = False) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "UFC_STATE_DIR": str(lab.state), "TREE_OUT": str(lab.out),
            "KUBECONFIG": str(lab.out / "no-kubeconfig"), "TREE_STUBBORN": "1" if stubborn else "0"}
     return subprocess.Popen([sys.executable, "-c", _UFCCTL, str(lab.playbook), str(grace), *args],
@@ -140,7 +142,8 @@ ROLLOUT = ["upgrade-drivers", "--batch", "8"]
 ])
 def test_a_signal_stops_the_rollouts_whole_tree_then_records_then_unlocks(
         lab: Lab, signums: tuple[int, ...], stubborn: bool) -> None:
-    proc = _start(lab, [*ROLLOUT, "-i", str(lab.inventory)], grace=3600 if stubborn else 10, stubborn=stubborn)
+    proc = _start(lab, [*ROLLOUT, "-i", str(lab.inventory)], grace=3600 if stubborn else 10,
+                  stubborn=stubborn)
     try:
         _wait_for("8 nodes admitted", lambda: len(_admitted(lab)) == 8, proc)
         run_id, status, nodes = _only_run(lab)
