@@ -37,3 +37,25 @@ class EnvironmentMissing(UfcError):
     """A tool the command needs (podman, ansible-playbook, ...) is not installed."""
 
     exit_code = EXIT_FAILED
+
+
+class Stopped(KeyboardInterrupt):
+    """ufcctl was asked to stop by SIGINT or SIGTERM, and stopped (and waited for) its Ansible processes.
+
+    A KeyboardInterrupt, so every `except KeyboardInterrupt` that records an interrupted run records
+    this one too. Exit code 128 + signal number, as a shell reports a process a signal ended."""
+
+    def __init__(self, signum: int, what: str = ""):
+        super().__init__(signum, what)
+        self.signum = signum
+        self.what = what
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+    @property
+    def signal_name(self) -> str:
+        import signal
+
+        return signal.Signals(self.signum).name

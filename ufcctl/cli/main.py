@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ufcctl import __version__
-from ufcctl.errors import EXIT_BAD_INPUT, EXIT_FAILED, UfcError
+from ufcctl.errors import EXIT_BAD_INPUT, EXIT_FAILED, Stopped, UfcError
 
 
 class UfcGroup(click.Group):
@@ -22,6 +22,9 @@ class UfcGroup(click.Group):
             if ctx.meta.get("ufc_debug"):
                 raise
             report_error(err)
+            ctx.exit(err.exit_code)
+        except Stopped as err:  # SIGINT/SIGTERM: the Ansible processes were stopped and waited for
+            click.echo(f"Error: stopped by {err.signal_name}: {err.what or 'interrupted'}", err=True)
             ctx.exit(err.exit_code)
         except KeyboardInterrupt:
             click.echo("Error: interrupted", err=True)

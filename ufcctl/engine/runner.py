@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from ufcctl.domain.inventory.model import Host
 from ufcctl.domain.inventory.values import to_ansible_json
-from ufcctl.engine import ansible_cfg, statedir
+from ufcctl.engine import ansible_cfg, proctree, statedir, stops
 from ufcctl.errors import EnvironmentMissing, InputError
 from ufcctl.paths import state_dir
 
@@ -388,10 +388,17 @@ def run_playbook(
     The inventory lists the hosts in the order given (host_pinned plays start them in that
     order). `env` adds variables for the play's own plugins, such as the rollout gate's socket
     (engine/gate.py); Ansible's settings come from ansible.cfg alone.
+
+    Stopping: when `cancel()` turns true, or (with no `cancel`) when ufcctl gets SIGINT/SIGTERM
+    (engine/stops.py), every process of the run is stopped and waited for (engine/proctree.py)
+    before this returns; after a signal it then raises Stopped, the summary written.
     """
     # Private (0600/0700): the run directory, ansible-runner's files in it (status, rc, ...) and
     # whatever the Ansible process writes under .ufc/ (PKI, manifests); it inherits the umask.
-    with statedir.private_files():
+    run_id = run_id or new_run_id(playbook.stem)
+    what = (f"ansible run {run_id} ({playbook.name}) stopped, its processes ended; "
+            "run the same command again to continue (the roles are idempotent)")
+    with statedir.private_files(), stops.stopping(what):
         return _run_playbook(playbook, hosts, options, run_id=run_id, observer=observer, cancel=cancel,
                              env=env or {})
 
@@ -401,7 +408,7 @@ def _run_playbook(
     hosts: list[Host],
     options: RunOptions,
     *,
-    run_id: str | None,
+    run_id: str,
     observer: RunObserver | None,
     cancel: Callable[[], bool] | None,
     env: Mapping[str, str],
@@ -412,7 +419,6 @@ def _run_playbook(
         raise InputError(f"playbook {playbook} does not exist")
     if not hosts:
         raise InputError(f"no hosts selected for {playbook.name}", "check --limit and the inventory groups")
-    run_id = run_id or new_run_id(playbook.stem)
     run_dir = statedir.ensure_private_dir(statedir.prepare(state_dir()) / "runs") / run_id
     run_dir.mkdir(mode=0o700, exist_ok=True)
     inventory_path = run_dir / "inventory" / "hosts.json"
@@ -450,6 +456,19 @@ def _run_playbook(
     if options.skip_tags:
         cmdline += ["--skip-tags", ",".join(options.skip_tags)]
 
+    marker = proctree.token(run_id)
+    envvars.update(proctree.marker_env(marker))
+    stop_asked = cancel or stops.requested
+
+    def cancel_run() -> bool:
+        # called by ansible-runner between two reads of the playbook's output (at least once per
+        # pexpect_timeout): the whole process tree is stopped here, gracefully, before runner's
+        # own cancel (a SIGKILL to the playbook's group alone) finds nothing left to kill
+        if not stop_asked():
+            return False
+        proctree.stop(marker, hurry=stops.hurry)
+        return True
+
     sink = _EventSink(run_id, run_dir, observer)
     if observer:
         observer.run_started(run_id, names)
@@ -470,16 +489,23 @@ def _run_playbook(
             verbosity=options.verbosity or None,
             quiet=True,
             event_handler=sink,
-            cancel_callback=cancel,
+            cancel_callback=cancel_run,
             fact_cache_type="memory",
             timeout=options.timeout,
-            settings={"suppress_output_file": True, "suppress_ansible_output": True},
+            # pexpect_timeout: how long runner waits for output before asking cancel_run again (5 s
+            # by default): a stop starts within a second even while every host waits at the gate
+            settings={"suppress_output_file": True, "suppress_ansible_output": True, "pexpect_timeout": 1},
             # Nothing under env/: ansible-runner writes envvars/extravars/cmdline there only when the
             # file is missing and then lets the file win over what it is given, so a second run in
             # the same directory (a resumed rollout's chunk, run ids are stable) would get the first
             # run's environment and variables, e.g. a gate socket that no longer exists.
             suppress_env_files=True,
         )
+        if runner.status in ("canceled", "timeout"):  # runner's timeout kills the playbook's group only
+            proctree.stop(marker, hurry=stops.hurry)
+    except BaseException:  # e.g. a KeyboardInterrupt where no handler was installed: leave nothing running
+        proctree.stop(marker, hurry=stops.hurry)
+        raise
     finally:
         sink.close()
     sink.finalize()

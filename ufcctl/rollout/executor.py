@@ -25,14 +25,15 @@ waited up to 2 s to coalesce into a bigger run. Here one process per chunk (at m
 Kill -9 safety: a node is committed `running` before its gate answers go, and `done`/`failed`
 when its event arrives; resume turns `running` back into `pending` and never touches `done`.
 When the engine dies, its gate socket closes, so the orphaned Ansible processes admit no node.
-Ctrl-C: no more go; waiting hosts are told to stop, the processes are cancelled, nodes in
-flight go back to pending. The engine takes Ctrl-C at a safe point: while it runs on the main
-thread its SIGINT handler only sets a flag the main loop acts on at its next step, and then
-KeyboardInterrupt is raised. A KeyboardInterrupt raised wherever the main thread happened to be
-could fall between taking a host off the waiting list and handing its go to the writer: that
-host would wait at the gate for ever, and the rollout with it. A second Ctrl-C raises
-KeyboardInterrupt at once: pressed while the processes are being stopped, it leaves what a kill
-leaves (nodes still `running`, which resume turns back into pending).
+Ctrl-C or SIGTERM (engine/stops.py): no more go; waiting hosts are told to stop, every chunk's
+processes are stopped (SIGTERM to the whole tree, SIGKILL after a grace period: engine/proctree.py)
+and waited for, nodes in flight go back to pending, and only then is Stopped raised (the run is
+recorded interrupted, the node lock released after). The engine takes the signal at a safe point:
+while it runs on the main thread the handler only sets a flag the main loop acts on at its next
+step. A KeyboardInterrupt raised wherever the main thread happened to be could fall between taking
+a host off the waiting list and handing its go to the writer: that host would wait at the gate for
+ever, and the rollout with it. A second signal kills the processes at once (SIGKILL), still
+waited for and recorded; a third ends ufcctl at once, leaving what a kill -9 leaves.
 
 Admission order: a freed slot goes to the waiting host earliest in start order, never to a host
 that merely asked first; and a slot never idles for a host that has not asked yet. host_pinned
@@ -44,15 +45,12 @@ from __future__ import annotations
 
 import heapq
 import logging
-import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Protocol
 
 from ufcctl.domain.inventory.model import Host
@@ -62,7 +60,7 @@ from ufcctl.domain.rollout.pacing import Pacer
 from ufcctl.domain.rollout.plan import RolloutPlan
 from ufcctl.domain.rollout.states import DONE, FAILED, PENDING, RUNNING, SKIPPED
 from ufcctl.domain.rollout.window import RolloutWindow
-from ufcctl.engine import statedir
+from ufcctl.engine import statedir, stops
 from ufcctl.engine.gate import GO, SKIP, STOP, GateRequest, GateServer
 from ufcctl.engine.runner import RunOptions, RunResult
 from ufcctl.rollout.kind import DEFAULT_CHUNK, NodeGuard
@@ -253,7 +251,7 @@ class _Execution:
         self.pool = ThreadPoolExecutor(job.prepare_workers, "rollout-prepare") if guard else None
         self.gate_env: dict[str, str] = {}
         self.cancelled = False
-        self.ctrl_c = False  # set by the SIGINT handler; the main loop stops at its next step
+        self.ctrl_c = False  # set on SIGINT/SIGTERM (engine/stops.py); the main loop stops at its next step
         self.announced_stop = False
         self.store_error: Exception | None = None
         self.writer = _Writer(store, job.run_id, self._store_failed)
@@ -267,49 +265,35 @@ class _Execution:
         directory = self.job.run_dir or statedir.ensure_private_dir(
             self.store.path.parent / "runs") / self.job.run_id
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with GateServer(directory, self._on_gate) as gate, self._ctrl_c():
+        what = (f"rollout {self.job.run_id} stopped: its Ansible processes ended, nodes in flight are "
+                f"pending again; `ufcctl resume {self.job.run_id}` continues")
+        # stops.stopping() raises Stopped as it ends if a signal came: after _join, that is once
+        # every chunk's processes have ended and the last node changes are committed
+        with (GateServer(directory, self._on_gate) as gate, stops.stopping(what),
+              stops.listening(self._signalled)):
             self.gate_env = gate.env()
             try:
                 self._loop()
                 if self.ctrl_c:
                     self._interrupt()
-            except KeyboardInterrupt:  # a second Ctrl-C, or one the handler was not installed for
+            except KeyboardInterrupt:  # one no handler of ours caught (not on the main thread...)
                 self._interrupt()
                 raise
             finally:
                 self._join()
-        if self.cancelled:  # Ctrl-C stopped the rollout (pressed once every node had ended, it stops
-            raise KeyboardInterrupt  # nothing: the rollout ends as it would have)
+        if self.cancelled:  # stopped, but by a KeyboardInterrupt outside stops.stopping()
+            raise KeyboardInterrupt
         if self.store_error is not None:
             raise self.store_error
         return self.window.stop_reason
 
-    @contextmanager
-    def _ctrl_c(self) -> Iterator[None]:
-        """While the rollout runs, the first Ctrl-C (SIGINT) only asks the main loop to stop.
-
-        Installed on the main thread only (Python runs signal handlers there, and only there may it
-        set them) and only over Python's own handler: not over SIG_IGN (a background job) or an
-        embedding program's handler. The handler runs on the main thread between two bytecodes,
-        possibly inside the engine's own code holding `cond`: it touches nothing but the flag, and
-        `cond` is reentrant. Its notify also wakes the main loop when it was waiting on `cond`."""
-        if (threading.current_thread() is not threading.main_thread()
-                or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
-            yield
-            return
-
-        def pressed(signum: int, frame: FrameType | None) -> None:
-            signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C raises at once
-            with self.cond:
-                self.ctrl_c = True
-                self.cond.notify_all()
-
-        signal.signal(signal.SIGINT, pressed)
-        try:
-            yield
-        finally:
-            if signal.getsignal(signal.SIGINT) is pressed:
-                signal.signal(signal.SIGINT, signal.default_int_handler)
+    def _signalled(self) -> None:
+        """SIGINT/SIGTERM (engine/stops.py; in the signal handler, on the main thread, maybe inside the
+        engine's own code holding `cond`): only the flag, and a notify that wakes the main loop if it
+        waits on `cond` (reentrant)."""
+        with self.cond:
+            self.ctrl_c = True
+            self.cond.notify_all()
 
     def _loop(self) -> None:
         while True:
@@ -343,7 +327,7 @@ class _Execution:
     def _interrupt(self) -> None:
         with self.cond:
             self.cancelled = True
-            self.window.stop("interrupted by the user (Ctrl-C); `ufcctl resume` continues")
+            self.window.stop("interrupted (SIGINT/SIGTERM); `ufcctl resume` continues")
             notes = self._after_stop()
         _call(notes)
 

@@ -32,7 +32,7 @@ from ufcctl.domain.rollout.states import DONE, FAILED, PENDING, RUNNING, SKIPPED
 from ufcctl.domain.rollout.summary import NodeOutcome, RolloutSummary
 from ufcctl.engine.locks import hold_nodes
 from ufcctl.engine.runner import RunOptions, mitogen_env, new_run_id, run_playbook
-from ufcctl.errors import InputError
+from ufcctl.errors import InputError, Stopped
 from ufcctl.paths import playbook
 from ufcctl.rollout.executor import RolloutJob, RolloutObserver, RunFn, chunk_forks, execute_rollout
 from ufcctl.rollout.kind import KindRegistry, NodeGuard, RolloutKind, RolloutRequest, registered
@@ -170,8 +170,8 @@ def _execute(kind: RolloutKind, run_id: str, request: RolloutRequest, inventory:
     started = time.monotonic()
     try:
         stop = execute_rollout(job, store, run_fn, observer=observer, guard=guard)
-    except KeyboardInterrupt:
-        store.finish_run(run_id, "interrupted", "interrupted by the user")
+    except KeyboardInterrupt as err:  # Stopped (a signal) included: its processes have ended by now
+        store.finish_run(run_id, "interrupted", _interrupted(err))
         raise
     after = store.run(run_id)
     assert after is not None
@@ -208,11 +208,21 @@ def _prepare_run(kind: RolloutKind, run_id: str, request: RolloutRequest, invent
         return
     try:
         line = kind.prepare(request, inventory)
+    except KeyboardInterrupt as err:  # e.g. SIGTERM during the preparation's own Ansible run
+        store.finish_run(run_id, "interrupted", f"before any node: {_interrupted(err)}")
+        if isinstance(err, Stopped):
+            err.what = (f"rollout {run_id} stopped before any node, its Ansible processes ended; "
+                        f"`ufcctl resume {run_id}` continues")
+        raise
     except Exception as err:
         message = getattr(err, "message", None) or str(err)
         store.finish_run(run_id, "failed", f"before any node: {message}")
         raise
     store.set_step(run_id, "prepare", line)
+
+
+def _interrupted(err: KeyboardInterrupt) -> str:
+    return f"stopped by {err.signal_name}" if isinstance(err, Stopped) else "interrupted by the user"
 
 
 def _previous_failures(kind: RolloutKind, store: StateStore, request: RolloutRequest,
