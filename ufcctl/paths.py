@@ -31,8 +31,13 @@ SAMPLE_INVENTORY = SHARE / "inventories" / "sample"
 
 
 def state_dir() -> Path:
-    """The .ufc/ directory (runs, rollout state, manifests, lab files): UFC_STATE_DIR, else ./.ufc."""
-    return Path(os.environ.get("UFC_STATE_DIR") or Path.cwd() / ".ufc")
+    """The .ufc/ directory (runs, rollout state, manifests, PKI, lab files): UFC_STATE_DIR, else ./.ufc.
+
+    Always absolute, a relative UFC_STATE_DIR taken against ufcctl's working directory: Ansible runs
+    in a directory of its own (ansible-runner's), so a relative path handed on would land elsewhere,
+    and every Ansible run ufcctl starts gets this very path (engine/runner.py).
+    """
+    return Path(os.path.abspath(os.environ.get("UFC_STATE_DIR") or ".ufc"))
 
 
 def inventories_dir() -> Path:
