@@ -135,10 +135,9 @@ def default_path() -> Path:
 class StateStore:
     def __init__(self, path: Path | None = None):
         self.path = path or default_path()
-        statedir.prepare(self.path.parent, private=False)
+        statedir.prepare(self.path.parent)
         # Identified read-only first: a foreign, corrupt or newer file is refused untouched.
         version = identify(self.path, SCHEMA_VERSION)
-        statedir.make_private(self.path.parent)
         self._lock = threading.Lock()
         self.writes = 0  # committed write transactions, for the engine's benchmark
         if version is None:
