@@ -45,6 +45,29 @@ def inventories_dir() -> Path:
     return Path.cwd() / "inventories"
 
 
+# Linux's limits (NAME_MAX, PATH_MAX): past them every open fails with ENAMETOOLONG.
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4095
+
+
+def _check_path_length(value: str) -> None:
+    """--inventory past the file system's limits: one Error line, not an OSError from deep inside."""
+    hint = "give an inventory name (inventories/NAME) or a directory path"
+    if len(os.fsencode(value)) > MAX_PATH_BYTES:
+        raise InputError(f"--inventory: a path of {len(os.fsencode(value))} bytes (at most {MAX_PATH_BYTES})", hint)
+    for part in value.split(os.sep):
+        if len(os.fsencode(part)) > MAX_NAME_BYTES:
+            raise InputError(f"--inventory: {part[:40]}...: a name of {len(os.fsencode(part))} bytes "
+                             f"(a file system allows {MAX_NAME_BYTES})", hint)
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError as err:  # e.g. a working directory deeper than PATH_MAX
+        raise InputError(f"--inventory {path}: {err.strerror}", "pass a shorter directory path") from err
+
+
 def playbook(name: str) -> Path:
     return SHARE / "playbooks" / name
 
@@ -56,13 +79,14 @@ def resolve_inventory(value: str) -> Path:
         raise InputError(
             f"--inventory {value!r}: empty", "give an inventory name (inventories/NAME) or a directory path"
         )
-    looks_like_path = os.sep in value or value.startswith(".") or Path(value).is_dir()
+    _check_path_length(value)
+    looks_like_path = os.sep in value or value.startswith(".") or _is_dir(Path(value))
     if looks_like_path:
         candidates = [Path(value)]
     else:
         candidates = [inventories_dir() / value, SHARE / "inventories" / value]
     for path in candidates:
-        if path.is_dir():
+        if _is_dir(path):
             return path
     if value == "lab":
         hint = "run `ufcctl lab up` here to create inventories/lab"
