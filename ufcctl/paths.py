@@ -54,7 +54,8 @@ def _check_path_length(value: str) -> None:
     """--inventory past the file system's limits: one Error line, not an OSError from deep inside."""
     hint = "give an inventory name (inventories/NAME) or a directory path"
     if len(os.fsencode(value)) > MAX_PATH_BYTES:
-        raise InputError(f"--inventory: a path of {len(os.fsencode(value))} bytes (at most {MAX_PATH_BYTES})", hint)
+        raise InputError(f"--inventory: a path of {len(os.fsencode(value))} bytes (at most {MAX_PATH_BYTES})",
+                         hint)
     for part in value.split(os.sep):
         if len(os.fsencode(part)) > MAX_NAME_BYTES:
             raise InputError(f"--inventory: {part[:40]}...: a name of {len(os.fsencode(part))} bytes "

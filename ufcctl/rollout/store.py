@@ -256,7 +256,9 @@ class StateStore:
     def claim_run(self, run_id: str, *, inventory_fingerprint: str | None = None) -> None:
         """This process now owns the run (resume): status running, pid and hostname updated, and the
         inventory it resumes with recorded when given (an accepted change is not asked about again)."""
-        values: dict[str, Any] = {"inventory_fingerprint": inventory_fingerprint} if inventory_fingerprint else {}
+        values: dict[str, Any] = {}
+        if inventory_fingerprint:
+            values["inventory_fingerprint"] = inventory_fingerprint
         self._update_run(run_id, status=RUNNING, pid=os.getpid(), hostname=socket.gethostname(),
                          finished=None, message=None, **values)
 

@@ -50,7 +50,9 @@ CLUSTER_NAMES = [
 
 
 @pytest.mark.parametrize(("value", "refused"), CLUSTER_NAMES)
-def test_inventory_check_refuses_a_cluster_name_that_is_no_plain_name(inv: Path, value: str, refused: bool) -> None:
+def test_inventory_check_refuses_a_cluster_name_that_is_no_plain_name(
+    inv: Path, value: str, refused: bool
+) -> None:
     file = inv / "group_vars" / "all.yml"
     file.write_text((file.read_text() if file.exists() else "") + f"\nufc_cluster_name: {value}\n")
     result = _run("inventory", "check", "-i", str(inv))
@@ -98,7 +100,9 @@ def test_deploy_refuses_an_inventory_directory_whose_name_is_no_plain_name(
         assert "a playbook run was started" in result.output, result.output
 
 
-def test_deploy_of_the_working_directory_uses_its_real_name(inv: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_deploy_of_the_working_directory_uses_its_real_name(
+    inv: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from ufcctl.app.deploy import inventory_name
     from ufcctl.engine.runner import RunOptions
 

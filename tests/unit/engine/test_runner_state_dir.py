@@ -31,10 +31,10 @@ def _ansible_receives(monkeypatch: pytest.MonkeyPatch, play: Path, options: RunO
     return seen
 
 
-# (UFC_STATE_DIR or None, the directory ufcctl runs in, relative to tmp_path -> expected, relative to tmp_path)
+# (UFC_STATE_DIR or None, the directory ufcctl runs in -> expected; both relative to tmp_path)
 CASES = [
     pytest.param("rel/state", "infra", "infra/rel/state", id="relative-against-ufcctl-cwd"),
-    pytest.param("../shared/.ufc", "infra/sub", "infra/shared/.ufc", id="relative-with-dotdot"),
+    pytest.param("../team/.ufc", "infra/sub", "infra/team/.ufc", id="relative-with-dotdot"),
     pytest.param(None, "infra", "infra/.ufc", id="unset-is-cwd-dot-ufc"),
     pytest.param("ABS", "elsewhere", "abs/state", id="absolute-as-given"),
 ]

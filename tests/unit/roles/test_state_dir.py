@@ -6,7 +6,6 @@ An installed wheel ships the roles in site-packages/ufcctl/share/; a role that f
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -45,7 +44,8 @@ def test_every_controller_path_default_uses_the_one_expression() -> None:
     assert len(set(expressions.values())) == 1, expressions
     # and no other role value falls back to a state directory of its own
     listed = {(role, file, var) for role, file, var, _ in STATE_PATHS}
-    for path in sorted([*(ROOT / "roles").glob("*/defaults/main.yml"), *(ROOT / "roles").glob("*/vars/main.yml")]):
+    roles = ROOT / "roles"
+    for path in sorted([*roles.glob("*/defaults/main.yml"), *roles.glob("*/vars/main.yml")]):
         role, file = path.parts[-3], "/".join(path.parts[-2:])
         for var, value in (yaml.safe_load(path.read_text()) or {}).items():
             text = str(value)

@@ -122,7 +122,8 @@ def test_a_schema_1_store_is_migrated_and_its_runs_resume(tmp_path: Path) -> Non
         record = store.run("old")
         assert record is not None and record.inventory_fingerprint is None
         # nothing recorded to compare with: resumed, and recorded from now on
-        assert resume("old", store, run_fn=FakeAnsible(), loader=lambda _p: make_inventory(2)).status == "done"
+        resumed = resume("old", store, run_fn=FakeAnsible(), loader=lambda _p: make_inventory(2))
+        assert resumed.status == "done"
         assert (store.run("old") or record).inventory_fingerprint
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == str(SCHEMA_VERSION)

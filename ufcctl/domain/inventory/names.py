@@ -53,5 +53,5 @@ def check_path_names(inv: Inventory, problems: list[Problem], warnings: list[Pro
             if key not in verdicts:
                 verdicts[key] = name_problem(value, rule)
             if verdicts[key] is not None:
-                problems.append(Problem(inv.var_origin(name, var), f"host {name}",
-                                        f"{var} {verdicts[key]}", f"use {fix}; at most {MAX_NAME} characters"))
+                problems.append(Problem(inv.var_origin(name, var), f"host {name}", f"{var} {verdicts[key]}",
+                                        f"use {fix}; at most {MAX_NAME} characters"))
