@@ -31,13 +31,42 @@ SAMPLE_INVENTORY = SHARE / "inventories" / "sample"
 
 
 def state_dir() -> Path:
-    """The .ufc/ directory (runs, rollout state, manifests, lab files): UFC_STATE_DIR, else ./.ufc."""
-    return Path(os.environ.get("UFC_STATE_DIR") or Path.cwd() / ".ufc")
+    """The .ufc/ directory (runs, rollout state, manifests, PKI, lab files): UFC_STATE_DIR, else ./.ufc.
+
+    Always absolute, a relative UFC_STATE_DIR taken against ufcctl's working directory: Ansible runs
+    in a directory of its own (ansible-runner's), so a relative path handed on would land elsewhere,
+    and every Ansible run ufcctl starts gets this very path (engine/runner.py).
+    """
+    return Path(os.path.abspath(os.environ.get("UFC_STATE_DIR") or ".ufc"))
 
 
 def inventories_dir() -> Path:
     """Where `--inventory NAME` and `ufcctl init NAME` look first: ./inventories of the working directory."""
     return Path.cwd() / "inventories"
+
+
+# Linux's limits (NAME_MAX, PATH_MAX): past them every open fails with ENAMETOOLONG.
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4095
+
+
+def _check_path_length(value: str) -> None:
+    """--inventory past the file system's limits: one Error line, not an OSError from deep inside."""
+    hint = "give an inventory name (inventories/NAME) or a directory path"
+    if len(os.fsencode(value)) > MAX_PATH_BYTES:
+        raise InputError(f"--inventory: a path of {len(os.fsencode(value))} bytes (at most {MAX_PATH_BYTES})",
+                         hint)
+    for part in value.split(os.sep):
+        if len(os.fsencode(part)) > MAX_NAME_BYTES:
+            raise InputError(f"--inventory: {part[:40]}...: a name of {len(os.fsencode(part))} bytes "
+                             f"(a file system allows {MAX_NAME_BYTES})", hint)
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError as err:  # e.g. a working directory deeper than PATH_MAX
+        raise InputError(f"--inventory {path}: {err.strerror}", "pass a shorter directory path") from err
 
 
 def playbook(name: str) -> Path:
@@ -66,9 +95,10 @@ def resolve_inventory(value: str) -> Path:
         raise InputError(
             f"--inventory {value!r}: empty", "give an inventory name (inventories/NAME) or a directory path"
         )
+    _check_path_length(value)
     candidates = inventory_candidates(value)
     for path in candidates:
-        if path.is_dir():
+        if _is_dir(path):
             return path
     if value == "lab":
         hint = "run `ufcctl lab up` here to create inventories/lab"

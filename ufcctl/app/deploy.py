@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import Any
 
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.inventory.model import KUBE_NODE, Inventory
+from ufcctl.domain.inventory.names import name_problem
 from ufcctl.domain.inventory.patterns import PatternError, select_hosts
 from ufcctl.domain.inventory.phases import split_phases
 from ufcctl.domain.rollout.summary import RolloutSummary
@@ -74,6 +76,7 @@ def deploy(
         raise InputError(f"--phase {phase!r}: unknown phase", f"use one of: {', '.join(PHASES)}")
     path = playbook("deploy.yml")
     check_tags(path, options)
+    inventory_name(inventory_dir, options)
     inventory = load_inventory(inventory_dir)
     phases = split_phases(inventory, _select(inventory, inventory_dir, limit))
     result = DeployResult()
@@ -104,6 +107,19 @@ def deploy(
     return result
 
 
+def inventory_name(inventory_dir: Path, options: RunOptions) -> str:
+    """The name add-on manifests are kept under (.ufc/manifests/<name>/): the inventory directory's
+    own name (`--inventory .` is the working directory's), or an explicit -e ufc_inventory_name."""
+    given = options.extravars.get("ufc_inventory_name")
+    name = given if given is not None else Path(os.path.abspath(inventory_dir)).name
+    problem = name_problem(name)
+    if problem:
+        where = "-e ufc_inventory_name" if given is not None else f"--inventory {inventory_dir}: its name"
+        raise InputError(f"{where} {problem}",
+                         "name inventory directories with letters, digits, '.', '_' and '-' (at most 63)")
+    return str(name)
+
+
 def deploy_cluster(inventory_dir: Path, inventory: Inventory, hosts: list[str], options: RunOptions,
                    observer: RunObserver | None = None) -> RunResult:
     """playbooks/deploy.yml on `hosts`. Every worker's vars go along, uncontacted (Ansible's --limit
@@ -112,7 +128,7 @@ def deploy_cluster(inventory_dir: Path, inventory: Inventory, hosts: list[str], 
     path = playbook("deploy.yml")
     # Ansible only sees the generated per-run inventory, so the roles learn the inventory's name here
     # (k8s_manifests writes to .ufc/manifests/<name>/); an explicit -e value wins.
-    extravars = {"ufc_inventory_name": inventory_dir.name, **options.extravars}
+    extravars = {**options.extravars, "ufc_inventory_name": inventory_name(inventory_dir, options)}
     chosen = set(hosts)
     vars_only = [h for h in inventory.group_hosts(KUBE_NODE) if h not in chosen]
     options = dataclasses.replace(options, extravars=extravars,

@@ -15,10 +15,10 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 def scaffold_inventory(name: str, source: Path = SAMPLE_INVENTORY) -> Path:
     """Copy the sample to ./inventories/NAME; refuses a bad name or an existing path (touches nothing)."""
-    if not _NAME.match(name):
+    if not _NAME.match(name) or len(name) > 63:  # 63: names.MAX_NAME, the limit of the inventory name
         raise InputError(
             f"inventory name {name!r} is not a plain directory name",
-            "use letters, digits, '.', '_' and '-', starting with a letter or digit (e.g. prod)",
+            "use letters, digits, '.', '_' and '-', starting with a letter or digit, at most 63 (e.g. prod)",
         )
     if not (source / "hosts.yml").is_file():
         raise InputError(f"the sample inventory is missing ({source})", "reinstall ufcctl")

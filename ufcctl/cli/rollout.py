@@ -181,11 +181,14 @@ def runs(limit: int, output: str) -> None:
 @click.command("resume")
 @click.argument("run_id")
 @click.option("--retry-failed", is_flag=True, help="Also run the failed and skipped nodes again.")
+@click.option("--accept-inventory-change", is_flag=True,
+              help="Resume although the inventory's files changed since the run began.")
 @output_option()
-def resume(run_id: str, retry_failed: bool, output: str) -> None:
+def resume(run_id: str, retry_failed: bool, accept_inventory_change: bool, output: str) -> None:
     """Continue RUN_ID (of any kind) after a crash, Ctrl-C or budget stop; done nodes are never redone."""
     with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
-        summary = rollout_runs.resume(run_id, store, retry_failed=retry_failed, observer=progress)
+        summary = rollout_runs.resume(run_id, store, retry_failed=retry_failed, observer=progress,
+                                      accept_inventory_change=accept_inventory_change)
     summary_out(summary, output)
 
 

@@ -44,6 +44,11 @@ MAX_MESSAGE_CHARS = 2000
 # Lines of Ansible's own output kept for error messages (a syntax error prints a few lines).
 TAIL_LINES = 40
 
+# How every Ansible run learns ufcctl's absolute state directory (roles: `ufc_state_dir` first,
+# see README "State directory").
+STATE_DIR_VAR = "ufc_state_dir"
+STATE_DIR_ENV = "UFC_STATE_DIR"
+
 HOST_STATUSES = ("ok", "changed", "failed", "unreachable", "skipped")
 
 # Tasks Ansible inserts itself and runs whatever --tags says: a role's argument check (tagged
@@ -419,7 +424,8 @@ def _run_playbook(
         raise InputError(f"playbook {playbook} does not exist")
     if not hosts:
         raise InputError(f"no hosts selected for {playbook.name}", "check --limit and the inventory groups")
-    run_dir = statedir.ensure_private_dir(statedir.prepare(state_dir()) / "runs") / run_id
+    state = state_dir()
+    run_dir = statedir.ensure_private_dir(statedir.prepare(state) / "runs") / run_id
     run_dir.mkdir(mode=0o700, exist_ok=True)
     inventory_path = run_dir / "inventory" / "hosts.json"
     names = [h.name for h in hosts]
@@ -442,6 +448,9 @@ def _run_playbook(
         **ansible_cfg.runner_env(),
         # the output is parsed from events, never shown as a terminal
         "ANSIBLE_FORCE_COLOR": "False",
+        # the roles' controller paths (PKI, secrets, manifests) go where ufcctl reads them back; the
+        # extra var below decides, this absolute copy serves lookups that read the environment
+        STATE_DIR_ENV: str(state),
     }
     if options.accelerate == "mitogen":
         envvars.update(mitogen_env())
@@ -481,7 +490,8 @@ def _run_playbook(
             playbook=str(playbook.resolve()),
             inventory=str(inventory_path),
             envvars=envvars,
-            extravars=dict(options.extravars) or None,
+            # last, so no --extra-vars can send the roles' CA keys elsewhere than ufcctl looks
+            extravars={**options.extravars, STATE_DIR_VAR: str(state)},
             forks=options.forks,
             limit=limit,
             tags=",".join(options.tags) or None,

@@ -1,14 +1,14 @@
 """The .ufc/ state directory: checked before use, private (0700 directories, 0600 files).
 
 Everything under .ufc/ may hold secrets (generated inventories with host vars, PKI, manifests), so
-the directory itself is 0700 and files written by ufcctl, ansible-runner and the Ansible process
-it starts are created under umask 077 (private_files).
+directories ufcctl creates are 0700 and files written by ufcctl, ansible-runner and the Ansible
+process it starts are created under umask 077 (private_files). ufcctl changes the mode of no
+directory it did not create: a shared UFC_STATE_DIR (setgid, sticky) keeps the mode its owner chose.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,10 +21,12 @@ PRIVATE_UMASK = 0o077
 _HINT = "set UFC_STATE_DIR to a writable directory of your own, or fix this one"
 
 
-def prepare(path: Path, *, private: bool = True) -> Path:
+def prepare(path: Path) -> Path:
     """The state directory, created 0700 if missing; InputError when it cannot be used.
 
-    private=False leaves an existing directory's mode alone (the caller first checks what is in it).
+    A directory that already exists keeps its mode: it may be a team's shared one (setgid, sticky,
+    group-writable on purpose), and what ufcctl writes into it is private anyway (files 0600,
+    subdirectories 0700).
     """
     if path.exists() and not path.is_dir():
         raise InputError(f"state directory {path} is not a directory", f"move {path} aside, or {_HINT}")
@@ -38,24 +40,20 @@ def prepare(path: Path, *, private: bool = True) -> Path:
     if not os.access(path, os.W_OK | os.X_OK):
         raise InputError(f"state directory {path} is not writable by this user (uid {os.geteuid()})",
                          _HINT)
-    if private:
-        make_private(path)
     return path
 
 
-def make_private(path: Path) -> None:
-    """Make our own state directory 0700 (earlier versions left it 0755); never a shared one."""
-    info = path.stat()
-    shared = info.st_mode & stat.S_ISVTX  # e.g. UFC_STATE_DIR=/tmp: not ours to lock down
-    if info.st_uid == os.geteuid() and not shared and info.st_mode & 0o077:
-        path.chmod(0o700)
-
-
 def ensure_private_dir(path: Path) -> Path:
-    """A 0700 directory under the state directory (runs/, locks/), created if missing."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if path.stat().st_mode & 0o077 and path.stat().st_uid == os.geteuid():
-        path.chmod(0o700)
+    """A directory under the state directory (runs/, locks/): created 0700 if missing, else left as it is.
+
+    mkdir's mode is cut by the umask only, so a new one is at most 0700 (in a setgid state directory
+    it inherits the setgid bit, which lets nobody else in).
+    """
+    try:
+        path.mkdir(parents=True, mode=0o700)
+    except FileExistsError:
+        if not path.is_dir():
+            raise
     return path
 
 

@@ -8,6 +8,8 @@ failure budget, the node lock, the run store, and resuming a stored run by the k
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +32,7 @@ from ufcctl.domain.rollout.plan import (
 )
 from ufcctl.domain.rollout.states import DONE, FAILED, PENDING, RUNNING, SKIPPED, run_outcome
 from ufcctl.domain.rollout.summary import NodeOutcome, RolloutSummary
+from ufcctl.engine.inventory_files import fingerprint
 from ufcctl.engine.locks import hold_nodes
 from ufcctl.engine.runner import RunOptions, mitogen_env, new_run_id, run_playbook
 from ufcctl.errors import InputError, Stopped
@@ -183,6 +186,9 @@ def start(kind: RolloutKind, request: RolloutRequest, store: StateStore, *, run_
           observer: RolloutObserver | None = None, loader: Loader | None = None,
           retry_failed: bool = False) -> RolloutSummary:
     """A new rollout of `kind` (or, with retry_failed, over the newest run's failed and skipped nodes)."""
+    # absolute: `ufcctl resume` from another directory reads the same inventory
+    request = dataclasses.replace(request, inventory_dir=_absolute(request.inventory_dir))
+    inventory_hash = fingerprint(request.inventory_dir)
     inventory = load(loader, request.inventory_dir)
     hosts = targets(kind, inventory, request)
     if retry_failed:
@@ -195,7 +201,8 @@ def start(kind: RolloutKind, request: RolloutRequest, store: StateStore, *, run_
     store.verify()
     # held until the rollout ends (or the process dies): an overlapping run is refused at once
     with hold_nodes(run_id, rollout_plan.hosts(), directory=store.lock_dir):
-        store.create_run(run_id, kind.name, str(request.inventory_dir), request.params(), rows)
+        store.create_run(run_id, kind.name, str(request.inventory_dir), request.params(), rows,
+                         inventory_fingerprint=inventory_hash)
         _prepare_run(kind, run_id, request, inventory, store)
         return _execute(kind, run_id, request, inventory, rollout_plan, rollout_plan.hosts(), store, run_fn,
                         observer, hooks)
@@ -227,7 +234,8 @@ def _interrupted(err: KeyboardInterrupt) -> str:
 
 def _previous_failures(kind: RolloutKind, store: StateStore, request: RolloutRequest,
                        hosts: list[Host]) -> list[Host]:
-    runs = [r for r in store.runs(kind.name) if r.inventory == str(request.inventory_dir)]
+    # runs recorded before paths were stored absolute: taken against this working directory
+    runs = [r for r in store.runs(kind.name) if _absolute(Path(r.inventory)) == request.inventory_dir]
     if not runs:
         raise InputError(f"--retry-failed: no earlier {kind.name} run on {request.inventory_dir}",
                          "run without --retry-failed first")
@@ -238,10 +246,34 @@ def _previous_failures(kind: RolloutKind, store: StateStore, request: RolloutReq
     return chosen
 
 
+def _absolute(path: Path) -> Path:
+    return Path(os.path.abspath(path))
+
+
+def _inventory_check(record: RunRecord, inventory_dir: Path, accept_change: bool) -> str | None:
+    """The inventory's fingerprint now, to record; InputError when it changed since the run began.
+
+    Refused, not warned: the stored plan is kept (new hosts are not in it, removed ones get skipped),
+    but every host var may have changed too (versions, addresses, the cluster a node joins), and a
+    warning scrolls past while a half-done rollout on 16,000 nodes goes on with it. Whoever has looked
+    at the change says so with --accept-inventory-change.
+    """
+    now = fingerprint(inventory_dir)
+    if record.inventory_fingerprint is None or record.inventory_fingerprint == now or accept_change:
+        return now
+    raise InputError(
+        f"run {record.run_id}: inventory {inventory_dir} changed since the run began",
+        "check the change (the run keeps its node list: new hosts are not in it, removed ones are "
+        f"skipped), then `ufcctl resume {record.run_id} --accept-inventory-change`; or start a new run")
+
+
 def resume(run_id: str, store: StateStore, *, retry_failed: bool = False, run_fn: RunFn | None = None,
            observer: RolloutObserver | None = None, loader: Loader | None = None,
-           kinds: KindRegistry | None = None) -> RolloutSummary:
-    """Continue a run of any kind after a crash, a Ctrl-C or a budget stop; done nodes are never redone."""
+           kinds: KindRegistry | None = None, accept_inventory_change: bool = False) -> RolloutSummary:
+    """Continue a run of any kind after a crash, a Ctrl-C or a budget stop; done nodes are never redone.
+
+    Refused when the inventory's files changed since the run began, unless accept_inventory_change.
+    """
     record = _record(store, run_id)
     registry = kinds or registered()
     kind = registry.get(record.kind)
@@ -250,6 +282,8 @@ def resume(run_id: str, store: StateStore, *, retry_failed: bool = False, run_fn
                          "resume it with the ufcctl that started it; known kinds: "
                          f"{', '.join(registry.names())}")
     request = RolloutRequest.from_params(record.params, kind)
+    request = dataclasses.replace(request, inventory_dir=_absolute(request.inventory_dir))
+    inventory_hash = _inventory_check(record, request.inventory_dir, accept_inventory_change)
     inventory = load(loader, request.inventory_dir)
     _check_accelerate(request)
     hooks = kind.hooks(request)
@@ -259,7 +293,7 @@ def resume(run_id: str, store: StateStore, *, retry_failed: bool = False, run_fn
     # The lock, not the recorded pid, says whether the run is still being run: a killed process
     # holds no lock (its pid may have been reused since).
     with hold_nodes(run_id, touched, directory=store.lock_dir):
-        store.claim_run(run_id)
+        store.claim_run(run_id, inventory_fingerprint=inventory_hash)
         store.reset(run_id, again)
         nodes = store.nodes(run_id)
         missing = [n.host for n in nodes if n.state == PENDING and n.host not in inventory.hosts]

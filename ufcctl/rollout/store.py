@@ -28,7 +28,10 @@ from ufcctl.rollout.storefile import StateFileError, aside_hint, corrupt, identi
 
 __all__ = ["NodeChange", "NodeRecord", "RunRecord", "StateError", "StateFileError", "StateStore"]
 
-SCHEMA_VERSION = 1
+# 2: runs.inventory_fingerprint (what the inventory held when the run began; resume compares it).
+# A version-1 file is migrated in place on open (one ALTER TABLE); ufcctl before 2 refuses a file
+# of version 2 as newer, untouched (storefile.identify).
+SCHEMA_VERSION = 2
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
@@ -43,7 +46,8 @@ CREATE TABLE IF NOT EXISTS runs (
     updated REAL NOT NULL,
     finished REAL,
     pid INTEGER,
-    hostname TEXT
+    hostname TEXT,
+    inventory_fingerprint TEXT
 );
 CREATE TABLE IF NOT EXISTS nodes (
     run_id TEXT NOT NULL REFERENCES runs(run_id),
@@ -61,6 +65,10 @@ CREATE TABLE IF NOT EXISTS nodes (
 );
 CREATE INDEX IF NOT EXISTS nodes_by_state ON nodes (run_id, state);
 """
+# From each older schema version to the next: statements run in one transaction with the new version.
+_MIGRATIONS: dict[int, str] = {
+    1: "ALTER TABLE runs ADD COLUMN inventory_fingerprint TEXT",
+}
 
 
 class StateError(RuntimeError):
@@ -82,6 +90,8 @@ class RunRecord:
     pid: int | None = None
     hostname: str | None = None
     counts: dict[str, int] = field(default_factory=dict)  # node state -> count
+    # a hash of the inventory's files when the run began (None: a run of a schema-1 store)
+    inventory_fingerprint: str | None = None
 
     def controller_alive(self) -> bool:
         """True when the process that owns this run still runs on this machine."""
@@ -135,10 +145,9 @@ def default_path() -> Path:
 class StateStore:
     def __init__(self, path: Path | None = None):
         self.path = path or default_path()
-        statedir.prepare(self.path.parent, private=False)
+        statedir.prepare(self.path.parent)
         # Identified read-only first: a foreign, corrupt or newer file is refused untouched.
         version = identify(self.path, SCHEMA_VERSION)
-        statedir.make_private(self.path.parent)
         self._lock = threading.Lock()
         self.writes = 0  # committed write transactions, for the engine's benchmark
         if version is None:
@@ -155,9 +164,23 @@ class StateStore:
                 self._db.executescript(_SCHEMA)  # IF NOT EXISTS: a concurrent first open is harmless
                 with self._tx() as db:
                     db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            elif version < SCHEMA_VERSION:
+                self._migrate()
         except sqlite3.DatabaseError as err:
             raise _file_error(self.path, err) from err
         _make_private(self.path)
+
+    def _migrate(self) -> None:
+        """Bring an older file up to SCHEMA_VERSION, one step per transaction; a concurrent ufcctl that
+        migrated first is noticed under the write lock (the version is read again inside it)."""
+        while True:
+            with self._tx() as db:
+                row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+                version = int(row[0])
+                if version >= SCHEMA_VERSION:
+                    return
+                db.execute(_MIGRATIONS[version])
+                db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(version + 1),))
 
     @property
     def lock_dir(self) -> Path:
@@ -214,25 +237,30 @@ class StateStore:
     def create_run(
         self, run_id: str, kind: str, inventory: str, params: dict[str, Any],
         nodes: Iterable[tuple[str, int, int]], *, status: str = RUNNING,
+        inventory_fingerprint: str | None = None,
     ) -> None:
         """A new run with its nodes (host, batch, position), all pending, owned by this process."""
         now = time.time()
         with self._tx() as db:
             db.execute(
-                "INSERT INTO runs (run_id, kind, inventory, params, status, created, updated, pid, hostname)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO runs (run_id, kind, inventory, params, status, created, updated, pid, hostname,"
+                " inventory_fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (run_id, kind, inventory, json.dumps(params), status, now, now, os.getpid(),
-                 socket.gethostname()),
+                 socket.gethostname(), inventory_fingerprint),
             )
             db.executemany(
                 "INSERT INTO nodes (run_id, host, batch, position, state) VALUES (?, ?, ?, ?, ?)",
                 ((run_id, host, batch, position, PENDING) for host, batch, position in nodes),
             )
 
-    def claim_run(self, run_id: str) -> None:
-        """This process now owns the run (resume): status running, pid and hostname updated."""
+    def claim_run(self, run_id: str, *, inventory_fingerprint: str | None = None) -> None:
+        """This process now owns the run (resume): status running, pid and hostname updated, and the
+        inventory it resumes with recorded when given (an accepted change is not asked about again)."""
+        values: dict[str, Any] = {}
+        if inventory_fingerprint:
+            values["inventory_fingerprint"] = inventory_fingerprint
         self._update_run(run_id, status=RUNNING, pid=os.getpid(), hostname=socket.gethostname(),
-                         finished=None, message=None)
+                         finished=None, message=None, **values)
 
     def finish_run(self, run_id: str, status: str, message: str | None) -> None:
         self._update_run(run_id, status=status, message=message, finished=time.time(), pid=None)
@@ -427,7 +455,7 @@ def _run_record(row: sqlite3.Row, counts: dict[str, int]) -> RunRecord:
         run_id=row["run_id"], kind=row["kind"], inventory=row["inventory"], params=json.loads(row["params"]),
         status=row["status"], created=row["created"], updated=row["updated"], finished=row["finished"],
         message=row["message"], steps=json.loads(row["steps"] or "{}"), pid=row["pid"],
-        hostname=row["hostname"], counts=counts,
+        hostname=row["hostname"], counts=counts, inventory_fingerprint=row["inventory_fingerprint"],
     )
 
 

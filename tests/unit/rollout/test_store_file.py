@@ -226,4 +226,6 @@ def test_an_older_world_readable_store_is_made_private(tmp_path: Path) -> None:
     (state / "state.db").chmod(0o644)
     state.chmod(0o755)
     StateStore(state / "state.db").close()
-    assert _mode(state) == 0o700 and _mode(state / "state.db") == 0o600
+    # the file is made private; the directory, which ufcctl did not create now, keeps its mode
+    # (it may be a shared one: tests/unit/engine/test_statedir.py)
+    assert _mode(state) == 0o755 and _mode(state / "state.db") == 0o600

@@ -23,6 +23,7 @@ from ufcctl.domain.inventory.model import (
     REGISTRY_CACHE,
     Inventory,
 )
+from ufcctl.domain.inventory.names import check_path_names
 from ufcctl.domain.inventory.ranges import compact_host_names
 from ufcctl.domain.inventory.sources import Problem
 from ufcctl.domain.placement.profiles import ACCELERATOR_TYPES
@@ -364,6 +365,7 @@ RULES: tuple[Rule, ...] = (
     check_npu_nodes,
     check_topology_values,
     check_registry_caches,
+    check_path_names,
 )
 # Connection variables and controller-side lookups (ufcctl/domain/inventory/connection.py).
 RULES += CONNECTION_RULES
