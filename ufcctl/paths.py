@@ -28,6 +28,10 @@ SHARE = _INSTALLED if (_INSTALLED / "ansible.cfg").is_file() else (CHECKOUT or _
 ANSIBLE_CFG = SHARE / "ansible.cfg"
 ROLES_DIR = SHARE / "roles"
 SAMPLE_INVENTORY = SHARE / "inventories" / "sample"
+# The inventories ufcctl ships. Only these are looked up in SHARE: in a source checkout SHARE is the
+# checkout, whose inventories/ also holds a developer's own (`lab`, written by `ufcctl lab up`), and a
+# command run elsewhere must never reach those by name (a unit test once deployed onto a running lab so).
+SHIPPED_INVENTORIES = ("sample",)
 
 
 def state_dir() -> Path:
@@ -85,7 +89,8 @@ def inventory_candidates(value: str) -> list[Path]:
     ./inventories/NAME of the working directory, then among the inventories ufcctl ships."""
     if looks_like_inventory_path(value):
         return [Path(value)]
-    return list(dict.fromkeys([inventories_dir() / value, SHARE / "inventories" / value]))
+    shipped = [SHARE / "inventories" / value] if value in SHIPPED_INVENTORIES else []
+    return list(dict.fromkeys([inventories_dir() / value, *shipped]))
 
 
 def resolve_inventory(value: str) -> Path:

@@ -102,20 +102,34 @@ def first_deploy(state: Path) -> dict | None:
             "nodes": {"kind": run.kind, "status": run.status, "run_id": run.run_id, "nodes": nodes}}
 
 
+# A contributor's shortcut, never set in CI: `./scripts/run.sh > FILE 2>&1; echo "rc=$?" >> FILE` once,
+# then `UFC_TEST_MAIN_JOB_LOG=FILE pytest tests/integration/test_x_lab.py` reuses that lab (left up).
+REUSE_ENV = "UFC_TEST_MAIN_JOB_LOG"
+
+
+def _stack_env(env: dict[str, str]) -> dict[str, str]:
+    # UFC_STATE_DIR explicit: every test's ufcctl runs with cwd=ROOT anyway
+    return {**env, "CONTAINERS_CONF": str(ROOT / "ufcctl" / "lab" / "containers.conf"),
+            "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}", "UFC_STATE_DIR": str(STACK_STATE)}
+
+
 @contextmanager
 def deployed_stack() -> Iterator[Stack]:
     """`./scripts/run.sh` from the checkout root, exactly as the README says; always `lab down`."""
     if shutil.which("podman") is None:
         pytest.skip("podman is not installed (scripts/setup.sh installs it)")
+    if os.environ.get(REUSE_ENV):
+        log, _, rc = Path(os.environ[REUSE_ENV]).read_text().rstrip().rpartition("\nrc=")
+        reused = subprocess.CompletedProcess([str(MAIN_JOB)], int(rc) if rc.isdigit() else -1, log, "")
+        yield Stack(ROOT, STACK_INVENTORY, _stack_env(main_job_env()), reused, first_deploy(STACK_STATE))
+        return
     if (STACK_INVENTORY / ".ufcctl-lab").exists() or STACK_INVENTORY.exists():
         pytest.fail(f"{STACK_INVENTORY} exists: a lab is up in this checkout. The lab tests bring up the "
                     "README's own lab and take it down after; run `ufcctl lab down` first")
     env = main_job_env()
     main_job = subprocess.run([str(MAIN_JOB)], cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=3600, check=False)
-    stack_env = {**env, "CONTAINERS_CONF": str(ROOT / "ufcctl" / "lab" / "containers.conf"),
-                 "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
-                 "UFC_STATE_DIR": str(STACK_STATE)}  # explicit: every test's ufcctl runs with cwd=ROOT anyway
+    stack_env = _stack_env(env)
     try:
         yield Stack(ROOT, STACK_INVENTORY, stack_env, main_job, first_deploy(STACK_STATE))
     finally:

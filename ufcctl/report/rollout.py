@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -171,14 +172,24 @@ def print_summary(summary: RolloutSummary) -> None:
                       highlight=False)
 
 
+def _near(path: str) -> str:
+    """An inventory path as the user would type it here: relative to the working directory when below it."""
+    try:
+        here = os.getcwd()
+        return os.path.relpath(path) if path and os.path.commonpath([here, path]) == here else path
+    except ValueError:  # a relative path recorded by an older ufcctl, or another drive
+        return path
+
+
 def print_runs(runs: Sequence[RunRecord]) -> None:
     # The node counts share one column (words that wrap) so that the table fits 80 columns.
     table = new_table(("run", "kind", "status", "started", "nodes", "inventory"))
     for run in runs:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created))
-        pending = run.counts.get("pending", 0) + run.counts.get("running", 0)
-        nodes = ", ".join(f"{run.counts.get(state, 0)} {state}" for state in ("done", "failed", "skipped"))
-        table.add_row(run.run_id, run.kind, run.status, started, f"{nodes}, {pending} pending", run.inventory)
+        counts = {**{s: run.counts.get(s, 0) for s in ("done", "failed", "skipped")},
+                  "pending": run.counts.get("pending", 0) + run.counts.get("running", 0)}
+        nodes = ", ".join(f"{n} {state}" for state, n in counts.items() if n) or "0"
+        table.add_row(run.run_id, run.kind, run.status, started, nodes, _near(run.inventory))
     Console().print(Fitted(table))
 
 

@@ -83,7 +83,7 @@ def test_the_named_inventory_is_used_by_a_command(decoy: Path) -> None:
 
 @pytest.mark.parametrize(
     ("value", "count"),
-    [("prod", 2), ("./prod", 1), ("a/b", 1), (".", 1), ("..", 1)],
+    [("prod", 1), ("sample", 2), ("lab", 1), ("./prod", 1), ("a/b", 1), (".", 1), ("..", 1)],
 )
 def test_candidates(decoy: Path, value: str, count: int) -> None:
     assert len(inventory_candidates(value)) == count
@@ -93,4 +93,13 @@ def test_an_unknown_name_lists_every_place(decoy: Path) -> None:
     with pytest.raises(InputError) as err:
         resolve_inventory("prod")
     assert str(decoy / "inventories" / "prod") in str(err.value)
-    assert str(SAMPLE_INVENTORY.parent / "prod") in str(err.value)
+
+
+def test_a_name_never_reaches_the_checkouts_own_inventories(decoy: Path) -> None:
+    """In a checkout, SHARE/inventories/ is the checkout's inventories/, which holds a developer's lab: from
+    another directory `--inventory lab` must not find it (only the shipped `sample` is looked up there)."""
+    checkout_lab = SAMPLE_INVENTORY.parent / "lab"
+    with pytest.raises(InputError) as err:
+        resolve_inventory("lab")
+    assert str(checkout_lab) not in str(err.value)
+    assert checkout_lab not in inventory_candidates("lab")
