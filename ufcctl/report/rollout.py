@@ -13,6 +13,7 @@ from rich.table import Table
 
 from ufcctl.domain.rollout.plan import Projection, RolloutPlan
 from ufcctl.domain.rollout.summary import RolloutSummary
+from ufcctl.report.output import stdout_console
 from ufcctl.rollout.store import RunRecord
 
 STATE_STYLE = {"done": "green", "failed": "red", "skipped": "yellow", "pending": "dim", "running": "cyan"}
@@ -108,7 +109,7 @@ class RolloutProgress:
 
 def print_plan(plan: RolloutPlan, projection: Projection | None, targets: int, *,
                all_rows: bool = False) -> None:
-    console = Console()
+    console = stdout_console()
     canary = len(plan.canary_hosts())
     console.print(
         f"{targets} node(s) in {len(plan.batches)} batch(es) of up to {plan.batch_size}"
@@ -144,7 +145,7 @@ def plan_json(plan: RolloutPlan, projection: Projection | None, targets: int) ->
 
 def print_summary(summary: RolloutSummary) -> None:
     """Final report: status line, steps, then failed/skipped nodes (every node when the fleet is small)."""
-    console = Console()
+    console = stdout_console()
     counts = summary.counts
     took = f" in {duration(summary.seconds)}" if summary.seconds is not None else ""
     mode = " (dry run: Ansible check mode)" if summary.dry_run else ""
@@ -185,7 +186,7 @@ def print_runs(runs: Sequence[RunRecord]) -> None:
         table.add_row(run.run_id, run.kind, run.status, started, str(run.counts.get("done", 0)),
                       str(run.counts.get("failed", 0)), str(run.counts.get("skipped", 0)), str(pending),
                       run.inventory)
-    Console().print(table)
+    stdout_console().print(table)
 
 
 def runs_json(runs: Sequence[RunRecord]) -> list[dict[str, Any]]:
