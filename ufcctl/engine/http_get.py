@@ -118,7 +118,8 @@ def request(url: str, *, deadline: float, max_bytes: int, method: str = "GET", b
         target = urllib.parse.urljoin(current, location)
         moved = urllib.parse.urlsplit(target)
         if (moved.scheme, moved.hostname, moved.port) != (first.scheme, first.hostname, first.port):
-            raise HttpError(url, f"redirected to another host ({mask(moved.netloc) or target!r}): refused")
+            elsewhere = moved.netloc.rpartition("@")[2] or target  # never the userinfo
+            raise HttpError(url, f"redirected to another host ({elsewhere}): refused")
         if answer.status == 303:
             method, body = "GET", None
         current = target

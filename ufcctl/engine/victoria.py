@@ -32,16 +32,17 @@ def query_url(base_url: str) -> str:
     return base_url.rstrip("/") + QUERY_PATH
 
 
-def query(base_url: str, expr: str, timeout: float, max_bytes: int = MAX_ANSWER) -> list[Sample]:
+def query(base_url: str, expr: str, timeout: float, max_bytes: int | None = None) -> list[Sample]:
     """The samples of an instant query; VictoriaError when the server cannot be asked or answers badly.
 
     `timeout` bounds the whole exchange (connect, request, headers and body: engine/http_get.py);
-    an answer over `max_bytes` is refused.
+    an answer over `max_bytes` (default MAX_ANSWER) is refused.
     """
     url = query_url(base_url)
     full = url + "?" + urllib.parse.urlencode({"query": expr})
     try:
-        answer = request(full, deadline=timeout, max_bytes=max_bytes, headers={"Accept": "application/json"})
+        answer = request(full, deadline=timeout, max_bytes=max_bytes or MAX_ANSWER,
+                         headers={"Accept": "application/json"})
     except HttpError as err:
         raise VictoriaError(url, err.reason) from err
     if answer.status >= 400:
