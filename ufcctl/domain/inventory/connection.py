@@ -7,6 +7,8 @@ it at run time: ufcctl cannot check it and says so in a warning (one line per fi
 the hosts folded into ranges), and accepts it.
 `!unsafe` values are never templated by Ansible, so they are checked as written; `!vault` values
 are encrypted and left to Ansible.
+A URL with credentials in it (`https://user:password@host`, in any variable: registry upstreams,
+`ufc_artifact_url`, monitoring URLs) is refused: ufcctl and Ansible print URLs in messages and logs.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from ufcctl.domain.inventory.model import Inventory
 from ufcctl.domain.inventory.sources import Problem
 from ufcctl.domain.inventory.values import UnsafeText, VaultedValue
+from ufcctl.domain.urls import has_credentials, mask
 
 # RFC 1123 section 2.1: labels of letters, digits and hyphens, 1-63 long, no hyphen at either end;
 # at most 253 characters; a trailing dot (fully qualified) is allowed. An all-numeric dotted name
@@ -160,6 +163,41 @@ def check_lookups(inv: Inventory, problems: list[Problem], warnings: list[Proble
                 )
 
 
+def check_url_credentials(inv: Inventory, problems: list[Problem], warnings: list[Problem]) -> None:
+    """Refuse URLs that carry a user or password, wherever they sit in a variable (lists, maps).
+
+    Each file's own vars are read once, as in check_lookups; the URL is shown masked.
+    """
+    seen: set[int] = set()
+    for file, subject, values in _var_sources(inv):
+        if id(values) in seen:
+            continue
+        seen.add(id(values))
+        for var, value in values.items():
+            url = _url_with_credentials(value)
+            if url is not None:
+                problems.append(Problem(
+                    file, subject, f"{var} holds a URL with credentials ({mask(url)})",
+                    "remove user:password@ from the URL (ufcctl and Ansible print URLs); give "
+                    "credentials their own vaulted variables, e.g. an upstream's username and password",
+                ))
+
+
+def _url_with_credentials(value: Any) -> str | None:
+    """The first string anywhere in `value` that is a URL naming a user (walked without recursion)."""
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            if "@" in item and has_credentials(item):
+                return item
+        elif isinstance(item, Mapping):
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+    return None
+
+
 def _var_sources(inv: Inventory) -> Iterator[tuple[str, str, Mapping[Any, Any]]]:
     for group in inv.groups.values():
         if group.file_vars:
@@ -192,4 +230,4 @@ def _lookup_in(value: Any) -> str | None:
     return None
 
 
-RULES = (check_connection_vars, check_lookups)
+RULES = (check_connection_vars, check_lookups, check_url_credentials)
