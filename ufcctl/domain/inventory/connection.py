@@ -140,62 +140,42 @@ def check_connection_vars(inv: Inventory, problems: list[Problem], warnings: lis
 
 
 def check_lookups(inv: Inventory, problems: list[Problem], warnings: list[Problem]) -> None:
-    """Warn about vars holding `lookup(`/`query(`/`q(` templates: Ansible runs them on the controller.
-
-    Each file's own vars are read once (host vars are merged copies of them), in inventory order.
-    """
-    seen: set[int] = set()
-    for file, subject, values in _var_sources(inv):
-        if id(values) in seen:
-            continue
-        seen.add(id(values))
-        for var, value in values.items():
-            call = _lookup_in(value)
-            if call is not None:
-                warnings.append(
-                    Problem(
-                        file,
-                        subject,
-                        f"{var} calls {call}(...) in a template: Ansible runs it on the controller, "
-                        "ufcctl's machine, each time the variable is used",
-                        "make sure that is intended (it reads files, env and commands of this machine)",
-                    )
+    """Warn about vars holding `lookup(`/`query(`/`q(` templates: Ansible runs them on the controller."""
+    for file, subject, var, value in _own_vars(inv):
+        call = _first(value, _lookup_call)
+        if call is not None:
+            warnings.append(
+                Problem(
+                    file,
+                    subject,
+                    f"{var} calls {call}(...) in a template: Ansible runs it on the controller, "
+                    "ufcctl's machine, each time the variable is used",
+                    "make sure that is intended (it reads files, env and commands of this machine)",
                 )
+            )
 
 
 def check_url_credentials(inv: Inventory, problems: list[Problem], warnings: list[Problem]) -> None:
-    """Refuse URLs that carry a user or password, wherever they sit in a variable (lists, maps).
+    """Refuse URLs that carry a user or password, wherever they sit in a variable (lists, maps)."""
+    for file, subject, var, value in _own_vars(inv):
+        url = _first(value, lambda text: text if "@" in text and has_credentials(text) else None)
+        if url is not None:
+            problems.append(Problem(
+                file, subject, f"{var} holds a URL with credentials ({mask(url)})",
+                "remove user:password@ from the URL (ufcctl and Ansible print URLs); give "
+                "credentials their own vaulted variables, e.g. an upstream's username and password",
+            ))
 
-    Each file's own vars are read once, as in check_lookups; the URL is shown masked.
-    """
+
+def _own_vars(inv: Inventory) -> Iterator[tuple[str, str, str, Any]]:
+    """(file, subject, var, value) of each file's own vars, each file once (host vars are merged
+    copies of them), in inventory order."""
     seen: set[int] = set()
     for file, subject, values in _var_sources(inv):
-        if id(values) in seen:
-            continue
-        seen.add(id(values))
-        for var, value in values.items():
-            url = _url_with_credentials(value)
-            if url is not None:
-                problems.append(Problem(
-                    file, subject, f"{var} holds a URL with credentials ({mask(url)})",
-                    "remove user:password@ from the URL (ufcctl and Ansible print URLs); give "
-                    "credentials their own vaulted variables, e.g. an upstream's username and password",
-                ))
-
-
-def _url_with_credentials(value: Any) -> str | None:
-    """The first string anywhere in `value` that is a URL naming a user (walked without recursion)."""
-    todo = [value]
-    while todo:
-        item = todo.pop()
-        if isinstance(item, str):
-            if "@" in item and has_credentials(item):
-                return item
-        elif isinstance(item, Mapping):
-            todo.extend(item.values())
-        elif isinstance(item, list):
-            todo.extend(item)
-    return None
+        if id(values) not in seen:
+            seen.add(id(values))
+            for var, value in values.items():
+                yield file, subject, var, value
 
 
 def _var_sources(inv: Inventory) -> Iterator[tuple[str, str, Mapping[Any, Any]]]:
@@ -213,20 +193,28 @@ def _var_sources(inv: Inventory) -> Iterator[tuple[str, str, Mapping[Any, Any]]]
                 yield source.path, "", source.data
 
 
-def _lookup_in(value: Any) -> str | None:
-    """The first lookup plugin call in a template anywhere in `value` (walked without recursion)."""
+def _first(value: Any, found: Callable[[str], str | None]) -> str | None:
+    """The first non-None `found(text)` over the strings anywhere in `value` (walked without recursion)."""
     todo = [value]
     while todo:
         item = todo.pop()
         if isinstance(item, str):
-            if "{" in item and is_template(item):
-                match = _LOOKUP.search(item)
-                if match:
-                    return match.group(1)
+            hit = found(item)
+            if hit is not None:
+                return hit
         elif isinstance(item, Mapping):
             todo.extend(item.values())
         elif isinstance(item, list):
             todo.extend(item)
+    return None
+
+
+def _lookup_call(text: str) -> str | None:
+    """The lookup plugin a template calls (`lookup`, `query`, `q`), if any."""
+    if "{" in text and is_template(text):
+        match = _LOOKUP.search(text)
+        if match:
+            return match.group(1)
     return None
 
 
