@@ -140,6 +140,8 @@ NODESIDE_ALLOWED = {
     "ufcctl.domain.etcd.defrag_metrics": "the agent's textfile metrics: pure text",
     "ufcctl.engine": "package docstring",
     "ufcctl.engine.etcd_client": "client of etcd's JSON gateway: http.client, ssl, json",
+    "ufcctl.engine.http_get": "one HTTP(S) request under a deadline and a size cap: http.client, ssl",
+    "ufcctl.domain.urls": "credentials in URLs, found and masked: re",
 }
 
 

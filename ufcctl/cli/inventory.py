@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
 from ufcctl.app.inventory import CheckResult, InventorySummary, check_inventory, summarize
 from ufcctl.cli.options import inventory_option, output_option
 from ufcctl.domain.inventory.ranges import compact_host_names
 from ufcctl.domain.inventory.sources import Problem
 from ufcctl.errors import EXIT_BAD_INPUT
-from ufcctl.report.output import print_json, print_table
+from ufcctl.report.output import print_json, print_table, stdout_console
 
 DOMAIN_TITLES = {
     "accelerator_types": ("accelerator type", "npu_accelerator_type"),
@@ -119,7 +118,7 @@ def _natural(item: Sequence[Any]) -> list[Any]:
 
 
 def _print_summary(summary: InventorySummary) -> None:
-    console = Console()
+    console = stdout_console()
     console.print(
         f"[bold]{summary.path}[/]: {summary.hosts} hosts, {summary.topology.npu_nodes} NPU nodes",
         highlight=False,

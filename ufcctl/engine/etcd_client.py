@@ -10,15 +10,17 @@ The gateway encodes keys and values as base64 and 64-bit integers as decimal str
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import ssl
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ufcctl.domain.etcd.defrag import Alarm, ClusterView, LastDefrag, Member, MemberStatus, last_prefix
+from ufcctl.domain.urls import mask
+from ufcctl.engine.http_get import HttpError
+from ufcctl.engine.http_get import request as http_request
 
 DEFAULT_TIMEOUT = 10.0
 # A defrag rewrites the whole bbolt file; etcd's docs give no bound. 8 GiB at ~100 MB/s is ~80 s,
@@ -26,14 +28,18 @@ DEFAULT_TIMEOUT = 10.0
 DEFRAG_TIMEOUT = 600.0
 GRPC_COMPACTED = 11  # OutOfRange: "required revision has been compacted"
 GRPC_UNAVAILABLE = 14
+# The largest gateway answer read. etcd caps a request at 1.5 MiB (--max-request-bytes) but not a
+# range answer; ufcctl reads member lists, statuses and its own few defrag records, kilobytes.
+MAX_ANSWER = 64 << 20
+T = TypeVar("T")
 
 
 class EtcdError(Exception):
     """A failed gateway call: which endpoint, what etcd said, and its gRPC/HTTP code when there is one."""
 
     def __init__(self, endpoint: str, message: str, code: int | None = None):
-        super().__init__(f"{endpoint}: {message}")
-        self.endpoint = endpoint
+        super().__init__(f"{mask(endpoint)}: {message}")
+        self.endpoint = mask(endpoint)
         self.message = message
         self.code = code
 
@@ -94,29 +100,33 @@ class Gateway:
             context.load_cert_chain(tls.cert, tls.key)
             self._context = context
 
-    def _connection(self, timeout: float) -> http.client.HTTPConnection:
-        if self._tls:
-            return http.client.HTTPSConnection(self._host, self._port, timeout=timeout, context=self._context)
-        return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
-
     def request(
         self, method: str, path: str, body: dict[str, Any] | None, timeout: float | None = None
     ) -> str:
-        conn = self._connection(timeout or self.timeout)
+        """One call; `timeout` (default: the gateway's) bounds the whole exchange, answer capped."""
+        payload = None if body is None else json.dumps(body).encode()
         try:
-            payload = None if body is None else json.dumps(body)
-            conn.request(method, path, body=payload, headers={"Content-Type": "application/json"})
-            response = conn.getresponse()
-            text = response.read().decode("utf-8", errors="replace")
-        except (OSError, http.client.HTTPException) as err:  # refused, timeout, TLS failure
-            raise EtcdError(self.endpoint, f"{type(err).__name__}: {err}") from err
-        finally:
-            conn.close()
-        if response.status >= 400 and not text.startswith("{"):
+            answer = http_request(
+                self.endpoint + path, method=method, body=payload,
+                headers={"Content-Type": "application/json"},
+                deadline=timeout or self.timeout, max_bytes=MAX_ANSWER, context=self._context,
+            )
+        except HttpError as err:  # refused, timeout, TLS failure, too big, redirected elsewhere
+            raise EtcdError(self.endpoint, err.reason) from err
+        text = answer.body.decode("utf-8", errors="replace")
+        if answer.status >= 400 and not text.startswith("{"):
             raise EtcdError(
-                self.endpoint, f"HTTP {response.status} on {path}: {text.strip()[:200]}", response.status
+                self.endpoint, f"HTTP {answer.status} on {path}: {text.strip()[:200]}", answer.status
             )
         return text
+
+    def _shaped(self, path: str, read: Callable[[], T]) -> T:
+        """`read()` of an answer, whose fields of the wrong type become one EtcdError, not a traceback."""
+        try:
+            return read()
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:
+            reason = f"unexpected answer from /v3/{path}: {type(err).__name__}: {err}"
+            raise EtcdError(self.endpoint, reason) from err
 
     def call(
         self, path: str, body: dict[str, Any] | None = None, timeout: float | None = None
@@ -129,6 +139,8 @@ class Gateway:
             data = json.loads(first)
         except ValueError as err:
             raise EtcdError(self.endpoint, f"not JSON from /v3/{path}: {first[:200]}") from err
+        if not isinstance(data, dict):
+            raise EtcdError(self.endpoint, f"not a JSON object from /v3/{path}: {first[:200]}")
         if "error" in data:
             error = data["error"]
             if isinstance(error, dict):  # streaming error shape
@@ -140,36 +152,26 @@ class Gateway:
     def health(self) -> bool:
         text = self.request("GET", "/health", None)
         try:
-            return json.loads(text).get("health") == "true"
+            data = json.loads(text)
         except ValueError:
             return False
+        return isinstance(data, dict) and data.get("health") == "true"
 
     def status(self) -> MemberStatus:
         data = self.call("maintenance/status")
-        header = data.get("header", {})
-        return MemberStatus(
-            member_id=str(header.get("member_id", "")),
-            leader_id=str(data.get("leader", "")),
-            db_size=int(data.get("dbSize", 0)),
-            db_size_in_use=int(data.get("dbSizeInUse", 0)),
-            revision=int(header.get("revision", 0)),
-            raft_term=int(data.get("raftTerm", 0)),
-            raft_index=int(data.get("raftIndex", 0)),
-            version=str(data.get("version", "")),
-            errors=tuple(str(e) for e in data.get("errors", ())),
-        )
+        return self._shaped("maintenance/status", lambda: _status(data))
 
     def members(self) -> list[Member]:
         data = self.call("cluster/member/list")
-        return [
+        return self._shaped("cluster/member/list", lambda: [
             Member(
                 str(m.get("ID", "")),
                 str(m.get("name", "")),
-                tuple(m.get("clientURLs", ())),
+                tuple(_strings(m.get("clientURLs", ()))),
                 bool(m.get("isLearner", False)),
             )
-            for m in data.get("members", ())
-        ]
+            for m in _list(data.get("members", ()))
+        ])
 
     def member_add(self, peer_url: str) -> list[dict[str, Any]]:
         """Add a member by its peer URL; returns the new member list (the new one has no name yet)."""
@@ -180,9 +182,10 @@ class Gateway:
 
     def alarms(self) -> list[Alarm]:
         data = self.call("maintenance/alarm", {"action": "GET"})
-        return [
-            Alarm(str(a.get("memberID", "0")), str(a.get("alarm", "NONE"))) for a in data.get("alarms", ())
-        ]
+        return self._shaped("maintenance/alarm", lambda: [
+            Alarm(str(a.get("memberID", "0")), str(a.get("alarm", "NONE")))
+            for a in _list(data.get("alarms", ()))
+        ])
 
     def disarm(self, alarm: Alarm) -> None:
         self.call(
@@ -263,6 +266,52 @@ class Gateway:
             },
         )
         return bool(data.get("succeeded"))
+
+
+def _status(data: dict[str, Any]) -> MemberStatus:
+    header = data.get("header", {})
+    if not isinstance(header, dict):
+        raise TypeError(f"header is {type(header).__name__}, not an object")
+    return MemberStatus(
+        member_id=str(header.get("member_id", "")),
+        leader_id=str(data.get("leader", "")),
+        db_size=_int(data, "dbSize"),
+        db_size_in_use=_int(data, "dbSizeInUse"),
+        revision=_int(header, "revision"),
+        raft_term=_int(data, "raftTerm"),
+        raft_index=_int(data, "raftIndex"),
+        version=str(data.get("version", "")),
+        errors=tuple(str(e) for e in _sequence(data.get("errors", ()))),
+    )
+
+
+def _int(data: dict[str, Any], key: str) -> int:
+    """A 64-bit field: the gateway sends a decimal string (or a number); anything else is an error."""
+    value = data.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise TypeError(f"{key} is {type(value).__name__}, not a number")
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{key} {str(value)[:40]!r} is not a number") from None
+
+
+def _list(value: Any) -> list[dict[str, Any]]:
+    if not isinstance(value, list | tuple) or not all(isinstance(v, dict) for v in value):
+        raise TypeError(f"expected a list of objects, got {json.dumps(value)[:80]}")
+    return list(value)
+
+
+def _sequence(value: Any) -> list[Any]:
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"expected a list, got {json.dumps(value)[:80]}")
+    return list(value)
+
+
+def _strings(value: Any) -> list[str]:
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise TypeError(f"expected a list of strings, got {json.dumps(value)[:80]}")
+    return list(value)
 
 
 class ClusterClient:

@@ -9,9 +9,10 @@ size, with the reason.
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from typing import Any
+
+from ufcctl.domain.urls import mask
+from ufcctl.engine.http_get import HttpError, request
 
 MANIFEST_TYPES = (
     "application/vnd.oci.image.manifest.v1+json",
@@ -28,24 +29,20 @@ class RegistryError(Exception):
 
 def _manifest(base: str, repository: str, reference: str, timeout: float) -> dict[str, Any]:
     url = f"{base.rstrip('/')}/v2/{repository}/manifests/{reference}"
-    if not url.startswith(("http://", "https://")):
-        raise RegistryError(f"{url}: not an http(s) URL")
-    request = urllib.request.Request(url, headers={"Accept": ", ".join(MANIFEST_TYPES)})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (scheme checked)
-            body = response.read(MAX_MANIFEST + 1)
-    except urllib.error.HTTPError as err:
-        raise RegistryError(f"GET {url}: HTTP {err.code}") from None
-    except (urllib.error.URLError, OSError) as err:
-        raise RegistryError(f"GET {url}: {getattr(err, 'reason', err)}") from None
-    if len(body) > MAX_MANIFEST:
-        raise RegistryError(f"GET {url}: manifest over {MAX_MANIFEST} bytes")
+    try:  # one deadline for the whole GET, the answer capped (engine/http_get.py)
+        answer = request(url, deadline=timeout, max_bytes=MAX_MANIFEST,
+                         headers={"Accept": ", ".join(MANIFEST_TYPES)})
+    except HttpError as err:
+        raise RegistryError(f"GET {err}") from None
+    if answer.status >= 400:
+        raise RegistryError(f"GET {mask(url)}: HTTP {answer.status}")
+    body = answer.body
     try:
         doc = json.loads(body)
     except ValueError:
-        raise RegistryError(f"GET {url}: not JSON") from None
+        raise RegistryError(f"GET {mask(url)}: not JSON") from None
     if not isinstance(doc, dict):
-        raise RegistryError(f"GET {url}: not a JSON object")
+        raise RegistryError(f"GET {mask(url)}: not a JSON object")
     return doc
 
 
@@ -55,15 +52,17 @@ def image_size(base: str, repository: str, reference: str, *, platform: str = "l
     try:
         doc = _manifest(base, repository, reference, timeout)
         if "manifests" in doc:
-            entries = [m for m in doc["manifests"] if isinstance(m, dict) and m.get("digest")]
+            listed = doc["manifests"] if isinstance(doc["manifests"], list) else []
+            entries = [m for m in listed if isinstance(m, dict) and isinstance(m.get("digest"), str)]
             os_name, _, arch = platform.partition("/")
-            chosen = [m for m in entries if (m.get("platform") or {}).get("os") == os_name
-                      and (m.get("platform") or {}).get("architecture") == arch]
+            chosen = [m for m in entries if isinstance(m.get("platform"), dict)
+                      and m["platform"].get("os") == os_name and m["platform"].get("architecture") == arch]
             chosen = chosen or (entries if len(entries) == 1 else [])
             if not chosen:
                 return None, f"index has no {platform} entry"
             doc = _manifest(base, repository, str(chosen[0]["digest"]), timeout)
-        parts: list[Any] = [doc.get("config"), *(doc.get("layers") or [])]
+        layers = doc.get("layers") or []
+        parts: list[Any] = [doc.get("config"), *(layers if isinstance(layers, list) else [None])]
         sizes: list[int] = [p["size"] for p in parts
                             if isinstance(p, dict) and isinstance(p.get("size"), int)]
         if len(sizes) != len(parts) or any(s < 0 for s in sizes):

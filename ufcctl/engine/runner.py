@@ -356,8 +356,11 @@ def _message(res: Mapping[str, Any]) -> str:
     if _no_log(res):
         return NO_LOG_MESSAGE
     items = res.get("results")
-    if isinstance(items, list):  # a loop: Ansible's own msg only says "One or more items failed"
-        failed = next((i for i in items if isinstance(i, Mapping) and i.get("failed")), None)
+    if isinstance(items, list):
+        # a loop: Ansible's own msg says only "One or more items failed", or "All items completed"
+        # when the items were unreachable rather than failed; the first such item has the reason
+        failed = next((i for i in items if isinstance(i, Mapping)
+                       and (i.get("failed") or i.get("unreachable"))), None)
         if failed is not None:
             return _message(failed)
     parts = [str(res.get("msg") or "").strip()]

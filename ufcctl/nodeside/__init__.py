@@ -10,6 +10,8 @@ from ufcctl, only these modules (each of which imports only the standard library
 - ufcctl.domain.etcd.rule, .defrag, .membership, .defrag_metrics: the rule grammar, defrag
   policy, join decision, the agent's textfile metrics (pure functions);
 - ufcctl.engine.etcd_client: the HTTPS client of etcd's JSON gateway (http.client, ssl);
+- ufcctl.engine.http_get and ufcctl.domain.urls: one HTTP(S) request under a deadline and a size
+  cap, and credentials in URLs masked (http.client, ssl, re);
 - the packages on the way (ufcctl, ufcctl.domain, ufcctl.domain.etcd, ufcctl.engine: docstrings).
 
 tests/unit/test_layers.py enforces it over the whole import closure. The controller uses the same

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from collections.abc import Iterable, Sequence
@@ -15,18 +16,34 @@ from ufcctl.report.tables import Fitted, new_table, table
 STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "magenta"}
 
 
+class StdoutConsole(Console):
+    """rich's Console for stdout, except that a closed pipe raises BrokenPipeError.
+
+    rich's own answer (Console.on_broken_pipe) is SystemExit(1), which skips ufcctl/cli/main.py:
+    there a reader that stopped early (`| head -1`) ends the command quietly with exit 0.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # rich drops what is still buffered instead of trying again
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+
+def stdout_console() -> Console:
+    return StdoutConsole()
+
+
 def print_json(data: Any) -> None:
     json.dump(data, sys.stdout, indent=2, sort_keys=False, default=str)
     sys.stdout.write("\n")
 
 
 def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    Console().print(table(columns, rows, title))
+    stdout_console().print(table(columns, rows, title))
 
 
 def print_run_summary(result: RunResult, max_rows: int = 50) -> None:
     """Recap of one run: totals, then the hosts that failed (all hosts when the run is small)."""
-    console = Console()
+    console = stdout_console()
     totals = result.totals()
     mode = " (check mode)" if result.check else ""
     console.print(

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from ufcctl.domain.rollout.plan import Projection, RolloutPlan
 from ufcctl.domain.rollout.summary import RolloutSummary
+from ufcctl.report.output import stdout_console
 from ufcctl.report.tables import Fitted, new_table
 from ufcctl.rollout.store import RunRecord
 
@@ -109,7 +110,7 @@ class RolloutProgress:
 
 def print_plan(plan: RolloutPlan, projection: Projection | None, targets: int, *,
                all_rows: bool = False) -> None:
-    console = Console()
+    console = stdout_console()
     canary = len(plan.canary_hosts())
     console.print(
         f"{targets} node(s) in {len(plan.batches)} batch(es) of up to {plan.batch_size}"
@@ -143,7 +144,7 @@ def plan_json(plan: RolloutPlan, projection: Projection | None, targets: int) ->
 
 def print_summary(summary: RolloutSummary) -> None:
     """Final report: status line, steps, then failed/skipped nodes (every node when the fleet is small)."""
-    console = Console()
+    console = stdout_console()
     counts = summary.counts
     took = f" in {duration(summary.seconds)}" if summary.seconds is not None else ""
     mode = " (dry run: Ansible check mode)" if summary.dry_run else ""
@@ -190,7 +191,7 @@ def print_runs(runs: Sequence[RunRecord]) -> None:
                   "pending": run.counts.get("pending", 0) + run.counts.get("running", 0)}
         nodes = ", ".join(f"{n} {state}" for state, n in counts.items() if n) or "0"
         table.add_row(run.run_id, run.kind, run.status, started, nodes, _near(run.inventory))
-    Console().print(Fitted(table))
+    stdout_console().print(Fitted(table))
 
 
 def runs_json(runs: Sequence[RunRecord]) -> list[dict[str, Any]]:

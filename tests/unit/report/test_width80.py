@@ -231,8 +231,8 @@ def _render(printed: Table | Fitted) -> str:
 @pytest.mark.parametrize("command", COMMANDS.values(), ids=COMMANDS.keys())
 def test_tables_fit_80_columns_without_cutting(command: Callable[[], None], monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    for module in (output, rollout, inventory_cli):
-        monkeypatch.setattr(module, "Console", Narrow)
+    # every table on stdout goes through report.output.stdout_console(), which makes a StdoutConsole
+    monkeypatch.setattr(output, "StdoutConsole", Narrow)
     monkeypatch.setattr(Narrow, "printed", [])
     command()
     assert Narrow.printed, "the command printed no table"

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ufcctl.domain.inventory.model import REGISTRY_CACHE
+from ufcctl.domain.urls import mask
 
 TIERS = {"tor": "npu_tor_id", "super_pod": "npu_super_pod_id"}  # tier -> the node var it matches
 DEFAULT_TIER = "tor"
@@ -97,7 +98,7 @@ def parse_upstreams(raw: Any) -> tuple[list[Upstream], list[str]]:
         elif registry in registries:
             bad.append(f"registry {registry} has two upstreams; a registry is mirrored by one instance")
         if not URL.match(url):
-            bad.append(f"url {url!r} must be http(s)://host[:port]")
+            bad.append(f"url {mask(url)!r} must be http(s)://host[:port]")
         port = _port(entry.get("port"))
         metrics = _port(entry.get("metrics_port")) if entry.get("metrics_port") not in (None, "") else \
             (port + METRICS_PORT_OFFSET if port and port + METRICS_PORT_OFFSET <= 65535 else None)

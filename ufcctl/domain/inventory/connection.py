@@ -7,6 +7,8 @@ it at run time: ufcctl cannot check it and says so in a warning (one line per fi
 the hosts folded into ranges), and accepts it.
 `!unsafe` values are never templated by Ansible, so they are checked as written; `!vault` values
 are encrypted and left to Ansible.
+A URL with credentials in it (`https://user:password@host`, in any variable: registry upstreams,
+`ufc_artifact_url`, monitoring URLs) is refused: ufcctl and Ansible print URLs in messages and logs.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from ufcctl.domain.inventory.model import Inventory
 from ufcctl.domain.inventory.sources import Problem
 from ufcctl.domain.inventory.values import UnsafeText, VaultedValue
+from ufcctl.domain.urls import has_credentials, mask
 
 # RFC 1123 section 2.1: labels of letters, digits and hyphens, 1-63 long, no hyphen at either end;
 # at most 253 characters; a trailing dot (fully qualified) is allowed. An all-numeric dotted name
@@ -137,27 +140,42 @@ def check_connection_vars(inv: Inventory, problems: list[Problem], warnings: lis
 
 
 def check_lookups(inv: Inventory, problems: list[Problem], warnings: list[Problem]) -> None:
-    """Warn about vars holding `lookup(`/`query(`/`q(` templates: Ansible runs them on the controller.
+    """Warn about vars holding `lookup(`/`query(`/`q(` templates: Ansible runs them on the controller."""
+    for file, subject, var, value in _own_vars(inv):
+        call = _first(value, _lookup_call)
+        if call is not None:
+            warnings.append(
+                Problem(
+                    file,
+                    subject,
+                    f"{var} calls {call}(...) in a template: Ansible runs it on the controller, "
+                    "ufcctl's machine, each time the variable is used",
+                    "make sure that is intended (it reads files, env and commands of this machine)",
+                )
+            )
 
-    Each file's own vars are read once (host vars are merged copies of them), in inventory order.
-    """
+
+def check_url_credentials(inv: Inventory, problems: list[Problem], warnings: list[Problem]) -> None:
+    """Refuse URLs that carry a user or password, wherever they sit in a variable (lists, maps)."""
+    for file, subject, var, value in _own_vars(inv):
+        url = _first(value, lambda text: text if "@" in text and has_credentials(text) else None)
+        if url is not None:
+            problems.append(Problem(
+                file, subject, f"{var} holds a URL with credentials ({mask(url)})",
+                "remove user:password@ from the URL (ufcctl and Ansible print URLs); give "
+                "credentials their own vaulted variables, e.g. an upstream's username and password",
+            ))
+
+
+def _own_vars(inv: Inventory) -> Iterator[tuple[str, str, str, Any]]:
+    """(file, subject, var, value) of each file's own vars, each file once (host vars are merged
+    copies of them), in inventory order."""
     seen: set[int] = set()
     for file, subject, values in _var_sources(inv):
-        if id(values) in seen:
-            continue
-        seen.add(id(values))
-        for var, value in values.items():
-            call = _lookup_in(value)
-            if call is not None:
-                warnings.append(
-                    Problem(
-                        file,
-                        subject,
-                        f"{var} calls {call}(...) in a template: Ansible runs it on the controller, "
-                        "ufcctl's machine, each time the variable is used",
-                        "make sure that is intended (it reads files, env and commands of this machine)",
-                    )
-                )
+        if id(values) not in seen:
+            seen.add(id(values))
+            for var, value in values.items():
+                yield file, subject, var, value
 
 
 def _var_sources(inv: Inventory) -> Iterator[tuple[str, str, Mapping[Any, Any]]]:
@@ -175,16 +193,15 @@ def _var_sources(inv: Inventory) -> Iterator[tuple[str, str, Mapping[Any, Any]]]
                 yield source.path, "", source.data
 
 
-def _lookup_in(value: Any) -> str | None:
-    """The first lookup plugin call in a template anywhere in `value` (walked without recursion)."""
+def _first(value: Any, found: Callable[[str], str | None]) -> str | None:
+    """The first non-None `found(text)` over the strings anywhere in `value` (walked without recursion)."""
     todo = [value]
     while todo:
         item = todo.pop()
         if isinstance(item, str):
-            if "{" in item and is_template(item):
-                match = _LOOKUP.search(item)
-                if match:
-                    return match.group(1)
+            hit = found(item)
+            if hit is not None:
+                return hit
         elif isinstance(item, Mapping):
             todo.extend(item.values())
         elif isinstance(item, list):
@@ -192,4 +209,13 @@ def _lookup_in(value: Any) -> str | None:
     return None
 
 
-RULES = (check_connection_vars, check_lookups)
+def _lookup_call(text: str) -> str | None:
+    """The lookup plugin a template calls (`lookup`, `query`, `q`), if any."""
+    if "{" in text and is_template(text):
+        match = _LOOKUP.search(text)
+        if match:
+            return match.group(1)
+    return None
+
+
+RULES = (check_connection_vars, check_lookups, check_url_credentials)
