@@ -50,8 +50,8 @@ _LOG10_2 = 0.30103
 
 
 def cut(text: str, limit: int = QUOTE_LIMIT) -> str:
-    """`text` as written when it is short, else quoted and cut like `shown`: an address or a name."""
-    return text if len(text) <= limit else shown(text, limit)
+    """`text` as written, cut to `limit` characters plus "…": an address, a name, a parser's message."""
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def shown(value: object, limit: int = QUOTE_LIMIT) -> str:

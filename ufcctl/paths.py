@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ufcctl.errors import InputError
+from ufcctl.errors import InputError, cut, shown
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 _INSTALLED = PACKAGE_DIR / "share"
@@ -49,21 +49,29 @@ def resolve_inventory(value: str) -> Path:
     anything that looks like a path is used as given."""
     if not value.strip():  # Path("") is the working directory: never read it by accident
         raise InputError(
-            f"--inventory {value!r}: empty", "give an inventory name (inventories/NAME) or a directory path"
+            f"--inventory {shown(value)}: empty",
+            "give an inventory name (inventories/NAME) or a directory path",
         )
-    looks_like_path = os.sep in value or value.startswith(".") or Path(value).is_dir()
+    looks_like_path = os.sep in value or value.startswith(".") or _is_dir(Path(value))
     if looks_like_path:
         candidates = [Path(value)]
     else:
         candidates = [inventories_dir() / value, SHARE / "inventories" / value]
     for path in candidates:
-        if path.is_dir():
+        if _is_dir(path):
             return path
     if value == "lab":
         hint = "run `ufcctl lab up` here to create inventories/lab"
     elif looks_like_path:
         hint = "pass a directory holding hosts.yml"
     else:
-        hint = f"create it with `ufcctl init {value}`, or pass a directory path"
-    looked = " or ".join(str(p) for p in dict.fromkeys(candidates))
-    raise InputError(f"inventory {value!r}: no such directory ({looked})", hint)
+        hint = f"create it with `ufcctl init {cut(value)}`, or pass a directory path"
+    looked = " or ".join(cut(str(p), 300) for p in dict.fromkeys(candidates))
+    raise InputError(f"inventory {shown(value)}: no such directory ({looked})", hint)
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a name past the system's limit (ENAMETOOLONG) names no directory
+        return False

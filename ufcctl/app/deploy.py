@@ -49,7 +49,8 @@ def _select(inventory: Inventory, inventory_dir: Path, limit: str | None) -> lis
     try:
         names = select_hosts(inventory, limit)
     except PatternError as err:
-        raise InputError(f"--limit {shown(limit)}: {err}", "use host names, group names, globs, ! and &") from err
+        raise InputError(f"--limit {shown(limit)}: {err}",
+                         "use host names, group names, globs, ! and &") from err
     if not names:
         raise InputError(f"--limit {shown(limit)} selects no host of {inventory_dir}")
     return names

@@ -74,7 +74,7 @@ def test_plan_with_nan_node_seconds_exits_2_instead_of_crashing() -> None:
     result = CliRunner().invoke(cli, ["plan", "upgrade-drivers", "-i", str(SAMPLE), "--batch", "10",
                                       "--node-seconds", "nan"])
     assert result.exit_code == 2
-    message = "Invalid value for '--node-seconds': 'nan' is not a finite number of at least 0.001"
+    message = "Invalid value for '--node-seconds': 'nan' is not a finite number from 0.001 to 86400"
     assert message in result.output
 
 

@@ -90,7 +90,8 @@ def _user_problem(value: Any) -> str | None:
     if not isinstance(value, str) or not value:
         return f"is {_kind(value)}, not a user name"
     if not _USER.match(value):
-        return f"{shown(value)} is not a user name (letters, digits, `_`, `.`, `-`; no spaces or shell characters)"
+        return (f"{shown(value)} is not a user name "
+                "(letters, digits, `_`, `.`, `-`; no spaces or shell characters)")
     return None
 
 
