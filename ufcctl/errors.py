@@ -59,3 +59,32 @@ class Stopped(KeyboardInterrupt):
         import signal
 
         return signal.Signals(self.signum).name
+
+
+# Error messages quote at most this many characters of a value a user supplied: a 5 MB string or the
+# bytes of a foreign file read by mistake stay out of the one-line message (README.md, "Limits").
+QUOTE_LIMIT = 80
+# Python refuses to print an int of more than 4,300 digits (sys.get_int_max_str_digits()): a number
+# that long is shown by its size, never converted.
+_BIG_INT_BITS = 4000
+_LOG10_2 = 0.30103
+
+
+def cut(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """`text` as written, cut to `limit` characters plus "…": an address, a name, a parser's message."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def shown(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """`repr(value)` cut to `limit` characters plus "…", for quoting user input in an error message."""
+    if isinstance(value, int) and value.bit_length() > _BIG_INT_BITS:
+        return f"an integer of about {int(value.bit_length() * _LOG10_2) + 1:,} digits"
+    if isinstance(value, str) and len(value) > limit:
+        value = value[:limit]  # repr() of the head only: never copy megabytes to cut them
+    elif isinstance(value, (list, tuple, dict, set)) and len(value) > limit // 2:
+        return f"a {type(value).__name__} of {len(value):,} items"
+    try:
+        text = repr(value)
+    except ValueError:  # an int past Python's digit limit inside a collection
+        return f"a {type(value).__name__}"
+    return text if len(text) <= limit else text[:limit] + "…"

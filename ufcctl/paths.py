@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ufcctl.errors import InputError
+from ufcctl.errors import InputError, cut, shown
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 _INSTALLED = PACKAGE_DIR / "share"
@@ -70,7 +70,8 @@ def _is_dir(path: Path) -> bool:
     try:
         return path.is_dir()
     except OSError as err:  # e.g. a working directory deeper than PATH_MAX
-        raise InputError(f"--inventory {path}: {err.strerror}", "pass a shorter directory path") from err
+        raise InputError(f"--inventory {cut(str(path), 300)}: {err.strerror}",
+                         "pass a shorter directory path") from err
 
 
 def playbook(name: str) -> Path:
@@ -98,7 +99,8 @@ def resolve_inventory(value: str) -> Path:
     every place looked at."""
     if not value.strip():  # Path("") is the working directory: never read it by accident
         raise InputError(
-            f"--inventory {value!r}: empty", "give an inventory name (inventories/NAME) or a directory path"
+            f"--inventory {shown(value)}: empty",
+            "give an inventory name (inventories/NAME) or a directory path",
         )
     _check_path_length(value)
     candidates = inventory_candidates(value)
@@ -110,7 +112,7 @@ def resolve_inventory(value: str) -> Path:
     elif looks_like_inventory_path(value):
         hint = "pass a directory holding hosts.yml"
     else:
-        hint = (f"create it with `ufcctl init {value}`, or pass a directory path "
-                f"(./{value} for a folder in the working directory)")
-    looked = ", ".join(str(p) for p in candidates)
-    raise InputError(f"inventory {value!r}: no such directory (looked in {looked})", hint)
+        hint = (f"create it with `ufcctl init {cut(value)}`, or pass a directory path "
+                f"(./{cut(value)} for a folder in the working directory)")
+    looked = ", ".join(cut(str(p), 300) for p in candidates)
+    raise InputError(f"inventory {shown(value)}: no such directory (looked in {looked})", hint)

@@ -27,7 +27,7 @@ from ufcctl.domain.rollout.summary import RolloutSummary
 from ufcctl.engine.locks import hold_nodes
 from ufcctl.engine.playbook_tags import SPECIAL_TAGS, playbook_tags, unknown_tags
 from ufcctl.engine.runner import RunObserver, RunOptions, RunResult, new_run_id, run_playbook
-from ufcctl.errors import InputError
+from ufcctl.errors import InputError, shown
 from ufcctl.paths import ROLES_DIR, playbook
 from ufcctl.rollout.executor import RolloutObserver
 from ufcctl.rollout.kinds import deploy_nodes
@@ -51,9 +51,10 @@ def _select(inventory: Inventory, inventory_dir: Path, limit: str | None) -> lis
     try:
         names = select_hosts(inventory, limit)
     except PatternError as err:
-        raise InputError(f"--limit {limit!r}: {err}", "use host names, group names, globs, ! and &") from err
+        raise InputError(f"--limit {shown(limit)}: {err}",
+                         "use host names, group names, globs, ! and &") from err
     if not names:
-        raise InputError(f"--limit {limit!r} selects no host of {inventory_dir}")
+        raise InputError(f"--limit {shown(limit)} selects no host of {inventory_dir}")
     return names
 
 

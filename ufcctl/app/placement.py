@@ -14,8 +14,8 @@ from ufcctl.app.gcpause import cyclic_gc_paused
 from ufcctl.domain.placement import DEFAULT_SUPER_POD_SIZE, ParseError, Report, validate_documents
 from ufcctl.domain.placement.parse import iter_objects
 from ufcctl.domain.placement.reader import position_text
-from ufcctl.engine.yaml_loader import LimitError, load_yaml_documents
-from ufcctl.errors import InputError
+from ufcctl.engine.yaml_loader import DIGITS_FIX, HugeNumberError, LimitError, json_int, load_yaml_documents
+from ufcctl.errors import InputError, cut
 
 STDIN = "-"
 SNAPSHOT_HINT = (
@@ -23,6 +23,7 @@ SNAPSHOT_HINT = (
     "ascendjobs.mindxdl.gitee.com -A -o json` (or YAML)"
 )
 # kubectl writes nothing to stdout when `get` fails (wrong context, no access, unknown resource).
+MESSAGE_LIMIT = 200  # characters of a parser's message (it quotes the token it stopped at)
 EMPTY_HINT = "the `kubectl get` that wrote it probably failed: rerun it and read its error; " + SNAPSHOT_HINT
 EMPTY_LIST_HINT = (
     "the `kubectl get` found nothing: check its context and namespace (-A for all); " + SNAPSHOT_HINT
@@ -64,7 +65,9 @@ def read_documents(path: str) -> list[Any]:
     text = _read_text(path)
     if text.lstrip()[:1] in ("{", "["):
         try:
-            return [json.loads(text)]
+            return [json.loads(text, parse_int=json_int)]
+        except HugeNumberError as err:
+            raise InputError(f"{path}: {err}", DIGITS_FIX) from None
         except json.JSONDecodeError as err:
             raise InputError(
                 f"{path}: not valid JSON: {err.msg} at line {err.lineno} column {err.colno}", SNAPSHOT_HINT
@@ -116,5 +119,5 @@ def _yaml_reason(err: yaml.YAMLError) -> str:
     if isinstance(err, yaml.MarkedYAMLError):
         mark = err.problem_mark or err.context_mark
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        return f"{err.problem or err.context}{where}"
-    return " ".join(str(err).split())
+        return f"{cut(str(err.problem or err.context), MESSAGE_LIMIT)}{where}"
+    return cut(" ".join(str(err).split()), MESSAGE_LIMIT)

@@ -10,7 +10,7 @@ import click
 
 from ufcctl.app.deploy import PHASES, DeployResult
 from ufcctl.app.deploy import deploy as run_deploy
-from ufcctl.cli.numbers import integer, number
+from ufcctl.cli.numbers import MAX_COUNT, MAX_NODE_TIMEOUT, MAX_SECONDS, integer, number
 from ufcctl.cli.options import accelerate_option, forks_option, inventory_option, output_option
 from ufcctl.cli.rollout import fleet_options, order_option, plan, summary_out
 from ufcctl.domain.rollout.pacing import paced_seconds
@@ -43,7 +43,7 @@ def _filters(limit: str | None, options: RunOptions) -> str:
 
 
 def _join_rate_option() -> Any:
-    return click.option("--join-rate", type=number(0), default=deploy_nodes.DEFAULT_JOIN_RATE,
+    return click.option("--join-rate", type=number(0, MAX_COUNT), default=deploy_nodes.DEFAULT_JOIN_RATE,
                         show_default=True, help="Workers started per second at most, so joins do not flood "
                                                 "the apiservers (0: no ceiling).")
 
@@ -53,9 +53,9 @@ def _node_flags(func: Any) -> Any:
     options = [
         _join_rate_option(),
         order_option(),
-        click.option("--node-timeout", type=integer(60), default=deploy_nodes.DEFAULT_NODE_TIMEOUT,
-                     show_default=True, help="Seconds after which a worker with no result is failed "
-                                             "as hung."),
+        click.option("--node-timeout", type=integer(60, MAX_NODE_TIMEOUT),
+                     default=deploy_nodes.DEFAULT_NODE_TIMEOUT, show_default=True,
+                     help="Seconds after which a worker with no result is failed as hung."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -169,7 +169,7 @@ def add_nodes(inventory: Path, limit: str, check: bool, retry_failed: bool, batc
 @inventory_option()
 @fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW)
 @_join_rate_option()
-@click.option("--node-seconds", type=number(0.001), default=None,
+@click.option("--node-seconds", type=number(0.001, MAX_SECONDS), default=None,
               help="Time one worker takes (default: the median of the newest measured node phase).")
 @click.option("--all", "all_rows", is_flag=True, help="List every batch, not only the first 50.")
 @output_option()

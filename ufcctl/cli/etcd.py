@@ -35,7 +35,7 @@ def etcd() -> None:
 @inventory_option()
 @click.option("--cluster", type=CLUSTERS, default=None, help="Only this cluster.")
 @click.option(
-    "--timeout", type=numbers.number(0.001), default=STATUS_TIMEOUT, show_default=True,
+    "--timeout", type=numbers.number(0.001, numbers.MAX_SECONDS), default=STATUS_TIMEOUT, show_default=True,
     help="Seconds each member has to answer; every member is asked at once.",
 )
 @output_option()

@@ -73,7 +73,7 @@ def _print_text(report: HealthReport) -> None:
 @click.command()
 @inventory_option()
 @click.option(
-    "--timeout", type=numbers.number(0.001), default=HEALTH_TIMEOUT, show_default=True,
+    "--timeout", type=numbers.number(0.001, numbers.MAX_SECONDS), default=HEALTH_TIMEOUT, show_default=True,
     help="Seconds each query has to answer before the next monitoring host is tried.",
 )
 @output_option()

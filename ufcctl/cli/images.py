@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ufcctl.cli.numbers import integer, number
+from ufcctl.cli.numbers import MAX_NODE_TIMEOUT, MAX_SECONDS, integer, number
 from ufcctl.cli.options import accelerate_option, inventory_option, output_option
 from ufcctl.cli.rollout import fleet_options, order_option, summary_out
 from ufcctl.report.output import human_bytes, print_json
@@ -67,11 +67,12 @@ def _print_dry_run(plan: app.DryRun) -> None:
 @fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW)
 @click.option("--dry-run", is_flag=True,
               help="Print the batches and the expected upstream traffic; contact no node or cache.")
-@click.option("--node-seconds", type=number(0.001), default=None,
+@click.option("--node-seconds", type=number(0.001, MAX_SECONDS), default=None,
               help="With --dry-run: time one node takes (default: the median of the newest measured run).")
 @click.option("--retry-failed", is_flag=True,
               help="A new run over only the nodes that failed or were skipped in the newest preheat.")
-@click.option("--node-timeout", type=integer(60), default=app.DEFAULT_NODE_TIMEOUT, show_default=True,
+@click.option("--node-timeout", type=integer(60, MAX_NODE_TIMEOUT), default=app.DEFAULT_NODE_TIMEOUT,
+              show_default=True,
               help="Seconds after which a node (and one pull on it) is failed as hung.")
 @order_option()
 @accelerate_option()

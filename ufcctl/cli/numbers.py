@@ -14,6 +14,13 @@ from typing import Any
 import click
 
 from ufcctl.domain.rollout.budget import BudgetError, parse_percent
+from ufcctl.errors import shown
+
+# Upper bounds of the flags that had none: a finite but huge value (1e308, 10**4000) used to pass and
+# overflow later (a socket timeout, a datetime, a projected duration). Each is far past real use.
+MAX_SECONDS = 86_400.0  # a timeout or one node's time: a day
+MAX_NODE_TIMEOUT = 7 * 86_400  # a node declared hung after a week at most
+MAX_COUNT = 10_000  # canaries, workers started per second, nodes per super pod (like --batch)
 
 
 class Number(click.ParamType):
@@ -27,14 +34,14 @@ class Number(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, bool) or value is None:
-            self.fail(f"{value!r} is not {self._expected()}", param, ctx)
+            self.fail(f"{shown(value)} is not {self._expected()}", param, ctx)
         try:
             number = float(value) if self.kind is float else _integer(value)
         except (TypeError, ValueError):
-            self.fail(f"{value!r} is not {self._expected()}", param, ctx)
+            self.fail(f"{shown(value)} is not {self._expected()}", param, ctx)
         if not math.isfinite(number) or (self.low is not None and number < self.low) or (
                 self.high is not None and number > self.high):
-            self.fail(f"{value!r} is not {self._expected()}", param, ctx)
+            self.fail(f"{shown(value)} is not {self._expected()}", param, ctx)
         return number
 
     def _expected(self) -> str:

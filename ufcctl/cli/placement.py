@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ufcctl.app.placement import validate_files
-from ufcctl.cli.numbers import integer
+from ufcctl.cli.numbers import MAX_COUNT, integer
 from ufcctl.domain.placement import DEFAULT_SUPER_POD_SIZE
 from ufcctl.errors import EXIT_FAILED, EXIT_OK
 from ufcctl.report.placement import render_json, render_text
@@ -28,7 +28,7 @@ def placement_group() -> None:
 )
 @click.option(
     "--super-pod-size",
-    type=integer(1),
+    type=integer(1, MAX_COUNT),
     default=DEFAULT_SUPER_POD_SIZE,
     show_default=True,
     help="Nodes per physical SuperPoD (Volcano init-param super-pod-size).",

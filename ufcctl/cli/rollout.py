@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ufcctl.cli.numbers import integer, number, percent
+from ufcctl.cli.numbers import MAX_COUNT, MAX_NODE_TIMEOUT, MAX_SECONDS, integer, number, percent
 from ufcctl.cli.options import accelerate_option, inventory_option, output_option
 from ufcctl.domain.rollout.order import ORDERS
 from ufcctl.domain.rollout.plan import ALIGN_VARS
@@ -53,7 +53,7 @@ def fleet_options(*, group: str, batch: int | None = None, window: int = 1,
             click.option("--max-fail", type=percent(), default="0%", show_default=True,
                          help="Stop starting nodes once failed nodes exceed this share of processed ones "
                               "(measured against at least one batch)."),
-            click.option("--canary", type=integer(0), default=0, show_default=True,
+            click.option("--canary", type=integer(0, MAX_COUNT), default=0, show_default=True,
                          help="Nodes run first, alone; any failure among them stops the rollout."),
             click.option("--by", "align", type=click.Choice(list(ALIGN_VARS)), default="none",
                          show_default=True, help="Cut batches along ToR switches or super pods "
@@ -109,7 +109,7 @@ def summary_out(summary: RolloutSummary, output: str) -> None:
               help="Drain nodes even when NPU pods run on them (needs a kubeconfig).")
 @click.option("--retry-failed", is_flag=True,
               help="A new run over only the nodes that failed or were skipped in the newest run.")
-@click.option("--node-timeout", type=integer(10), default=app.DEFAULT_NODE_TIMEOUT,
+@click.option("--node-timeout", type=integer(10, MAX_NODE_TIMEOUT), default=app.DEFAULT_NODE_TIMEOUT,
               show_default=True, help="Seconds one installer may run before the node is failed as hung.")
 @order_option()
 @click.option("--forks", type=integer(1, 1000), default=None,
@@ -145,7 +145,7 @@ def plan() -> None:
 
 @plan.command("upgrade-drivers")
 @_plan_options
-@click.option("--node-seconds", type=number(0.001), default=None,
+@click.option("--node-seconds", type=number(0.001, MAX_SECONDS), default=None,
               help="Time one node takes (default: the median of the newest measured run).")
 @click.option("--all", "all_rows", is_flag=True, help="List every batch, not only the first 50.")
 @output_option()

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +24,16 @@ from ufcctl.domain.inventory.sources import InventorySources, Problem, SourceFil
 from ufcctl.domain.inventory.values import VaultedValue
 from ufcctl.engine.yaml_loader import (
     DEPTH_FIX,
+    DIGITS_FIX,
     MAX_DEPTH,
     DuplicateKeyError,
+    HugeNumberError,
     LimitError,
+    json_int,
     load_yaml,
     mark_unsafe,
 )
+from ufcctl.errors import cut, shown
 
 YAML_SUFFIXES = (".yml", ".yaml", ".json")
 # ansible-core's REJECT_EXTS plus INVENTORY_IGNORE_EXTS defaults.
@@ -48,6 +53,8 @@ IGNORED_SUFFIXES = (
 )
 IGNORED_NAMES = ("host_vars", "group_vars", "vars_plugins")
 VAULT_HEADER = "$ANSIBLE_VAULT;"
+# A parser's message quotes the token it stopped at (an alias or tag name may be megabytes long).
+MESSAGE_LIMIT = 200
 _TOO_DEEP = object()
 
 
@@ -89,9 +96,11 @@ def _json_depth_exceeds(data: Any, limit: int) -> bool:
 def _parse_json(text: str, display: str) -> tuple[Any, Problem | None] | None:
     """The parsed JSON, a Problem, or None when the text is not JSON after all (YAML decides)."""
     try:
-        data = json.loads(text, object_pairs_hook=_json_pairs)
+        data = json.loads(text, object_pairs_hook=_json_pairs, parse_int=json_int)
+    except HugeNumberError as err:
+        return None, Problem(display, "", str(err), DIGITS_FIX)
     except _DuplicateJsonKey as err:
-        message = f"duplicate key {err.key!r} in one JSON object"
+        message = f"duplicate key {shown(err.key)} in one JSON object"
         return None, Problem(display, "", message, "keep one of them (JSON readers keep the last)")
     except RecursionError:
         data = _TOO_DEEP
@@ -127,9 +136,11 @@ def parse_text(text: str, display: str) -> tuple[Any, Problem | None]:
         return None, Problem(_where(display, err), "", err.problem or "past a limit", err.fix)
     except yaml.MarkedYAMLError as err:
         what = " ".join(filter(None, [err.context, err.problem]))
-        return None, Problem(_where(display, err), "", f"invalid YAML: {what}", "fix the syntax at that line")
+        return None, Problem(_where(display, err), "", f"invalid YAML: {cut(what, MESSAGE_LIMIT)}",
+                             "fix the syntax at that line")
     except yaml.YAMLError as err:
-        return None, Problem(display, "", f"invalid YAML: {err}", "fix the syntax")
+        what = " ".join(str(err).split())
+        return None, Problem(display, "", f"invalid YAML: {cut(what, MESSAGE_LIMIT)}", "fix the syntax")
 
 
 def _where(display: str, err: yaml.MarkedYAMLError) -> str:
@@ -137,8 +148,34 @@ def _where(display: str, err: yaml.MarkedYAMLError) -> str:
     return f"{display}:{mark.line + 1}:{mark.column + 1}" if mark else display
 
 
+_KINDS = {stat.S_IFIFO: "FIFO (named pipe)", stat.S_IFSOCK: "socket", stat.S_IFCHR: "character device",
+          stat.S_IFBLK: "block device"}
+
+
+def _not_regular(path: Path, display: str) -> Problem | None:
+    """A Problem for anything but a regular file (after links): reading a FIFO blocks until a writer
+    comes, and a link to /dev/zero or /dev/urandom never ends (it would fill the memory)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as err:
+        return Problem(display, "", f"cannot read the file: {err.strerror or err}",
+                       "check the path and its links")
+    if stat.S_ISREG(mode):
+        return None
+    return Problem(
+        display,
+        "",
+        f"is a {_KINDS.get(stat.S_IFMT(mode), 'special file')}, not a regular file: "
+        "ufcctl reads regular files only",
+        "remove it from the inventory directory (or make it a regular file)",
+    )
+
+
 def _read(path: Path, root: Path) -> tuple[SourceFile | None, Problem | None]:
     display = path.relative_to(root).as_posix()
+    problem = _not_regular(path, display)
+    if problem is not None:
+        return None, problem
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
@@ -176,6 +213,10 @@ def _inventory_files(
             _inventory_files(path, root, out, problems, warnings)
             continue
         display = path.relative_to(root).as_posix()
+        problem = _not_regular(path, display)
+        if problem is not None:
+            problems.append(problem)
+            continue
         if name.endswith(YAML_SUFFIXES):
             source, problem = _read(path, root)
             if problem:

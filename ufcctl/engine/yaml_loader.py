@@ -46,6 +46,7 @@ from yaml.events import (
 from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from ufcctl.domain.inventory.values import UnsafeText, VaultedValue
+from ufcctl.errors import shown
 
 try:  # libyaml's parser; the pure-Python one is about ten times slower
     from yaml import CSafeLoader as _BaseLoader
@@ -79,6 +80,32 @@ class LimitError(yaml.MarkedYAMLError):
 DEPTH_FIX = f'flatten it: ufcctl reads {MAX_DEPTH} levels at most (README.md, "Limits", says why)'
 ALIAS_FIX = "write the values out instead of aliases of aliases (README.md, \"Limits\", says why)"
 RECURSION_FIX = "remove that alias: nothing can write out a value that contains itself"
+# Python's int() refuses more than 4,300 decimal digits (sys.get_int_max_str_digits(), a guard
+# against quadratic-time conversion); no count, port or id comes near it.
+MAX_INT_DIGITS = 4300
+MAX_INT_BITS = 14_280  # 4,300 decimal digits: a larger int could never be printed
+DIGITS_FIX = "write a realistic number: no value ufcctl or Ansible uses needs that many digits"
+
+
+def too_many_digits(length: int | None) -> str:
+    """The message for a number past MAX_INT_DIGITS digits (`length` characters, when known)."""
+    size = f" of {length:,} characters" if length is not None else ""
+    return f"a number{size}: more than the {MAX_INT_DIGITS:,} digits Python reads"
+
+
+class HugeNumberError(Exception):
+    """A JSON integer past MAX_INT_DIGITS digits (json.loads would raise a bare ValueError)."""
+
+    def __init__(self, length: int) -> None:
+        super().__init__(too_many_digits(length))
+        self.length = length
+
+
+def json_int(text: str) -> int:
+    """`parse_int` for json.loads: the int, or HugeNumberError past MAX_INT_DIGITS digits."""
+    if len(text) > MAX_INT_DIGITS:
+        raise HugeNumberError(len(text))
+    return int(text)
 
 
 class DuplicateKeyError(yaml.MarkedYAMLError):
@@ -86,7 +113,7 @@ class DuplicateKeyError(yaml.MarkedYAMLError):
 
     def __init__(self, key: Any, mark: Mark | None, first_line: int | None) -> None:
         also = f" (also at line {first_line})" if first_line else ""
-        super().__init__(None, None, f"duplicate key {key!r}{also}", mark)
+        super().__init__(None, None, f"duplicate key {shown(key)}{also}", mark)
         self.key = key
         self.first_line = first_line
 
@@ -176,6 +203,8 @@ def _load(text: str, loader_class: Any, *, single: bool) -> list[Any]:
         return list(yaml.load_all(text, Loader=base))  # noqa: S506 - a SafeLoader subclass
     except RecursionError:
         raise LimitError("nested too deeply for PyYAML's constructor", None, DEPTH_FIX) from None
+    except ValueError:  # an int of too many digits under a tag: the event pass builds the others
+        raise LimitError(too_many_digits(None), None, DIGITS_FIX) from None
 
 
 def _build_stream(loader: Any, text: str, single: bool) -> tuple[list[Any], bool]:
@@ -353,7 +382,12 @@ def _merged(merges: list[list[dict[Any, Any]]], explicit: dict[Any, Any]) -> dic
 def _construct_scalar(loader: Any, constructors: dict[Any, Any], tag: str, event: Any) -> Any:
     node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
     constructor = constructors.get(tag)
-    value = constructor(loader, node) if constructor else loader.construct_object(node)
+    try:
+        value = constructor(loader, node) if constructor else loader.construct_object(node)
+    except ValueError:  # int() of more than 4,300 digits (the only ValueError PyYAML's constructors let out)
+        raise LimitError(too_many_digits(len(event.value)), event.start_mark, DIGITS_FIX) from None
+    if type(value) is int and value.bit_length() > MAX_INT_BITS:  # 0x..., 0b...: no digit limit in int()
+        raise LimitError(too_many_digits(len(event.value)), event.start_mark, DIGITS_FIX)
     if isinstance(value, types.GeneratorType):  # a collection tag on a scalar: PyYAML's error
         value.close()
         value = loader.construct_object(node, deep=True)

@@ -35,7 +35,7 @@ from ufcctl.domain.rollout.summary import NodeOutcome, RolloutSummary
 from ufcctl.engine.inventory_files import fingerprint
 from ufcctl.engine.locks import hold_nodes
 from ufcctl.engine.runner import RunOptions, mitogen_env, new_run_id, run_playbook
-from ufcctl.errors import InputError, Stopped
+from ufcctl.errors import InputError, Stopped, shown
 from ufcctl.paths import playbook
 from ufcctl.rollout.executor import RolloutJob, RolloutObserver, RunFn, chunk_forks, execute_rollout
 from ufcctl.rollout.kind import KindRegistry, NodeGuard, RolloutKind, RolloutRequest, registered
@@ -77,11 +77,11 @@ def targets(kind: RolloutKind, inventory: Inventory, request: RolloutRequest) ->
         try:
             limited = set(select_hosts(inventory, request.limit))
         except PatternError as err:
-            raise InputError(f"--limit {request.limit!r}: {err}",
+            raise InputError(f"--limit {shown(request.limit)}: {err}",
                              "use host names, group names, globs, ! and &") from err
         names = [h for h in members if h in limited]
         if not names:
-            raise InputError(f"--limit {request.limit!r} selects no host of group {kind.group}")
+            raise InputError(f"--limit {shown(request.limit)} selects no host of group {kind.group}")
     return inventory.subset(names)
 
 

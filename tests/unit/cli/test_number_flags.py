@@ -31,7 +31,8 @@ def _numeric_options() -> list[tuple[tuple[str, ...], click.Option]]:
 
 
 def _bad_values(option: click.Option) -> list[str]:
-    values = ["nan", "inf", "-inf", "1e999", "twelve"]
+    # 1e308 and 5,000 digits: finite but huge (no overflow later), past int()'s 4,300-digit limit
+    values = ["nan", "inf", "-inf", "1e999", "twelve", "1e308", "9" * 5000]
     if isinstance(option.type, Percent):
         return [*values, "-1", "101"]
     kind = option.type
@@ -51,6 +52,12 @@ def test_no_command_uses_a_raw_click_number_type() -> None:
     assert raw == [], "use ufcctl.cli.numbers.integer()/number() (click.FloatRange lets nan through)"
 
 
+def test_every_numeric_flag_has_an_upper_bound() -> None:
+    unbounded = [f"{' '.join(path)} {p.opts[0]}" for path, p in _numeric_options()
+                 if isinstance(p.type, Number) and p.type.high is None]
+    assert unbounded == [], "a huge finite value (1e308) passes an unbounded flag and overflows later"
+
+
 def test_the_walk_finds_the_numeric_flags() -> None:
     found = {f"{' '.join(path)} {p.opts[0]}" for path, p in _numeric_options()}
     assert {"plan upgrade-drivers --node-seconds", "upgrade-drivers --batch", "upgrade-drivers --max-fail",
@@ -68,13 +75,14 @@ def test_bad_numbers_exit_2_naming_the_flag(path: tuple[str, ...], option: click
         assert f"Invalid value for '{flag}'" in result.output or f"/ '{flag}'" in result.output, (value,
                                                                                                  result.output)
         assert "Traceback" not in result.output
+        assert len(result.output) < 1000, result.output[:300]  # the value is quoted cut short
 
 
 def test_plan_with_nan_node_seconds_exits_2_instead_of_crashing() -> None:
     result = CliRunner().invoke(cli, ["plan", "upgrade-drivers", "-i", str(SAMPLE), "--batch", "10",
                                       "--node-seconds", "nan"])
     assert result.exit_code == 2
-    message = "Invalid value for '--node-seconds': 'nan' is not a finite number of at least 0.001"
+    message = "Invalid value for '--node-seconds': 'nan' is not a finite number from 0.001 to 86400"
     assert message in result.output
 
 

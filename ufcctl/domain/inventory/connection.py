@@ -22,6 +22,7 @@ from ufcctl.domain.inventory.model import Inventory
 from ufcctl.domain.inventory.sources import Problem
 from ufcctl.domain.inventory.values import UnsafeText, VaultedValue
 from ufcctl.domain.urls import has_credentials, mask
+from ufcctl.errors import shown
 
 # RFC 1123 section 2.1: labels of letters, digits and hyphens, 1-63 long, no hyphen at either end;
 # at most 253 characters; a trailing dot (fully qualified) is allowed. An all-numeric dotted name
@@ -40,6 +41,10 @@ _LOOKUP = re.compile(r"(?<![\w.])(lookup|query|q)\s*\(")
 HOST_VARS = ("ansible_host", "ansible_ssh_host")
 PORT_VARS = ("ansible_port", "ansible_ssh_port")
 USER_VARS = ("ansible_user", "ansible_ssh_user")
+# Connection plugins that dial `ansible_host`, or the inventory name without it (short names; the
+# `ansible.builtin.` prefix is stripped). Others (local, podman, docker ...) name no address.
+SSH_CONNECTIONS = ("ssh", "smart", "paramiko", "paramiko_ssh")
+MAX_NAME = 253  # RFC 1123: the longest host name
 
 
 def is_template(value: Any) -> bool:
@@ -66,21 +71,21 @@ def _address_problem(value: Any) -> str | None:
     if not isinstance(value, str) or not value:
         return f"is {_kind(value)}, not an address"
     if not valid_host_address(value):
-        return f"{value!r} is not an IP address or a host name (RFC 1123)"
+        return f"{shown(value)} is not an IP address or a host name (RFC 1123)"
     return None
 
 
 def _port_problem(value: Any) -> str | None:
+    number: Any = value
     if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-        number: Any = int(value)
-    else:
-        number = value
+        # Past 10 digits it is out of range anyway; int() of 4,301 digits or more raises.
+        number = int(value) if len(value.strip()) <= 10 else 1 << 64
     if isinstance(number, bool) or not isinstance(number, int):
         if isinstance(value, str) and value:
-            return f"{value!r} is not a port number"
+            return f"{shown(value)} is not a port number"
         return f"is {_kind(value)}, not a port"
     if not 0 < number < 65536:
-        return f"{value!r} is outside 1..65535"
+        return f"{shown(value)} is outside 1..65535"
     return None
 
 
@@ -88,7 +93,8 @@ def _user_problem(value: Any) -> str | None:
     if not isinstance(value, str) or not value:
         return f"is {_kind(value)}, not a user name"
     if not _USER.match(value):
-        return f"{value!r} is not a user name (letters, digits, `_`, `.`, `-`; no spaces or shell characters)"
+        return (f"{shown(value)} is not a user name "
+                "(letters, digits, `_`, `.`, `-`; no spaces or shell characters)")
     return None
 
 
@@ -103,6 +109,37 @@ def _kind(value: Any) -> str:
     if value is None or value == "":
         return "empty"
     return {dict: "a mapping", list: "a list", bool: "a boolean"}.get(type(value), type(value).__name__)
+
+
+def _name_is_address(hvars: Mapping[str, Any]) -> bool:
+    """True when ssh dials the host's inventory name: no ansible_host, and an ssh connection."""
+    if any(var in hvars for var in HOST_VARS):
+        return False
+    connection = hvars.get("ansible_connection", "ssh")
+    return isinstance(connection, str) and connection.rpartition(".")[2] in SSH_CONNECTIONS
+
+
+def check_host_names(inv: Inventory, problems: list[Problem], warnings: list[Problem]) -> None:
+    """A host without ansible_host is reached at its inventory name: the name must be an address.
+
+    Ansible never renders a host name as a template (ansible-core 2.19 `InventoryData.add_host`
+    strips its trust), so a name with `{{` reaches ssh as written and is checked like any other.
+    """
+    for name, host in inv.hosts.items():
+        if not _name_is_address(host.vars):
+            continue
+        if valid_host_address(name):
+            continue
+        problems.append(
+            Problem(
+                host.source,
+                f"host {name}" if len(name) <= MAX_NAME else f"host {shown(name)}",
+                "has no ansible_host, so ssh dials its name, which is not an IP address or a host name "
+                "(RFC 1123: letters, digits, `-` and `.`; no leading `-`; labels up to 63, names up to 253 "
+                "characters)",
+                "rename the host to its DNS name or IP address, or set its ansible_host",
+            )
+        )
 
 
 def check_connection_vars(inv: Inventory, problems: list[Problem], warnings: list[Problem]) -> None:
@@ -218,4 +255,4 @@ def _lookup_call(text: str) -> str | None:
     return None
 
 
-RULES = (check_connection_vars, check_lookups, check_url_credentials)
+RULES = (check_host_names, check_connection_vars, check_lookups, check_url_credentials)

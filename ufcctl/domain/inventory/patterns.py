@@ -6,6 +6,7 @@ import fnmatch
 import re
 
 from ufcctl.domain.inventory.model import Inventory
+from ufcctl.errors import shown
 
 
 class PatternError(ValueError):
@@ -28,7 +29,7 @@ def _match(inventory: Inventory, term: str) -> list[str]:
         try:
             regex = re.compile(term[1:])
         except re.error as err:
-            raise PatternError(f"bad regular expression in pattern {term!r}: {err}") from err
+            raise PatternError(f"bad regular expression in pattern {shown(term)}: {err}") from err
         names = [h for h in inventory.hosts if regex.match(h)]
         groups = [g for g in inventory.groups if regex.match(g)]
     elif any(c in term for c in "*?["):
@@ -56,14 +57,16 @@ def select_hosts(inventory: Inventory, pattern: str | None) -> list[str]:
     intersections: list[set[str]] = []
     excluded: set[str] = set()
     for term in _terms(pattern):
+        # A term that matches nothing is a typo whatever its operator: `!npu0001` that excludes
+        # nothing would run on the host meant to be spared, `&tor-9` that keeps nothing hides why.
+        matched = _match(inventory, term[1:] if term[:1] in ("!", "&") else term)
+        if not matched:
+            raise PatternError(f"pattern term {shown(term)} matches no host or group")
         if term.startswith("!"):
-            excluded.update(_match(inventory, term[1:]))
+            excluded.update(matched)
         elif term.startswith("&"):
-            intersections.append(set(_match(inventory, term[1:])))
+            intersections.append(set(matched))
         else:
-            matched = _match(inventory, term)
-            if not matched:
-                raise PatternError(f"pattern term {term!r} matches no host or group")
             included.update(dict.fromkeys(matched))
     if not included and (excluded or intersections):
         included = dict.fromkeys(inventory.hosts)

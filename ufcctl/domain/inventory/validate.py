@@ -14,6 +14,7 @@ from typing import Any
 
 from ufcctl.domain.etcd.topology import CLUSTER_KINDS
 from ufcctl.domain.images import mirrors
+from ufcctl.domain.inventory.addresses import RULES as ADDRESS_RULES
 from ufcctl.domain.inventory.connection import RULES as CONNECTION_RULES
 from ufcctl.domain.inventory.model import (
     CONTROL_PLANE,
@@ -27,6 +28,7 @@ from ufcctl.domain.inventory.names import check_path_names
 from ufcctl.domain.inventory.ranges import compact_host_names
 from ufcctl.domain.inventory.sources import Problem
 from ufcctl.domain.placement.profiles import ACCELERATOR_TYPES
+from ufcctl.errors import cut, shown
 
 # npu_accelerator_type must be one of ACCELERATOR_TYPES, the hardware profile registry's types
 # (imported above): a type the inventory accepts is one the placement rules and the driver health
@@ -38,6 +40,7 @@ from ufcctl.domain.placement.profiles import ACCELERATOR_TYPES
 ETCD_DEFAULT_PORTS = {k.group: (k.client_port, k.peer_port) for k in CLUSTER_KINDS}
 ALLOW_SINGLE_ETCD = "ufc_allow_single_etcd"
 MAX_HOSTS_NAMED = 12  # in one folded line
+MAX_DIGITS = 18  # a whole number in a var: far past any port or id, far below int()'s limit
 
 
 def etcd_port_var(cluster: str, kind: str) -> str:
@@ -156,8 +159,10 @@ def _whole(value: Any) -> int | None:
     """A whole number >= 0 written as a number or as digits in a string, else None."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        text = value.strip().lstrip("0") or "0"
+        # Python's int() refuses 4,301 digits and more; no port or id is that long.
+        return int(text) if len(text) <= MAX_DIGITS else None
     return value if isinstance(value, int) and value >= 0 else None
 
 
@@ -185,7 +190,7 @@ def check_etcd_ports(inv: Inventory, problems: list[Problem], warnings: list[Pro
                         Problem(
                             where,
                             f"host {host}",
-                            f"{var} {raw!r} is not a port number",
+                            f"{var} {shown(raw)} is not a port number",
                             "use a whole number from 1 to 65535",
                         )
                     )
@@ -201,25 +206,6 @@ def check_etcd_ports(inv: Inventory, problems: list[Problem], warnings: list[Pro
                     )
                 else:
                     taken[port] = var
-
-
-def check_addresses(inv: Inventory, problems: list[Problem], warnings: list[Problem]) -> None:
-    # Two hosts are one machine when address and SSH port agree; different ports are legitimate
-    # (port-forwarded containers, several sshd on one box).
-    seen: dict[tuple[str, Any], str] = {}
-    for name, host in inv.hosts.items():
-        key = (host.address, str(host.vars.get("ansible_port", 22)))
-        first = seen.setdefault(key, name)
-        if first != name:
-            where = inv.var_origin(name, "ansible_host") if "ansible_host" in host.vars else host.source
-            problems.append(
-                Problem(
-                    where,
-                    f"host {name}",
-                    f"address {host.address} is also host {first}'s",
-                    "give each host its own ansible_host (or list the machine once)",
-                )
-            )
 
 
 def check_vip(inv: Inventory, problems: list[Problem], warnings: list[Problem]) -> None:
@@ -241,7 +227,7 @@ def check_vip(inv: Inventory, problems: list[Problem], warnings: list[Problem]) 
             Problem(
                 _group_file(inv, CONTROL_PLANE),
                 f"group {CONTROL_PLANE}",
-                f"its hosts disagree on ufc_vip ({', '.join(distinct)})",
+                f"its hosts disagree on ufc_vip ({', '.join(cut(v) for v in distinct)})",
                 "set ufc_vip once, in group_vars/all",
             )
         )
@@ -256,7 +242,7 @@ def check_vip(inv: Inventory, problems: list[Problem], warnings: list[Problem]) 
                 Problem(
                     where,
                     "ufc_vip",
-                    f"{vip!r} is not an IP address",
+                    f"{shown(vip)} is not an IP address",
                     "use an IPv4 or IPv6 address, e.g. 10.0.0.10",
                 )
             )
@@ -265,7 +251,7 @@ def check_vip(inv: Inventory, problems: list[Problem], warnings: list[Problem]) 
                 Problem(
                     where,
                     "ufc_vip",
-                    f"{vip} is the address of host {addresses[vip]}",
+                    f"{cut(vip)} is the address of host {addresses[vip]}",
                     "the VIP must be an unused address that keepalived moves between hosts",
                 )
             )
@@ -305,7 +291,7 @@ def check_topology_values(inv: Inventory, problems: list[Problem], warnings: lis
                 Problem(
                     inv.var_origin(name, "npu_accelerator_type"),
                     f"host {name}",
-                    f"npu_accelerator_type {kind!r} is not a known type",
+                    f"npu_accelerator_type {shown(kind)} is not a known type",
                     "use one of " + ", ".join(ACCELERATOR_TYPES),
                 )
             )
@@ -316,7 +302,7 @@ def check_topology_values(inv: Inventory, problems: list[Problem], warnings: lis
                     Problem(
                         inv.var_origin(name, var),
                         f"host {name}",
-                        f"{var} {value!r} is not a whole number >= 0",
+                        f"{var} {shown(value)} is not a whole number >= 0",
                         f"set {var} to 0, 1, 2, ...",
                     )
                 )
@@ -360,12 +346,12 @@ RULES: tuple[Rule, ...] = (
     check_control_plane,
     check_etcd_sizes,
     check_etcd_ports,
-    check_addresses,
     check_vip,
     check_npu_nodes,
     check_topology_values,
     check_registry_caches,
     check_path_names,
 )
-# Connection variables and controller-side lookups (ufcctl/domain/inventory/connection.py).
-RULES += CONNECTION_RULES
+# Hosts that are one machine (addresses.py), connection variables and controller-side lookups
+# (connection.py).
+RULES += ADDRESS_RULES + CONNECTION_RULES

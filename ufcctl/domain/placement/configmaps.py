@@ -8,7 +8,7 @@ from typing import Any
 
 from ufcctl.domain.placement import keys
 from ufcctl.domain.placement.model import DeviceHealth, RankDevice, RankServer, RankTable, TorMap
-from ufcctl.domain.placement.reader import Reader, kind_of
+from ufcctl.domain.placement.reader import MAX_DIGITS, Reader, kind_of
 
 _DEVICE_INFO = f"data[{keys.DEVICE_INFO_KEY}]"
 _TOR_INFO = f"data[{keys.TOR_INFO_KEY}]"
@@ -48,7 +48,7 @@ def chip_id(entry: str) -> int | None:
     """The physical id in "Ascend910-<n>", or None when the entry is not of that form."""
     if entry.startswith(keys.CHIP_NAME_PREFIX):
         digits = entry[len(keys.CHIP_NAME_PREFIX) :]
-        if digits.isascii() and digits.isdigit():
+        if digits.isascii() and digits.isdigit() and len(digits) <= MAX_DIGITS:
             return int(digits)
     return None
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ufcctl.errors import shown
+
 # What the scheduler assumes for a node or job without an `accelerator-type`: 910A 8-chip rules
 # (ascend-for-volcano internal/npu/factory.go, handler "huawei.com/Ascend910module").
 DEFAULT_ACCELERATOR_TYPE = "module"
@@ -14,7 +16,7 @@ class UnknownProfileError(LookupError):
     """An `accelerator-type` that no registered profile describes."""
 
     def __init__(self, accelerator_type: str, known: list[str]):
-        super().__init__(f"unknown accelerator-type {accelerator_type!r} (known: {', '.join(known)})")
+        super().__init__(f"unknown accelerator-type {shown(accelerator_type)} (known: {', '.join(known)})")
         self.accelerator_type = accelerator_type
 
 
@@ -65,7 +67,7 @@ class ProfileRegistry:
     def register(self, profile: HardwareProfile) -> HardwareProfile:
         if profile.accelerator_type in self._by_type:
             raise DuplicateProfileError(
-                f"accelerator-type {profile.accelerator_type!r} is already registered"
+                f"accelerator-type {shown(profile.accelerator_type)} is already registered"
             )
         self._by_type[profile.accelerator_type] = profile
         return profile

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ufcctl.domain.placement import keys
+from ufcctl.errors import shown
 
 EMPTY: Mapping[str, Any] = {}
 
@@ -36,6 +37,9 @@ def position_text(position: tuple[int, ...]) -> str:
     return " ".join([f"document {position[0]}", *(f"items[{index}]" for index in position[1:])])
 
 
+MAX_DIGITS = 18  # a decimal string read as an integer: far past any count, far below int()'s limit
+
+
 def as_int(value: Any) -> int | None:
     """An integer given as a number or a decimal string (how quantities and annotations arrive), else None."""
     if isinstance(value, int) and not isinstance(value, bool):
@@ -43,7 +47,8 @@ def as_int(value: Any) -> int | None:
     if isinstance(value, str):
         text = value.strip()
         digits = text[1:] if text[:1] == "-" else text
-        if digits.isascii() and digits.isdigit():
+        # int() refuses past 4,300 digits; no count or id is longer than MAX_DIGITS.
+        if digits.isascii() and digits.isdigit() and len(digits) <= MAX_DIGITS:
             return int(text)
     return None
 
@@ -91,8 +96,8 @@ class Reader:
     def integer(self, value: Any, path: str) -> int:
         number = as_int(value)
         if number is None:
-            shown = repr(value) if isinstance(value, str) else kind_of(value)
-            raise self.fail(f"{path} must be an integer, got {shown}")
+            got = shown(value) if isinstance(value, str) else kind_of(value)
+            raise self.fail(f"{path} must be an integer, got {got}")
         return number
 
     def optional_integer(self, parent: Mapping[str, Any], key: str, path: str) -> int | None:

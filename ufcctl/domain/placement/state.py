@@ -22,6 +22,7 @@ from ufcctl.domain.placement.model import (
 from ufcctl.domain.placement.parse import ParsedObjects
 from ufcctl.domain.placement.profiles import HardwareProfile, UnknownProfileError, profile_for
 from ufcctl.domain.placement.reader import ParseError
+from ufcctl.errors import shown
 
 JobKey = tuple[str, str]
 _HARDWARE_HINT = (
@@ -203,7 +204,7 @@ def _holding(pod: Pod, job_ref: str | None, nodes: Mapping[str, Node]) -> Holdin
     if node is not None and node.profile is None:
         raise ParseError(
             f"Node {node.name}",
-            f"label accelerator-type {node.accelerator_type!r} names no known hardware profile, "
+            f"label accelerator-type {shown(node.accelerator_type)} names no known hardware profile, "
             f"and NPU pod {pod.ref} runs on it",
             node.source,
             _HARDWARE_HINT,

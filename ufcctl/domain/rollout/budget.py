@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ufcctl.errors import shown
+
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%?\s*$")
 
 
@@ -16,7 +18,7 @@ def parse_percent(value: str) -> float:
     """'10%', '10' or '2.5%' -> 10.0 / 10.0 / 2.5."""
     match = _PERCENT.match(value)
     if not match or float(match.group(1)) > 100:
-        raise BudgetError(f"{value!r} is not a percentage between 0 and 100 (e.g. 5%)")
+        raise BudgetError(f"{shown(value)} is not a percentage between 0 and 100 (e.g. 5%)")
     return float(match.group(1))
 
 

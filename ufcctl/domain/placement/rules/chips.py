@@ -8,6 +8,7 @@ from ufcctl.domain.placement import keys
 from ufcctl.domain.placement.model import ClusterState, Holding
 from ufcctl.domain.placement.rules.base import Options, chip_list
 from ufcctl.domain.placement.violations import Code, Violation
+from ufcctl.errors import shown
 
 
 def _violation(code: Code, holding: Holding, message: str) -> Violation:
@@ -42,7 +43,7 @@ def check_selector_mismatch(state: ClusterState, options: Options) -> Iterator[V
                     job.ref,
                     pod.ref,
                     node.name,
-                    f"pod selects accelerator-type={pod.selector!r} but its node has {label}",
+                    f"pod selects accelerator-type={shown(pod.selector)} but its node has {label}",
                 )
 
 
@@ -62,7 +63,8 @@ def check_count_mismatch(state: ClusterState, options: Options) -> Iterator[Viol
                 yield _violation(
                     Code.COUNT_MISMATCH,
                     holding,
-                    f"allocation {holding.pod.allocation!r} names {holding.held} distinct chips{repeated}; "
+                    f"allocation {shown(holding.pod.allocation)} names {holding.held} distinct "
+                    f"chips{repeated}; "
                     f"the pod requests {request}",
                 )
 

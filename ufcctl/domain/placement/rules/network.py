@@ -8,6 +8,7 @@ from ufcctl.domain.placement import keys
 from ufcctl.domain.placement.model import ClusterState, Job, RankTable
 from ufcctl.domain.placement.rules.base import Options, chip_list
 from ufcctl.domain.placement.violations import Code, Violation
+from ufcctl.errors import shown
 
 LARGE_MODEL = "large-model-schema"
 # ascend-for-volcano common/util/job.go fillJobMaxNPUTaskNum: a large-model job with fewer NPU pods
@@ -25,7 +26,7 @@ def check_tor_cm_missing(state: ClusterState, options: Options) -> Iterator[Viol
                 job.ref,
                 None,
                 None,
-                f"tor-affinity={job.tor_affinity!r} needs ConfigMap "
+                f"tor-affinity={shown(job.tor_affinity)} needs ConfigMap "
                 f"{keys.SYSTEM_NAMESPACE}/{keys.TOR_CONFIGMAP}, "
                 f"which is not in the input",
             )
@@ -83,7 +84,7 @@ def _ranktable(state: ClusterState, job: Job, table: RankTable) -> Iterator[Viol
             job.ref,
             None,
             None,
-            f"{where}: server_count {table.server_count!r} but the job has {servers} placed NPU pod(s)",
+            f"{where}: server_count {shown(table.server_count)} but the job has {servers} placed NPU pod(s)",
         )
     listed: dict[str, list[int]] = {}
     ranks: list[int | None] = []
@@ -97,7 +98,8 @@ def _ranktable(state: ClusterState, job: Job, table: RankTable) -> Iterator[Viol
                     job.ref,
                     None,
                     None,
-                    f"{where}: host {server.host_ip} lists device_id {device.device_id!r}, not a chip id",
+                    f"{where}: host {server.host_ip} lists device_id {shown(device.device_id)}, "
+                    "not a chip id",
                 )
             else:
                 chips.append(device_id)

@@ -8,6 +8,7 @@ from ufcctl.domain.placement.model import ClusterState, Job, Request
 from ufcctl.domain.placement.profiles import DEFAULT_ACCELERATOR_TYPE
 from ufcctl.domain.placement.rules.base import Options, counts, positive_int
 from ufcctl.domain.placement.violations import Code, Violation
+from ufcctl.errors import shown
 
 # ascend-for-volcano internal/nslb/frame.go ValidNPUJob: the only accepted label values.
 TOR_AFFINITY_VALUES = ("large-model-schema", "normal-schema", "null")
@@ -93,7 +94,7 @@ def _sp_block(job: Job, super_pod_size: int) -> Iterator[Violation]:
     chips = job.profile.chips_per_node
     block = positive_int(job.sp_block)
     if block is None:
-        state = "missing" if job.sp_block is None else f"{job.sp_block!r}, not a positive integer"
+        state = "missing" if job.sp_block is None else f"{shown(job.sp_block)}, not a positive integer"
         yield _violation(Code.SP_BLOCK, job, None, f"SuperPoD job needs annotation sp-block; it is {state}")
     if job.multi_pod:
         for request in job.requests:
@@ -158,5 +159,5 @@ def check_tor_label(state: ClusterState, options: Options) -> Iterator[Violation
                 Code.TOR_LABEL,
                 job,
                 None,
-                f"label tor-affinity={job.tor_affinity!r}; allowed: {', '.join(TOR_AFFINITY_VALUES)}",
+                f"label tor-affinity={shown(job.tor_affinity)}; allowed: {', '.join(TOR_AFFINITY_VALUES)}",
             )
