@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -84,16 +85,18 @@ def main_job_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in drop}
 
 
-def first_deploy(state: Path) -> dict | None:
+def first_deploy(state: Path, since: float = 0.0) -> dict | None:
     """The first deploy's two phases from what it recorded: the oldest deploy.yml summary and the
-    oldest deploy-nodes run, in the shape of `ufcctl deploy --output json`."""
-    summaries = sorted((p for p in (state / "runs").glob("*/summary.json")), key=lambda p: p.stat().st_mtime)
+    oldest deploy-nodes run written after `since` (a checkout's .ufc/ keeps earlier labs' runs), in the
+    shape of `ufcctl deploy --output json`."""
+    summaries = sorted((p for p in (state / "runs").glob("*/summary.json") if p.stat().st_mtime >= since),
+                       key=lambda p: p.stat().st_mtime)
     cluster = next((json.loads(p.read_text()) for p in summaries
                     if json.loads(p.read_text()).get("playbook") == "deploy.yml"), None)
     if cluster is None or not (state / "state.db").is_file():
         return None
     with StateStore(state / "state.db") as store:
-        runs = [r for r in store.runs("deploy-nodes") if r.status]
+        runs = [r for r in store.runs("deploy-nodes") if r.status and r.created >= since]
         if not runs:
             return {"cluster": cluster, "nodes": None, "skipped": []}
         run = min(runs, key=lambda r: r.created)
@@ -127,11 +130,12 @@ def deployed_stack() -> Iterator[Stack]:
         pytest.fail(f"{STACK_INVENTORY} exists: a lab is up in this checkout. The lab tests bring up the "
                     "README's own lab and take it down after; run `ufcctl lab down` first")
     env = main_job_env()
+    started = time.time()
     main_job = subprocess.run([str(MAIN_JOB)], cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=3600, check=False)
     stack_env = _stack_env(env)
     try:
-        yield Stack(ROOT, STACK_INVENTORY, stack_env, main_job, first_deploy(STACK_STATE))
+        yield Stack(ROOT, STACK_INVENTORY, stack_env, main_job, first_deploy(STACK_STATE, started))
     finally:
         down = ufcctl(["lab", "down"], stack_env)
         assert down.returncode == 0, down.stdout + down.stderr
