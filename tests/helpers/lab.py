@@ -117,14 +117,15 @@ def _stack_env(env: dict[str, str]) -> dict[str, str]:
 
 
 @contextmanager
-def deployed_stack() -> Iterator[Stack]:
-    """`./scripts/run.sh` from the checkout root, exactly as the README says; always `lab down`."""
+def deployed_stack(work: Path) -> Iterator[Stack]:
+    """`./scripts/run.sh` from the checkout root, exactly as the README says; always `lab down`. `work` is
+    the tests' own scratch directory (measurements they write)."""
     if shutil.which("podman") is None:
         pytest.skip("podman is not installed (scripts/setup.sh installs it)")
     if os.environ.get(REUSE_ENV):
         log, _, rc = Path(os.environ[REUSE_ENV]).read_text().rstrip().rpartition("\nrc=")
         reused = subprocess.CompletedProcess([str(MAIN_JOB)], int(rc) if rc.isdigit() else -1, log, "")
-        yield Stack(ROOT, STACK_INVENTORY, _stack_env(main_job_env()), reused, first_deploy(STACK_STATE))
+        yield Stack(work, STACK_INVENTORY, _stack_env(main_job_env()), reused, first_deploy(STACK_STATE))
         return
     if (STACK_INVENTORY / ".ufcctl-lab").exists() or STACK_INVENTORY.exists():
         pytest.fail(f"{STACK_INVENTORY} exists: a lab is up in this checkout. The lab tests bring up the "
@@ -135,7 +136,7 @@ def deployed_stack() -> Iterator[Stack]:
                               timeout=3600, check=False)
     stack_env = _stack_env(env)
     try:
-        yield Stack(ROOT, STACK_INVENTORY, stack_env, main_job, first_deploy(STACK_STATE, started))
+        yield Stack(work, STACK_INVENTORY, stack_env, main_job, first_deploy(STACK_STATE, started))
     finally:
         down = ufcctl(["lab", "down"], stack_env)
         assert down.returncode == 0, down.stdout + down.stderr

@@ -35,10 +35,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def stack() -> Iterator[Stack]:
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """The README's main job (`./scripts/run.sh`: lab up, both deploy phases, health) run once, for the
     modules in STACK_MODULES.
     They run in file order on one worker: test_deploy_lab (second deploy 0 changed, check mode) comes
     before the modules that stop services (etcd members, haproxy, keepalived) and start them again."""
-    with deployed_stack() as deployed:
+    with deployed_stack(tmp_path_factory.mktemp("stack")) as deployed:
         yield deployed

@@ -97,12 +97,13 @@ def test_every_exporter_target_is_up(vm: str) -> None:
         jobs: dict[str, int] = {}
         for sample in up:
             jobs[sample["metric"]["job"]] = jobs.get(sample["metric"]["job"], 0) + 1
-        expected = {"node": 6, "etcd": 9, "haproxy": 3, "victoria-metrics": 2, "vmagent": 2, "vmalert": 2,
+        expected = {"node": len(CONTROL_PLANES) + STACK_WORKERS, "etcd": 9, "haproxy": 3,
+                    "victoria-metrics": 2, "vmagent": 2, "vmalert": 2,
                     "alertmanager": 2, "registry-cache": 2}
         healthy = all(s["value"][1] == "1" for s in up)
         return up if jobs == expected and healthy else None
 
-    up, _ = _wait("every target up (node 6, etcd 9, haproxy 3, monitoring 4x2, registry caches 2)", all_up)
+    up, _ = _wait("every target up (node per host, etcd 9, haproxy 3, monitoring 4x2, registry caches 2)", all_up)
     instances = {s["metric"]["instance"] for s in up if s["metric"]["job"] == "node"}
     assert instances == set(CONTROL_PLANES + WORKERS)
     # every exporter runs with roles/monitoring_agent's settings (arp is one of the collectors it

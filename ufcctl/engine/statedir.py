@@ -44,16 +44,19 @@ def prepare(path: Path) -> Path:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """A directory under the state directory (runs/, locks/): created 0700 if missing, else left as it is.
+    """A directory under the state directory (runs/, locks/, lab/): created 0700 if missing, with every
+    missing parent (the state directory itself on a first `lab up`), else left as it is.
 
     mkdir's mode is cut by the umask only, so a new one is at most 0700 (in a setgid state directory
     it inherits the setgid bit, which lets nobody else in).
     """
-    try:
-        path.mkdir(parents=True, mode=0o700)
-    except FileExistsError:
-        if not path.is_dir():
-            raise
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    for directory in reversed(missing):  # mkdir(parents=True) would make the parents 0755, not 0700
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            if not directory.is_dir():
+                raise
     return path
 
 

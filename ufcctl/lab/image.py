@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ufcctl.engine import statedir
 from ufcctl.lab.debootstrap import RootfsSpec, build_rootfs_tarball
 from ufcctl.lab.podman import Podman, require_tools
 
@@ -82,7 +83,7 @@ def ensure_image(podman: Podman, cache_dir: Path, notify: Notify, force: bool = 
         labels = podman.image_labels(NODE_IMAGE)
         if not force and labels is not None and labels.get(HASH_LABEL) == want:
             return ImageResult(NODE_IMAGE, want, built=False)
-        cache_dir.mkdir(parents=True, exist_ok=True)
+        statedir.ensure_private_dir(cache_dir)  # .ufc/lab on a first `lab image`: 0700 like all of .ufc
         debootstrap_s, import_s = _ensure_base(podman, cache_dir, notify)
         notify(f"building {NODE_IMAGE} from {IMAGE_DIR}/Containerfile "
                f"(log: {cache_dir / 'image-build.log'})")

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ufcctl.engine import statedir
 from ufcctl.errors import InputError, RunFailed
 from ufcctl.lab import image as node_image
 from ufcctl.lab.inventory import MARKER, InventoryPaths, render_inventory
@@ -134,7 +135,7 @@ class LabStatus:
 def _lab_lock(settings: LabSettings) -> Iterator[None]:
     # One lock for every lab of this state directory (not one per lab): `lab down` then leaves no
     # file named after the lab, and a lock file is never deleted while someone may wait on it.
-    settings.state_path.mkdir(parents=True, exist_ok=True)
+    statedir.ensure_private_dir(settings.state_path)
     with (settings.state_path / "labs.lock").open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:

@@ -8,6 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from ufcctl.engine import statedir
 from ufcctl.errors import RunFailed
 from ufcctl.lab.podman import require_tools
 
@@ -17,7 +18,7 @@ def ensure_keypair(private_key: Path, comment: str = "ufcctl-lab") -> str:
     public = private_key.with_name(private_key.name + ".pub")
     if not private_key.exists():
         require_tools(["ssh-keygen"])
-        private_key.parent.mkdir(parents=True, exist_ok=True)
+        statedir.ensure_private_dir(private_key.parent)
         partial = private_key.with_name(private_key.name + ".partial")
         for stale in (partial, partial.with_name(partial.name + ".pub")):
             stale.unlink(missing_ok=True)

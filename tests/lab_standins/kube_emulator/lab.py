@@ -12,7 +12,7 @@ from typing import Any
 JOINS = "/var/lib/ufc-kube-emulator/joins.jsonl"
 FAULTS = "/etc/ufc-kube-emulator/faults.json"
 CONF = "/etc/ufc-kube-emulator/apiserver.json"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]  # tests/lab_standins/kube_emulator/lab.py -> checkout
 
 
 def _env(env: Mapping[str, str] | None) -> dict[str, str]:

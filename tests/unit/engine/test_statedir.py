@@ -79,3 +79,14 @@ def test_an_existing_subdirectory_keeps_its_mode(tmp_path: Path, before: int) ->
     assert _mode(runs) == before
     fresh = statedir.ensure_private_dir(tmp_path / "fresh")
     assert _mode(fresh) & 0o777 == 0o700
+
+
+def test_missing_parents_of_a_private_dir_are_private_too(tmp_path: Path) -> None:
+    """`lab up` or `lab image` may be the first to write under .ufc/: .ufc itself must be 0700 then too
+    (mkdir(parents=True) makes parents with the umask's mode, 0755)."""
+    from ufcctl.engine import statedir as sd
+
+    target = tmp_path / "fresh" / ".ufc" / "lab"
+    sd.ensure_private_dir(target)
+    for path in (target, target.parent, target.parent.parent):
+        assert path.stat().st_mode & 0o777 == 0o700, path
