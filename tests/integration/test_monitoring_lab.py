@@ -103,7 +103,8 @@ def test_every_exporter_target_is_up(vm: str) -> None:
         healthy = all(s["value"][1] == "1" for s in up)
         return up if jobs == expected and healthy else None
 
-    up, _ = _wait("every target up (node per host, etcd 9, haproxy 3, monitoring 4x2, registry caches 2)", all_up)
+    up, _ = _wait("every target up (node per host, etcd 9, haproxy 3, monitoring 4x2, registry caches 2)",
+                  all_up)
     instances = {s["metric"]["instance"] for s in up if s["metric"]["job"] == "node"}
     assert instances == set(CONTROL_PLANES + WORKERS)
     # every exporter runs with roles/monitoring_agent's settings (arp is one of the collectors it
