@@ -16,8 +16,10 @@ tests/unit, scripts):
 - playbooks/**, ufcctl/engine/**, ufcctl/app/** and the rest of ufcctl/domain/** ->
   test_deploy_lab.py (a deploy of the shared lab: its setup alone takes about 9 min here).
   ufcctl/cli/** and ufcctl/report/** -> unit lane only (their tests are CliRunner unit tests).
-- tests/integration/<module>.py -> that module; their conftest.py and tests/helpers/lab.py -> every
-  module of the shared lab (tests/helpers/lab.STACK_MODULES); pyproject.toml -> test_wheel_install.py.
+- tests/integration/<module>.py -> that module; their conftest.py, tests/helpers/lab.py and the README's
+  main job (scripts/run.sh, scripts/setup.sh) -> every module of the shared lab
+  (tests/helpers/lab.STACK_MODULES); pyproject.toml -> test_wheel_install.py; tests/lab_standins/<x>/**
+  -> the lab modules that run that stand-in.
 """
 
 from __future__ import annotations
@@ -58,6 +60,14 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tests/integration/conftest.py", (STACK,)),
     ("tests/helpers/lab.py", (STACK,)),
     ("pyproject.toml", ("test_wheel_install.py",)),
+    # the README's main job makes the shared lab (tests/helpers/lab.py): a change to it is a change to all
+    ("scripts/run.sh", (STACK,)),
+    ("scripts/setup.sh", (STACK,)),
+    # the lab stand-ins, each with the lab modules that run it
+    ("tests/lab_standins/npu_emulator/*", ("test_upgrade_drivers_lab.py", "test_lab.py")),
+    ("tests/lab_standins/kube_emulator/*", ("test_workers_lab.py", "test_deploy_lab.py")),
+    ("tests/lab_standins/upstream_registry/*", ("test_images_lab.py",)),
+    ("tests/lab_standins/apiserver_standin/*", ("test_vip_failover.py",)),
 )
 
 

@@ -45,6 +45,11 @@ CASES = [
     (["tests/integration/test_nfs_lab.py"], [module("test_nfs_lab.py")]),
     (["tests/integration/conftest.py"], STACK),
     (["pyproject.toml"], [module("test_wheel_install.py")]),
+    (["scripts/run.sh"], STACK),
+    (["scripts/test.sh"], []),
+    (["tests/lab_standins/upstream_registry/push.py"], [module("test_images_lab.py")]),
+    (["tests/lab_standins/npu_emulator/npu_smi.py"],
+     [module("test_lab.py"), module("test_upgrade_drivers_lab.py")]),
     (["roles/etcd/tasks/main.yml", "ufcctl/lab/lab.py"], [scenario("etcd"), module("test_lab.py")]),
 ]
 
