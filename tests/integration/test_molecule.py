@@ -1,4 +1,9 @@
-"""Every role's molecule scenario (create, converge, idempotence, verify, destroy) on the lab image."""
+"""Every role's molecule scenario (create, converge, verify, destroy) on the lab image.
+
+Idempotence (a second converge changes nothing) is checked once per role, on a lab that runs the role
+the way a deploy does, not again in molecule (one converge less per scenario: the CI-time lever of
+issue 25); IDEMPOTENCE_ON_LAB names the lab test of each scenario, and tests/unit/test_test_layout.py
+fails when a scenario drops its idempotence step without one."""
 
 from __future__ import annotations
 
@@ -24,6 +29,19 @@ SHARED = {**{role: "k8s_addons" for role in ADDONS}, "kube_node": "container_run
 PLUGIN_ONLY = {"ufc_common": "tests/unit/roles/test_ufc_common_files.py"}
 
 pytestmark = pytest.mark.integration
+
+_DEPLOY_TWICE = "tests/integration/test_deploy_lab.py::test_deploy_is_green_then_idempotent"
+# scenario -> the lab test whose second run of the role must change nothing (deploy: both phases, every
+# host, then check mode; preheat: a second preheat; drivers: a second upgrade-drivers run)
+IDEMPOTENCE_ON_LAB: dict[str, str] = {
+    **{s: _DEPLOY_TWICE for s in ("apiserver_lb", "container_runtime", "etcd", "k8s_addons",
+                                  "kube_control_plane", "monitoring", "nfs_provisioner", "nfs_server",
+                                  "node_tuning", "preflight", "registry_cache")},
+    "image_preheat": "tests/integration/test_images_lab.py::"
+                     "test_a_second_preheat_changes_nothing_and_fetches_nothing_upstream",
+    "ascend_driver": "tests/integration/test_upgrade_drivers_lab.py::"
+                     "test_full_install_then_a_second_run_changes_nothing",
+}
 
 # Scenarios of roles whose issues are still open, skipped with the reason (never reported as passed).
 PENDING: dict[str, str] = {}

@@ -57,3 +57,22 @@ def test_the_modules_sharing_the_deployed_lab_form_one_group() -> None:
     others = sorted(present - STACK_MODULES - {"test_molecule.py"})
     assert [xdist_group_of(m) for m in others] == [m.removesuffix(".py") for m in others]
     assert xdist_group_of("test_molecule.py") is None
+
+
+def test_a_scenario_without_an_idempotence_step_names_the_lab_test_that_checks_it() -> None:
+    import re
+
+    import yaml
+
+    from tests.integration.test_molecule import IDEMPOTENCE_ON_LAB, SCENARIOS
+
+    root = TESTS.parent
+    for scenario in SCENARIOS:
+        config = yaml.safe_load((root / "molecule" / scenario / "molecule.yml").read_text())
+        if "idempotence" in config["scenario"]["test_sequence"]:
+            continue
+        assert scenario in IDEMPOTENCE_ON_LAB, f"molecule/{scenario}: no idempotence step, no lab test named"
+        path, name = IDEMPOTENCE_ON_LAB[scenario].split("::")
+        source = (root / path).read_text()
+        assert re.search(rf"^def {name}\(", source, re.MULTILINE), IDEMPOTENCE_ON_LAB[scenario]
+        assert "changed" in source, path
