@@ -1,4 +1,4 @@
-"""ascend_driver against the lab NPU emulator: install order, flags, idempotence, health gate, faults.
+"""ascend_driver against the lab NPU emulator: install order, flags, health gate, faults (idempotence: tests/integration/test_upgrade_drivers_lab.py).
 
 The tests run in file order and share one instance: the first checks converge's install, the
 later ones change faults and versions and rerun converge.yml with extra vars.
@@ -51,7 +51,7 @@ def test_first_install_is_driver_then_firmware_with_full_flags(host) -> None:
     assert "UserName=HwHiAiUser" in info and "UserGroup=HwHiAiUser" in info
 
 
-def test_converge_and_idempotence_installed_each_package_once(host) -> None:
+def test_converge_installed_each_package_once(host) -> None:
     installed = [line.split()[:2] for line in _installs(host)]
     assert installed == [["driver", "24.1.rc2"], ["firmware", "7.5.0.1.129"]]
 
