@@ -1,4 +1,5 @@
-"""ascend_driver against the lab NPU emulator: install order, flags, health gate, faults (idempotence: tests/integration/test_upgrade_drivers_lab.py).
+"""ascend_driver against the lab NPU emulator: install order, flags, health gate, faults (idempotence:
+tests/integration/test_upgrade_drivers_lab.py).
 
 The tests run in file order and share one instance: the first checks converge's install, the
 later ones change faults and versions and rerun converge.yml with extra vars.
