@@ -235,6 +235,14 @@ def main() -> None:
            (("ufcctl first", ufc_first), ("no-op", ufc_noop), ("baseline first", base_first),
             ("baseline no-op", base_noop))}
     print("node phase controller CPU per worker: " + ", ".join(f"{k} {v:.2f} s" for k, v in per.items()))
+    joins = ufc_first["nodes"]
+    # the join benchmark (issue 26): joined (and, on NPU nodes with a driver, admitted) workers per minute
+    # of the node phase, and what one controller would spend at 16,000 of them at this per-node cost
+    print(f"joins: {args.workers / joins.wall * 60:.1f} workers/min on this lab; controller "
+          f"{per['ufcctl first']:.2f} CPU-s per joined worker -> {per['ufcctl first'] * 16000 / 3600:.1f} "
+          f"CPU-hours for 16,000 from one controller "
+          f"({per['ufcctl first'] * 16000 / 3600 / (os.cpu_count() or 1):.1f} h of this machine's "
+          f"{os.cpu_count()} cores if CPU-bound)")
     seconds = sorted(ufc_first["nodes"].node_seconds)
     if seconds:
         print(_projection(seconds[len(seconds) // 2]))

@@ -29,6 +29,7 @@ from ufcctl.engine.runner import HostResult, RunOptions, RunResult
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_MARKER = "Report the node done to the rollout engine"
+SKIP_TASK = "Report the join as SKIPPED (no join token on the controller)"
 
 
 def _gate_client() -> Any:
@@ -101,6 +102,7 @@ class Behaviour:
     seconds: float = 0.01
     changed: bool = True
     hold: threading.Event | None = None  # wait for this before ending (a straggler)
+    skipped: str | None = None  # a step the role reports SKIPPED before the marker (its message)
 
 
 @dataclass
@@ -204,6 +206,8 @@ class FakeAnsible:
             self.in_flight -= 1
         if cancelled():
             return  # killed with its process: no event
+        if b.skipped is not None:
+            observer.host_task_done(run_id, host, SKIP_TASK, "ok", b.skipped)
         if b.outcome == "done":
             result.changed = int(b.changed)
             observer.host_task_done(run_id, host, self.marker, "changed" if b.changed else "ok", None)

@@ -38,7 +38,8 @@ def ufcctl(args: list[str], env: dict[str, str], timeout: int = 2400) -> subproc
 STACK_LAB = DEFAULT_LAB
 STACK_SUBNET = DEFAULT_SUBNET
 STACK_WORKERS = DEFAULT_WORKERS
-STACK_MODULES = frozenset({"test_deploy_lab.py", "test_etcd_lab.py", "test_images_lab.py",
+STACK_MODULES = frozenset({"test_cluster_objects_lab.py", "test_deploy_lab.py", "test_etcd_lab.py",
+                           "test_images_lab.py",
                            "test_main_job_lab.py",
                            "test_monitoring_lab.py", "test_nfs_lab.py", "test_vip_failover.py",
                            "test_workers_lab.py"})
@@ -102,7 +103,8 @@ def first_deploy(state: Path, since: float = 0.0) -> dict | None:
         run = min(runs, key=lambda r: r.created)
         nodes = [{"host": n.host, "state": n.state, "changed": n.changed} for n in store.nodes(run.run_id)]
     return {"cluster": cluster, "skipped": [],
-            "nodes": {"kind": run.kind, "status": run.status, "run_id": run.run_id, "nodes": nodes}}
+            "nodes": {"kind": run.kind, "status": run.status, "run_id": run.run_id, "nodes": nodes,
+                      "steps": run.steps}}
 
 
 # A contributor's shortcut, never set in CI: `./scripts/run.sh > FILE 2>&1; echo "rc=$?" >> FILE` once,

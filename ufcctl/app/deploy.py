@@ -29,11 +29,15 @@ from ufcctl.engine.playbook_tags import SPECIAL_TAGS, playbook_tags, unknown_tag
 from ufcctl.engine.runner import RunObserver, RunOptions, RunResult, new_run_id, run_playbook
 from ufcctl.errors import InputError, shown
 from ufcctl.paths import ROLES_DIR, playbook
-from ufcctl.rollout.executor import RolloutObserver
+from ufcctl.rollout.executor import SKIPPED_STEP, RolloutObserver
 from ufcctl.rollout.kinds import deploy_nodes
 from ufcctl.rollout.store import StateStore
 
 PHASES = ("all", "cluster", "nodes")
+
+
+# The file `ufcctl lab up` writes into the inventories it generates (ufcctl/lab/inventory.py MARKER).
+LAB_MARKER = ".ufcctl-lab"
 
 
 @dataclass
@@ -42,9 +46,26 @@ class DeployResult:
     nodes: RolloutSummary | None = None
     skipped: list[str] = field(default_factory=list)  # phases not run, each with its reason
 
+    @property
+    def skipped_steps(self) -> list[str]:
+        """Every step a role reported SKIPPED, one line each: the cluster phase's per host, the node
+        phase's per task (with its node count)."""
+        lines = [f"{s['host']}: {s['task']}: {s['message']}" for s in
+                 (self.cluster.skipped_steps if self.cluster else [])]
+        steps = self.nodes.steps if self.nodes else {}
+        lines += [f"node phase: {k.removeprefix(SKIPPED_STEP)}: {v}" for k, v in sorted(steps.items())
+                  if k.startswith(SKIPPED_STEP)]
+        return lines
+
     def to_json(self) -> dict[str, Any]:
         return {"cluster": self.cluster.to_json() if self.cluster else None,
-                "nodes": self.nodes.to_json() if self.nodes else None, "skipped": self.skipped}
+                "nodes": self.nodes.to_json() if self.nodes else None, "skipped": self.skipped,
+                "skipped_steps": self.skipped_steps}
+
+
+def is_lab_inventory(inventory_dir: Path) -> bool:
+    """An inventory `ufcctl lab up` generated (its marker file): its SKIPPED steps do not fail a deploy."""
+    return (inventory_dir / LAB_MARKER).is_file()
 
 
 def _select(inventory: Inventory, inventory_dir: Path, limit: str | None) -> list[str]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ufcctl.app.deploy import PHASES, DeployResult
+from ufcctl.app.deploy import PHASES, DeployResult, is_lab_inventory
 from ufcctl.app.deploy import deploy as run_deploy
 from ufcctl.cli.numbers import MAX_COUNT, MAX_NODE_TIMEOUT, MAX_SECONDS, integer, number
 from ufcctl.cli.options import accelerate_option, forks_option, inventory_option, output_option
@@ -83,12 +83,16 @@ def _fleet(batch: int, window: int, max_fail: float, canary: int, align: str, jo
 @forks_option()
 @accelerate_option()
 @click.option("-v", "--verbose", count=True, help="Ansible verbosity (repeat for more).")
+@click.option("--allow-skips", is_flag=True,
+              help="Exit 0 even when a step a production cluster needs was SKIPPED (no kubectl, no "
+                   "kubeconfig, no join token, no NPU driver); they are still listed. Lab inventories allow "
+                   "them.")
 @output_option()
 def deploy(
     inventory: Path, limit: str | None, phase: str, tags: tuple[str, ...], skip_tags: tuple[str, ...],
     check: bool, diff: bool, batch: int, window: int, max_fail: float, canary: int, align: str,
     join_rate: float, order: str, node_timeout: int, forks: int, accelerate: str | None, verbose: int,
-    output: str,
+    allow_skips: bool, output: str,
 ) -> None:
     """Deploy the stack onto INVENTORY: the cluster phase (playbooks/deploy.yml: etcd, VIP, control
     plane, NFS, add-ons), then the node phase (playbooks/deploy-nodes.yml: every worker joins, through
@@ -104,6 +108,26 @@ def deploy(
                             progress=lambda: RunProgress(quiet=quiet),
                             rollout_progress=lambda: RolloutProgress(quiet=quiet))
     _report(result, limit, options, output)
+    _skipped_steps(result, inventory, check=check, allowed=allow_skips, output=output)
+
+
+def _skipped_steps(result: DeployResult, inventory: Path, *, check: bool, allowed: bool, output: str) -> None:
+    """No silent success: list every step a role reported SKIPPED; a real (not --check) deploy that
+    skipped any exits 1, unless the inventory is a lab's or --allow-skips says the operator accepts it."""
+    steps = result.skipped_steps
+    if not steps:
+        return
+    if output != "json":
+        click.echo(f"SKIPPED steps ({len(steps)}): a production cluster needs each of them", err=True)
+        for line in steps[:50]:
+            click.echo(f"  {line}", err=True)
+        if len(steps) > 50:
+            click.echo(f"  ... and {len(steps) - 50} more (--output json lists all)", err=True)
+    if check or allowed or is_lab_inventory(inventory):
+        return
+    raise RunFailed(f"deploy skipped {len(steps)} step(s) a production cluster needs (listed above)",
+                    "give the control planes kubectl and a kubeconfig, the workers a join token and a "
+                    "driver, and rerun; or pass --allow-skips to accept them")
 
 
 def _report(result: DeployResult, limit: str | None, options: RunOptions, output: str) -> None:

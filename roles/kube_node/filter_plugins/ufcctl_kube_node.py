@@ -27,10 +27,13 @@ def ufcctl_kube_node_join(v: Mapping[str, Any]) -> dict[str, Any]:
     tor = v["hostvars"].get("npu_tor_id")
     if tor is not None and v.get("tor_label"):
         wanted[str(v["tor_label"])] = str(tor)
-    registered = join.registration_labels({**wanted, **dict(v["labels"] or {})})
+    every = {**wanted, **dict(v["labels"] or {})}
+    registered = join.registration_labels(every)
+    # what the kubelet may not set on itself (node-role.kubernetes.io/*): kubectl labels it after the join
+    later = {k: val for k, val in every.items() if k not in registered}
     record = join.token_record(v["token_text"])
     if record is None:
-        return {"doc": None, "problems": [], "secrets": []}
+        return {"doc": None, "problems": [], "secrets": [], "kubectl_labels": later}
     doc = join.join_configuration(
         name=v["name"], endpoint=v["endpoint"], token=record["token"], ca_hash=kubeadm.ca_hash(v["ca_pem"]),
         cri_socket=v["cri_socket"], node_ip=v["address"] or None, labels=registered,
@@ -39,7 +42,7 @@ def ufcctl_kube_node_join(v: Mapping[str, Any]) -> dict[str, Any]:
     bootstrap = {**doc["discovery"]["bootstrapToken"], "token": SAMPLE}
     stand_in = {**doc, "discovery": {"bootstrapToken": bootstrap, "tlsBootstrapToken": SAMPLE}}
     return {"doc": doc, "problems": schema.documents_errors([stand_in]),
-            "secrets": [kubeadm.token_secret(record["token"])]}
+            "secrets": [kubeadm.token_secret(record["token"])], "kubectl_labels": later}
 
 
 def ufcctl_kube_node_token_state(text: str | None, margin_seconds: float) -> dict[str, Any]:

@@ -126,12 +126,17 @@ def _systemctl(*args: str) -> None:
     subprocess.run(["systemctl", *args], check=False, capture_output=True)
 
 
-def _kubeconfig(server: str, ca_pem: bytes, user: str) -> str:
+def _kubeconfig(server: str, ca_pem: bytes, user: str, client: tuple[bytes, bytes] | None = None) -> str:
+    """A kubeconfig for `server`; `client` (certificate, key PEM) authenticates as kubeadm's admin.conf
+    does. Without it the user has a placeholder token the LAB API STAND-IN refuses (401)."""
+    credentials = ({"client-certificate-data": base64.b64encode(client[0]).decode(),
+                    "client-key-data": base64.b64encode(client[1]).decode()} if client
+                   else {"token": "lab-kube-emulator-has-no-credentials"})
     return yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config",
         "clusters": [{"name": "kubernetes", "cluster": {
             "server": server, "certificate-authority-data": base64.b64encode(ca_pem).decode()}}],
-        "users": [{"name": user, "user": {"token": "lab-kube-emulator-has-no-credentials"}}],
+        "users": [{"name": user, "user": credentials}],
         "contexts": [{"name": "default", "context": {"cluster": "kubernetes", "user": user}}],
         "current-context": "default",
     })
@@ -283,6 +288,30 @@ def _serving_cert(sans: list[str]) -> None:
     _write(PKI / "apiserver.key", pem.decode(), 0o600)
 
 
+def _admin_client() -> tuple[bytes, bytes]:
+    """admin.conf's client certificate, as kubeadm makes it since 1.29: CN kubernetes-admin, O
+    kubeadm:cluster-admins, signed by the cluster CA (client auth, one year)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    ca_cert = x509.load_pem_x509_certificate((PKI / "ca.crt").read_bytes())
+    ca_key = serialization.load_pem_private_key((PKI / "ca.key").read_bytes(), None)
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "kubeadm:cluster-admins"),
+                         x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes-admin")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca_cert.subject)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=365))
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))  # type: ignore[arg-type]
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())
+    return cert.public_bytes(serialization.Encoding.PEM), pem
+
+
 def _start_apiserver(endpoint: str, port: int, etcd: dict[str, Any]) -> None:
     _write(CONF, json.dumps({"port": port, "cert": str(PKI / "apiserver.crt"),
                              "key": str(PKI / "apiserver.key"), "ca": str(PKI / "ca.crt"),
@@ -331,7 +360,7 @@ def cmd_init(config: str) -> int:
     _serving_cert(_local_sans(cluster, local.get("advertiseAddress")))
     _start_apiserver(endpoint, port, etcd_settings)
     ca = (PKI / "ca.crt").read_bytes()
-    _write(ADMIN_CONF, _kubeconfig(f"https://{endpoint}", ca, "kubernetes-admin"))
+    _write(ADMIN_CONF, _kubeconfig(f"https://{endpoint}", ca, "kubernetes-admin", _admin_client()))
     _write(KUBELET_CONF, _kubeconfig(f"https://{endpoint}", ca, f"system:node:{HOST}"))
     if kubelet is not None:
         _write(KUBELET_CONFIG, yaml.safe_dump(kubelet, sort_keys=True), 0o644)
@@ -451,7 +480,7 @@ def cmd_join(config: str) -> int:
         host = endpoint.rsplit(":", 1)[0]
         _serving_cert([host, str(local.get("advertiseAddress") or ""), HOST, "127.0.0.1", "localhost"])
         _start_apiserver(endpoint, int(local.get("bindPort") or 6443), reply["etcd"])
-        _write(ADMIN_CONF, _kubeconfig(f"https://{endpoint}", ca, "kubernetes-admin"))
+        _write(ADMIN_CONF, _kubeconfig(f"https://{endpoint}", ca, "kubernetes-admin", _admin_client()))
     _write(PKI / "ca.crt", ca.decode(), 0o644)
     _write(KUBELET_CONF, _kubeconfig(f"https://{endpoint}", ca, f"system:node:{node}"))
     if reply.get("kubelet_config"):

@@ -15,6 +15,7 @@ import sys
 import urllib.parse
 from pathlib import Path
 
+from tests.lab_standins.kube_emulator import packages as kube_packages
 from tests.lab_standins.npu_emulator.lab import (
     IMAGE,
     LABEL_INVENTORY,
@@ -83,7 +84,7 @@ def _setup(args: argparse.Namespace) -> int:
         print(json.dumps({
             "mirror": {"name": mirror.name, "url": mirror.url, "changed": mirror.changed},
             "npu_node_vars": npu_node_vars(mirror, RELEASES[0]),
-            "all_vars": {"ufc_artifact_url": mirror.root},
+            "all_vars": {"ufc_artifact_url": mirror.root, **kube_packages.lab_vars()},
             "group_vars_file": str(written) if written else None,
         }))
     else:

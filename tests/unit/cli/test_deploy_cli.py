@@ -81,3 +81,50 @@ def test_workers_with_cluster_tags_run_nothing_and_exit_2(state: Path,
     assert "Error: deploy ran nothing (--tags preflight; --limit npu001): cluster phase: the selection " \
            "holds no cluster host; node phase: --tags/--skip-tags select tasks of the cluster phase only" \
            in result.output.replace("\n", " ")
+
+
+class SkippingEngine(FakeEngine):
+    """run_playbook stand-in whose roles report one step SKIPPED on the first host (as k8s_manifests
+    does without kubectl on the apply host)."""
+
+    def __call__(self, playbook, hosts, options, *, run_id=None, observer=None):  # type: ignore[no-untyped-def]
+        result = super().__call__(playbook, hosts, options, run_id=run_id, observer=observer)
+        result.skipped_steps = [{"host": h.name, "task": "Render, validate and apply the Calico objects",
+                                 "message": f"cni: apply SKIPPED on {h.name} (kubectl not found in PATH)"}
+                                for h in hosts[:1]]
+        return result
+
+
+@pytest.mark.parametrize(
+    ("extra", "lab", "code"),
+    [
+        pytest.param([], False, 1, id="production-skip-fails"),
+        pytest.param(["--allow-skips"], False, 0, id="allowed"),
+        pytest.param([], True, 0, id="lab-inventory"),
+        pytest.param(["--check"], False, 0, id="check-mode-lists-only"),
+    ],
+)
+def test_a_deploy_that_skipped_a_needed_step_lists_it_and_fails_unless_allowed(
+        state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str], lab: bool,
+        code: int) -> None:
+    import shutil
+
+    inventory = tmp_path / "prod"
+    shutil.copytree(SAMPLE, inventory)
+    if lab:
+        (inventory / ".ufcctl-lab").write_text("ufc\n")
+    monkeypatch.setattr("ufcctl.app.deploy.run_playbook", SkippingEngine(ran=1))
+    result = CliRunner().invoke(cli, ["deploy", "-i", str(inventory), "--limit", "cp1", *extra])
+    assert result.exit_code == code, result.output
+    assert "SKIPPED steps (1): a production cluster needs each of them" in result.output
+    assert "cp1: Render, validate and apply the Calico objects: cni: apply SKIPPED on cp1" in result.output
+    if code:
+        assert "Error: deploy skipped 1 step(s) a production cluster needs" in result.output
+        assert "--allow-skips" in result.output
+
+
+def test_lab_marker_is_the_one_lab_up_writes() -> None:
+    from ufcctl.app.deploy import LAB_MARKER
+    from ufcctl.lab.inventory import MARKER
+
+    assert LAB_MARKER == MARKER

@@ -129,3 +129,19 @@ def test_the_registry_cache_index_is_computed_once_for_the_fleet(store: StateSto
     options = fake.calls[0][2]
     assert options.extravars == {"registry_cache_index": {"tor/4": ["10.0.0.9"]}}
     assert [h.name for h in options.context] == ["cp1", "cache1"]
+
+
+def test_steps_a_node_reported_skipped_are_recorded_per_task(
+        store: StateStore, tokens: list[list[str]]) -> None:
+    """No silent success: the node phase keeps, per task, how many nodes reported a step SKIPPED and one
+    example, in the run's steps (app/deploy.py lists them and fails a production deploy)."""
+    from tests.helpers.fake_ansible import SKIP_TASK, Behaviour
+
+    inv = cluster(4)
+    skip = "kubeadm join SKIPPED on w01: no valid join token"
+    fake = FakeAnsible({"w01": Behaviour(skipped=skip), "w03": Behaviour(skipped=skip)})
+    summary = deploy_nodes.deploy_nodes(request(), store, run_fn=fake, loader=lambda _p: inv)
+    assert summary.status == "done"
+    step = summary.steps[f"SKIPPED: {SKIP_TASK}"]
+    assert step.startswith("2 node(s); e.g. w0") and skip in step
+    assert [k for k in summary.steps if k.startswith("SKIPPED")] == [f"SKIPPED: {SKIP_TASK}"]
