@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""LAB KUBE EMULATOR of kubeadm (and, as `kubeadm __apiserver`, of kube-apiserver's join path).
+"""LAB KUBE EMULATOR of kubeadm (and, as `kubeadm __apiserver`, the LAB API STAND-IN for kube-apiserver).
 
 This is NOT Kubernetes' kubeadm. The lab cannot install kubeadm, kubelet or kube-apiserver, so this
 stand-in, shipped under kubeadm's real name from the lab mirror, does what the roles call and checks
@@ -7,20 +7,24 @@ what the real one would need:
 - `init --config F`: issues the apiserver serving certificate from the cluster CA the role installed
   (/etc/kubernetes/pki/ca.{crt,key}), stores the config's bootstrap tokens and KubeletConfiguration in
   the real etcd core cluster (through etcdctl and the apiserver's etcd client certificate named in
-  ClusterConfiguration.etcd.external), and starts the apiserver emulator on the control plane's port;
+  ClusterConfiguration.etcd.external), starts the LAB API STAND-IN (apiserver.py) on the control
+  plane's port, creates the system namespaces and kube-public/cluster-info, and registers the first
+  control plane's Node with kubeadm's control-plane label and taint;
 - `join --config F` (worker, or control plane with `controlPlane:`): preflight (kubelet.conf absent,
   the CRI socket accepts a connection, kubelet installed), token format, discovery of the CA from
   cluster-info at the endpoint and its sha256 SubjectPublicKeyInfo hash against caCertHashes, then a
   TLS connection verified against that CA to the endpoint (so the endpoint must be the VIP or a
   control plane serving the cluster CA's certificate), the join authenticated by the token (checked
-  against etcd, with its expiry), then kubelet.conf, ca.crt, /var/lib/kubelet/config.yaml (the
-  cluster's KubeletConfiguration) and kubeadm-flags.env, and a kubelet restart;
-- `token create`, `config validate`, `version`.
-It runs no control-plane component, signs no kubelet certificate and answers no Kubernetes API but
-cluster-info, /readyz and its own join path. Every successful join appends a line to
+  against etcd, with its expiry), which registers the Node (labels from --node-labels, taints from
+  nodeRegistration.taints, kubeadm's control-plane marks), then kubelet.conf, ca.crt,
+  /var/lib/kubelet/config.yaml (the cluster's KubeletConfiguration) and kubeadm-flags.env, and a
+  kubelet restart;
+- `token create`, `token list -o json`, `config validate`, `version`.
+It runs no control-plane component and signs no kubelet certificate; the API it serves is the LAB API
+STAND-IN's (apiserver.py: what it checks and what it does not). Every successful join appends a line to
 /var/lib/ufc-kube-emulator/joins.jsonl and counts the node in etcd (tests read both); faults from
 /etc/ufc-kube-emulator/faults.json: {"join": "fail"} or {"join": "hang"}.
-Standard library plus python3-yaml and python3-cryptography of the lab image.
+Standard library plus python3-yaml, python3-cryptography and python3-jsonschema of the lab image.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ STATE = Path("/var/lib/ufc-kube-emulator")
 JOINS = STATE / "joins.jsonl"
 FAULTS = Path("/etc/ufc-kube-emulator/faults.json")
 CONF = Path("/etc/ufc-kube-emulator/apiserver.json")
+SCHEMAS = Path("/etc/ufc-kube-emulator/definitions.json")
 # The unit's name is the component's, so preflight's port-owner check (a program or unit named
 # kube-apiserver may hold 6443) passes on a second deploy as with the real one; its description says
 # what it is.
@@ -188,73 +193,69 @@ def _register(etcd: Etcd, node: str, record: dict[str, Any]) -> int:
     return count
 
 
-# -- the apiserver emulator ----------------------------------------------------------------------
+# -- the LAB API STAND-IN (apiserver.py) and its join path ---------------------------------------
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    conf: dict[str, Any] = {}
+def _api(etcd: dict[str, Any]) -> Any:
+    """The stand-in's API over the real etcd core cluster, with the OpenAPI definitions (when present)."""
+    import apiserver
 
-    def _send(self, code: int, body: bytes, kind: str = "text/plain") -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("X-Standin-Backend", HOST)
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(body)
+    return apiserver.API(apiserver.EtcdStore(etcd), apiserver.load_schemas(SCHEMAS), VERSION)
 
-    def do_GET(self) -> None:  # noqa: N802
-        if self.path.startswith("/readyz") and UNREADY.exists():
-            self._send(503, f"unready {HOST}\n".encode())
-        elif self.path == "/api/v1/namespaces/kube-public/configmaps/cluster-info":
-            ca = Path(self.conf["ca"]).read_bytes()
-            data = {"kubeconfig": _kubeconfig(f"https://{self.conf['endpoint']}", ca, "")}
-            body = {"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": "cluster-info", "namespace": "kube-public"}, "data": data}
-            self._send(200, json.dumps(body).encode(), "application/json")
-        else:
-            self._send(200, f"ok {HOST}\n".encode())
 
-    def do_POST(self) -> None:  # noqa: N802
-        if self.path != JOIN_PATH:
-            self._send(404, b"not emulated\n")
-            return
-        try:
-            request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-            token = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
-            match = TOKEN.match(token)
-            etcd = Etcd(self.conf["etcd"])
-            stored = etcd.get(f"/tokens/{match.group(1)}") if match else None
-            record = json.loads(stored) if stored else None
-            if record is None or not secrets.compare_digest(record["secret"], match.group(2)):
-                self._send(401, b"Unauthorized: unknown bootstrap token\n")
-                return
-            if record["expires"] and record["expires"] < time.time():
-                self._send(401, b"Unauthorized: the bootstrap token has expired\n")
-                return
-            node = str(request["node"])
-            fields = ("kind", "labels", "taints", "endpoint")
-            count = _register(etcd, node, {k: request.get(k) for k in fields})
-            reply = {"kubelet_config": etcd.get("/kubelet-config") or "", "count": count,
-                     "etcd": self.conf["etcd"] if request.get("kind") == "control-plane" else None}
-            self._send(200, json.dumps(reply).encode(), "application/json")
-        except (Failed, KeyError, ValueError) as err:
-            self._send(500, f"lab kube emulator: {err}\n".encode())
+def _join_route(handler: Any, body: bytes) -> tuple[int, dict[str, Any]]:
+    """kubeadm join's TLS bootstrap, in one request: the bootstrap token authenticates it; the node
+    registers (as its kubelet would) and gets the cluster's KubeletConfiguration back."""
+    import apiserver
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass  # haproxy's health checks every 2 s would flood the journal
+    conf = handler.conf
+    try:
+        request = json.loads(body)
+        token = (handler.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
+        match = TOKEN.match(token)
+        etcd = Etcd(conf["etcd"])
+        stored = etcd.get(f"/tokens/{match.group(1)}") if match else None
+        record = json.loads(stored) if stored else None
+        if record is None or not secrets.compare_digest(record["secret"], match.group(2)):
+            return 401, {"kind": "Status", "code": 401, "message": "Unauthorized: unknown bootstrap token"}
+        if record["expires"] and record["expires"] < time.time():
+            return 401, {"kind": "Status", "code": 401, "message": "Unauthorized: the bootstrap token has expired"}
+        node = str(request["node"])
+        control_plane = request.get("kind") == "control-plane"
+        apiserver.register_node(handler.api, node, VERSION, dict(request.get("labels") or {}),
+                                request.get("taints"), control_plane)
+        fields = ("kind", "labels", "taints", "endpoint")
+        count = _register(etcd, node, {k: request.get(k) for k in fields})
+        return 200, {"kubelet_config": etcd.get("/kubelet-config") or "", "count": count,
+                     "etcd": conf["etcd"] if control_plane else None}
+    except (Failed, KeyError, ValueError, TypeError) as err:
+        return 500, {"kind": "Status", "code": 500, "message": f"lab kube emulator: {err}"}
 
 
 def serve() -> int:
+    import apiserver
+
     conf = json.loads(CONF.read_text())
-    Handler.conf = conf
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(conf["cert"], conf["key"])
-    server = http.server.ThreadingHTTPServer(("0.0.0.0", int(conf["port"])), Handler)
-    server.daemon_threads = True
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    server.serve_forever()
+    api = _api(conf["etcd"])
+    apiserver.bootstrap(api)
+    httpd = apiserver.server(api, int(conf["port"]), conf["cert"], conf["key"], conf["ca"],
+                             routes={JOIN_PATH: _join_route}, host=HOST, unready=UNREADY)
+    httpd.RequestHandlerClass.conf = conf  # type: ignore[attr-defined]
+    httpd.serve_forever()
     return 0
+
+
+def _extract_schemas() -> None:
+    """The OpenAPI definitions packed in this zip application, to a file the stand-in reads."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(sys.argv[0]) as archive:
+            data = archive.read("schemas/_definitions.json")
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return  # run from source (unit tests): built-in kinds are not schema-checked
+    if not SCHEMAS.is_file() or SCHEMAS.read_bytes() != data:
+        _write(SCHEMAS, data.decode(), 0o644)
 
 
 def _serving_cert(sans: list[str]) -> None:
@@ -313,10 +314,11 @@ def _admin_client() -> tuple[bytes, bytes]:
 
 
 def _start_apiserver(endpoint: str, port: int, etcd: dict[str, Any]) -> None:
+    _extract_schemas()
     _write(CONF, json.dumps({"port": port, "cert": str(PKI / "apiserver.crt"),
                              "key": str(PKI / "apiserver.key"), "ca": str(PKI / "ca.crt"),
                              "endpoint": endpoint, "etcd": etcd}))
-    unit = (f"[Unit]\nDescription=LAB KUBE EMULATOR of kube-apiserver (cluster-info, /readyz, joins)\n"
+    unit = (f"[Unit]\nDescription=LAB API STAND-IN for kube-apiserver (tests/lab_standins/kube_emulator)\n"
             f"After=network-online.target\n\n[Service]\nExecStart={Path(sys.argv[0]).resolve()} __apiserver\n"
             "Restart=always\nRestartSec=2\n\n[Install]\nWantedBy=multi-user.target\n")
     _write(Path(f"/etc/systemd/system/{UNIT}.service"), unit, 0o644)
@@ -364,6 +366,16 @@ def cmd_init(config: str) -> int:
     _write(KUBELET_CONF, _kubeconfig(f"https://{endpoint}", ca, f"system:node:{HOST}"))
     if kubelet is not None:
         _write(KUBELET_CONFIG, yaml.safe_dump(kubelet, sort_keys=True), 0o644)
+    import apiserver
+
+    api = _api(etcd_settings)
+    apiserver.bootstrap(api)
+    apiserver.put_configmap(api, "kube-public", "cluster-info",
+                            {"kubeconfig": _kubeconfig(f"https://{endpoint}", ca, "")})
+    registration = init.get("nodeRegistration") or {}
+    labels = dict(kv.split("=", 1) for kv in _extra_args(registration).get("node-labels", "").split(",")
+                  if "=" in kv)
+    apiserver.register_node(api, _node_name(init), VERSION, labels, registration.get("taints"), True)
     _register(etcd, _node_name(init), {"kind": "control-plane-init", "endpoint": endpoint})
     _systemctl("restart", "kubelet")
     _log_join(_node_name(init), endpoint, "control-plane", {}, [])
@@ -469,7 +481,7 @@ def cmd_join(config: str) -> int:
     control_plane = doc.get("controlPlane") is not None
     extra = _extra_args(registration)
     labels = dict(kv.split("=", 1) for kv in extra.get("node-labels", "").split(",") if "=" in kv)
-    taints = registration.get("taints") or []
+    taints = registration.get("taints")  # None: kubeadm's default (the control-plane taint on a control plane)
     reply = _post_join(endpoint, ca, str(doc["discovery"].get("tlsBootstrapToken") or token),
                        {"node": node, "kind": "control-plane" if control_plane else "worker",
                         "labels": labels, "taints": taints, "endpoint": endpoint})
@@ -486,12 +498,12 @@ def cmd_join(config: str) -> int:
     if reply.get("kubelet_config"):
         _write(KUBELET_CONFIG, reply["kubelet_config"], 0o644)
     flags = [f"--{k}={v}" for k, v in extra.items()]
-    if taints:
+    if taints and not control_plane:
         flags.append("--register-with-taints=" + ",".join(f"{t['key']}={t.get('value', '')}:{t['effect']}"
                                                            for t in taints))
     _write(KUBELET_FLAGS, f'KUBELET_KUBEADM_ARGS="{" ".join(flags)}"\n', 0o644)
     _systemctl("restart", "kubelet")
-    _log_join(node, endpoint, "control-plane" if control_plane else "worker", labels, taints)
+    _log_join(node, endpoint, "control-plane" if control_plane else "worker", labels, taints or [])
     print(f"This node has joined the cluster (LAB KUBE EMULATOR; registration {reply.get('count')} "
           f"of {node})")
     return 0
