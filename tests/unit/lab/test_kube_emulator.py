@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import ssl
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -79,7 +79,7 @@ class FakeEtcd:
 
 
 @pytest.fixture()
-def apiserver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Path]]:
+def apiserver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Path, object]]:
     """The emulator's apiserver on 127.0.0.1 with a serving certificate from a test CA."""
     ca_crt, ca_key = _ca(tmp_path, "kubernetes")
     pki = tmp_path / "pki"
@@ -91,23 +91,26 @@ def apiserver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple
     FakeEtcd.data = {"/kubelet-config": "kind: KubeletConfiguration\n"}
     emu._serving_cert(["127.0.0.1"])
     emu._store_token(FakeEtcd(None), TOKEN, 3600, "test")
-    import http.server
+    sys.path.insert(0, str(Path(emu.__file__).parent))  # kubeadm imports apiserver as the zip app does
+    import apiserver as standin
 
-    emu.Handler.conf = {"ca": str(pki / "ca.crt"), "endpoint": "127.0.0.1:0", "etcd": {}}
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), emu.Handler)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(pki / "apiserver.crt", pki / "apiserver.key")
-    server.socket = context.wrap_socket(server.socket, server_side=True)
+    api = standin.API(standin.MemoryStore(), standin.load_schemas(None), "v1.31.4")
+    standin.bootstrap(api)
+    standin.put_configmap(api, "kube-public", "cluster-info", {
+        "kubeconfig": emu._kubeconfig("https://127.0.0.1:0", (pki / "ca.crt").read_bytes(), "")})
+    server = standin.server(api, 0, str(pki / "apiserver.crt"), str(pki / "apiserver.key"),
+                            str(pki / "ca.crt"), address="127.0.0.1", routes={emu.JOIN_PATH: emu._join_route})
+    server.RequestHandlerClass.conf = {"etcd": {}}
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"127.0.0.1:{server.server_address[1]}", pki / "ca.crt"
+        yield f"127.0.0.1:{server.server_address[1]}", pki / "ca.crt", api
     finally:
         server.shutdown()
 
 
-def test_discovery_pins_the_ca_and_the_join_is_counted(apiserver: tuple[str, Path]) -> None:
-    endpoint, ca_file = apiserver
+def test_discovery_pins_the_ca_and_the_join_is_counted(apiserver: tuple) -> None:
+    endpoint, ca_file, api = apiserver
     ca = emu._discover(endpoint, [ca_hash(ca_file.read_text())], time.time() + 10)
     assert ca == ca_file.read_bytes()
     body = {"node": "w1", "kind": "worker", "labels": {}, "taints": [], "endpoint": endpoint}
@@ -116,16 +119,19 @@ def test_discovery_pins_the_ca_and_the_join_is_counted(apiserver: tuple[str, Pat
     assert reply["etcd"] is None  # only control planes get the etcd settings
     assert emu._post_join(endpoint, ca, TOKEN, body)["count"] == 2
     assert json.loads(FakeEtcd.data["/nodes/w1"])["count"] == 2
+    node = api.get(api.resource("", "v1", "nodes"), None, "w1")  # the join registered the Node
+    assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "w1"
+    assert node["spec"]["taints"] == [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]  # no CNI
 
 
-def test_a_wrong_ca_hash_is_refused(apiserver: tuple[str, Path]) -> None:
-    endpoint, _ = apiserver
+def test_a_wrong_ca_hash_is_refused(apiserver: tuple) -> None:
+    endpoint, _, _ = apiserver
     with pytest.raises(emu.Failed, match="none of the public keys sha256:.* are pinned"):
         emu._discover(endpoint, ["sha256:" + "0" * 64], time.time() + 10)
 
 
-def test_tls_is_verified_against_the_discovered_ca(apiserver: tuple[str, Path], tmp_path: Path) -> None:
-    endpoint, _ = apiserver
+def test_tls_is_verified_against_the_discovered_ca(apiserver: tuple, tmp_path: Path) -> None:
+    endpoint, _, _ = apiserver
     other, _ = _ca(tmp_path, "someone-else")
     with pytest.raises(emu.Failed, match="TLS to 127.0.0.1:.* with the cluster CA"):
         emu._post_join(endpoint, other.read_bytes(), TOKEN, {"node": "w1"})
@@ -133,14 +139,14 @@ def test_tls_is_verified_against_the_discovered_ca(apiserver: tuple[str, Path], 
 
 @pytest.mark.parametrize(("token", "why"), [("abcdef.ffffffffffffffff", "unknown bootstrap token"),
                                             ("zzzzzz.0123456789abcdef", "unknown bootstrap token")])
-def test_an_unknown_token_is_401(apiserver: tuple[str, Path], token: str, why: str) -> None:
-    endpoint, ca_file = apiserver
+def test_an_unknown_token_is_401(apiserver: tuple, token: str, why: str) -> None:
+    endpoint, ca_file, api = apiserver
     with pytest.raises(emu.Failed, match=f"refused the join: 401 Unauthorized: {why}"):
         emu._post_join(endpoint, ca_file.read_bytes(), token, {"node": "w1"})
 
 
-def test_an_expired_token_is_401(apiserver: tuple[str, Path]) -> None:
-    endpoint, ca_file = apiserver
+def test_an_expired_token_is_401(apiserver: tuple) -> None:
+    endpoint, ca_file, api = apiserver
     record = json.loads(FakeEtcd.data["/tokens/abcdef"])
     FakeEtcd.data["/tokens/abcdef"] = json.dumps({**record, "expires": time.time() - 1})
     with pytest.raises(emu.Failed, match="the bootstrap token has expired"):
