@@ -155,6 +155,7 @@ def test_an_injected_join_failure_stops_before_discovery(tmp_path: Path,
     config.write_text("apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\n"
                       "nodeRegistration: {name: w1, criSocket: 'unix:///nonexistent'}\n")
     monkeypatch.setattr(emu, "FAULTS", faults)
+    monkeypatch.setattr(emu.preflight, "run", lambda *args: None)  # this node passes kubeadm's preflight
     monkeypatch.setattr(emu, "KUBELET_CONF", tmp_path / "kubelet.conf")
     monkeypatch.setattr(emu, "_cri_ok", lambda socket_url: None)
     monkeypatch.setattr(emu, "KUBELET_BIN", config)  # any file that exists
