@@ -41,6 +41,10 @@ options:
 
 RETURN = r"""
 package_installed: {description: The package is installed (dpkg status), type: bool, returned: always}
+package_version:
+  description: The package's version, installed (dpkg status) or else apt's candidate; "" when neither.
+  type: str
+  returned: always
 masked: {description: The mask path links to /dev/null, type: bool, returned: always}
 data: {description: cluster -> the data directory holds a member database, type: dict, returned: always}
 units: {description: "unit -> {active: ActiveState, enabled: UnitFileState}", type: dict, returned: always}
@@ -55,21 +59,50 @@ DPKG_STATUS = "/var/lib/dpkg/status"
 HEALTH_TIMEOUT = 3
 
 
-def package_installed(name):
-    """Whether dpkg lists `name` as installed (the state apt's `present` ensures)."""
+def dpkg_fields(name):
+    """dpkg's status fields of package `name` ({} when dpkg does not list it)."""
     if not name:
-        return False
+        return {}
     try:
         with open(DPKG_STATUS, encoding="utf-8", errors="replace") as handle:
             text = handle.read()
     except OSError:
-        return False
+        return {}
     for block in text.split("\n\n"):
         lines = [line for line in block.splitlines() if ": " in line and not line[0].isspace()]
         fields = dict(line.split(": ", 1) for line in lines)
         if fields.get("Package") == name:
-            return fields.get("Status", "").endswith(" installed")
-    return False
+            return fields
+    return {}
+
+
+def package_installed(name):
+    """Whether dpkg lists `name` as installed (the state apt's `present` ensures)."""
+    return dpkg_fields(name).get("Status", "").endswith(" installed")
+
+
+def apt_candidate(text):
+    """The Candidate line of `apt-cache policy` ("" for none)."""
+    for line in text.splitlines():
+        key, _, value = line.strip().partition(":")
+        if key == "Candidate" and value.strip() != "(none)":
+            return value.strip()
+    return ""
+
+
+def package_version(module, name):
+    """What roles/etcd's kubeadm version check compares: the installed version, else what apt would
+    install (read-only: `apt-cache policy` reads apt's lists)."""
+    if not name:
+        return ""
+    fields = dpkg_fields(name)
+    if fields.get("Status", "").endswith(" installed"):
+        return fields.get("Version", "")
+    apt_cache = module.get_bin_path("apt-cache")
+    if not apt_cache:
+        return ""
+    rc, out, _err = module.run_command([apt_cache, "policy", name])
+    return apt_candidate(out) if rc == 0 else ""
 
 
 def unit_states(module, units):
@@ -174,6 +207,7 @@ def main():
     module.exit_json(
         changed=False,
         package_installed=package_installed(p["package"]),
+        package_version=package_version(module, p["package"]),
         masked=bool(mask) and os.path.islink(mask) and os.readlink(mask) == "/dev/null",
         data={c: os.path.exists(os.path.join(d, "member", "snap", "db")) for c, d in p["data_dirs"].items()},
         units=unit_states(module, p["units"]),

@@ -24,6 +24,10 @@ description:
     file says about a key depends on what this node allowed, so the file cannot be rendered before
     the keys are read, and one module run instead of a second task saves a round trip per host.
   - Skipped keys are reported as one warning naming C(host) and every key with its reason.
+  - Before the keys, loads every kernel module of C(modules) that C(/sys/module) does not list (modprobe),
+    so keys under it (net.bridge.* of br_netfilter) exist, and lists the modules in C(modules_file) for
+    boot (systemd-modules-load runs before systemd-sysctl). A module that cannot be loaded fails the host,
+    naming it, unless C(load_modules) is false (then it is reported, and its keys are skipped).
   - Check mode reports what would be set and written and writes nothing; C(--diff) shows both.
 options:
   settings: {type: dict, required: true, description: "sysctl key -> wanted value, in file order"}
@@ -33,6 +37,9 @@ options:
     description: The node is a container; absent, detected here as setup's virtual facts would.
   path: {type: path, description: sysctl.d file listing every key (absent, no file is written).}
   host: {type: str, default: "", description: Inventory name shown in the report of skipped keys.}
+  modules: {type: list, elements: str, default: [], description: Kernel modules loaded now and at boot.}
+  modules_file: {type: path, description: modules-load.d file listing C(modules) (absent, none is written).}
+  load_modules: {type: bool, default: true, description: modprobe the modules of C(modules) not loaded yet.}
 """
 
 RETURN = r"""
@@ -50,6 +57,14 @@ file_changed:
   description: The file was (or would be) written or its owner or mode fixed.
   type: bool
   returned: always
+modules_loaded:
+  description: Modules loaded (in check mode, to be loaded) by this run.
+  type: list
+  returned: always
+modules_missing:
+  description: Modules not loaded because load_modules is false.
+  type: list
+  returned: always
 """
 
 FILE_HEADER = """\
@@ -58,7 +73,13 @@ FILE_HEADER = """\
 # Lines starting with "-" could not be set when written; systemd-sysctl ignores their failures.
 """
 
+MODULES_HEADER = """\
+# Kernel modules loaded at boot, written by ufcctl's node_tuning role (before systemd-sysctl applies
+# the keys that need them); the next deploy overwrites local edits.
+"""
+
 PROC_SYS = "/proc/sys"
+SYS_MODULE = "/sys/module"
 
 
 def sysctl_path(key: str, root: str = PROC_SYS) -> str:
@@ -191,6 +212,26 @@ def persist(module: AnsibleModule, path: str, content: str) -> tuple[bool, dict]
     return changed, diff
 
 
+def missing_modules(names: list[str], root: str = SYS_MODULE) -> list[str]:
+    """Modules the kernel does not list under /sys/module (loaded or built in ones are listed)."""
+    return [name for name in names if not os.path.isdir(os.path.join(root, name.replace("-", "_")))]
+
+
+def load_modules(module: AnsibleModule, names: list[str], host: str) -> None:
+    """modprobe each module; a failure fails the host, naming the module and the way out."""
+    modprobe = module.get_bin_path("modprobe") or "modprobe"
+    for name in names:
+        rc, _out, err = module.run_command([modprobe, name], check_rc=False)
+        if rc != 0:
+            where = f" on {host}" if host else ""
+            module.fail_json(
+                msg=f"kernel module {name} is not loaded{where} and `modprobe {name}` failed: "
+                f"{err.strip() or f'exit {rc}'} -> fix: install the kernel's modules package or load {name} "
+                "on the machine (a container's host), or set node_tuning_load_modules: false where the host "
+                "loads it itself"
+            )
+
+
 def is_container(module: AnsibleModule) -> bool:
     """The same answer as `'container' in ansible_facts.virtualization_tech_guest` from setup."""
     facts = LinuxVirtualCollector().collect(module=module)
@@ -205,6 +246,9 @@ def main() -> None:
             "container": {"type": "bool"},
             "path": {"type": "path"},
             "host": {"type": "str", "default": ""},
+            "modules": {"type": "list", "elements": "str", "default": []},
+            "modules_file": {"type": "path"},
+            "load_modules": {"type": "bool", "default": True},
         },
         supports_check_mode=True,
     )
@@ -212,6 +256,11 @@ def main() -> None:
     container = module.params["container"]
     if container is None:
         container = is_container(module)
+    p = module.params
+    missing = missing_modules(p["modules"])
+    loaded = missing if p["load_modules"] else []
+    if loaded and not module.check_mode:
+        load_modules(module, loaded, p["host"])
     results = []
     for key, wanted in module.params["settings"].items():
         entry = plan_key(key, wanted, key in floors, container)
@@ -235,15 +284,24 @@ def main() -> None:
         path = module.params["path"]
         file_changed, file_diff = persist(module, path, render_file(results, path))
         diffs.append(file_diff)
+    if p["modules_file"]:
+        modules_text = MODULES_HEADER + "".join(f"{name}\n" for name in p["modules"])
+        modules_changed, modules_diff = persist(module, p["modules_file"], modules_text)
+        file_changed = file_changed or modules_changed
+        diffs.append(modules_diff)
+    if missing and not p["load_modules"]:
+        skipped += [f"module {name}: not loaded, and node_tuning_load_modules is false" for name in missing]
     if skipped:
         where = f" on {module.params['host']}" if module.params["host"] else ""
         module.warn(f"node_tuning skipped {len(skipped)} key(s){where}:\n- " + "\n- ".join(skipped))
     module.exit_json(
-        changed=bool(changed_entries) or file_changed,
+        changed=bool(changed_entries) or file_changed or bool(loaded),
         runtime_changed=bool(changed_entries),
         file_changed=file_changed,
         settings=results,
         skipped_keys=skipped,
+        modules_loaded=loaded,
+        modules_missing=[] if p["load_modules"] else missing,
         diff=diffs,
     )
 

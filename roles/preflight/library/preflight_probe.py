@@ -24,6 +24,11 @@ description:
     warnings instead of problems.
 options:
   allowed_distributions: {type: list, elements: str, required: true, description: Accepted distributions.}
+  supported_os_families:
+    type: list
+    elements: dict
+    default: []
+    description: "{family, distributions}: OS families the roles can install on (as ansible_os_family)."
   host_groups: {type: list, elements: str, default: [], description: The host's group_names.}
   require_time_sync: {type: bool, default: true, description: Check time sync service and clock.}
   time_sync_services: {type: list, elements: str, default: [], description: Units, one must be active.}
@@ -293,6 +298,19 @@ def check_swap(swaps: list[dict], container: bool):
     ], []
 
 
+def check_os_family(name: str, version: str, family: str, supported: list[dict]) -> list[str]:
+    """Every package task of the roles is apt/dpkg: an OS of another family would fail mid-deploy."""
+    if not supported or family in {entry["family"] for entry in supported}:
+        return []
+    listed = "; ".join(f"{e['family']} ({', '.join(e.get('distributions') or [])})" for e in supported)
+    return [
+        f"{name} {version} (OS family {family or 'unknown'}) is not an OS the roles can install on: their "
+        f"package tasks use apt and dpkg (supported: {listed}) -> fix: install one of those; RPM "
+        "distributions (openEuler, EulerOS, Kylin) need dnf/rpm tasks in the package roles first (README: "
+        "supported operating systems)"
+    ]
+
+
 def check_distribution(name: str, version: str, allowed: list[str]) -> list[str]:
     if name in allowed:
         return []
@@ -323,6 +341,7 @@ def main() -> None:
     module = AnsibleModule(
         argument_spec={
             "allowed_distributions": {"type": "list", "elements": "str", "required": True},
+            "supported_os_families": {"type": "list", "elements": "dict", "default": []},
             "host_groups": {"type": "list", "elements": "str", "default": []},
             "require_time_sync": {"type": "bool", "default": True},
             "time_sync_services": {"type": "list", "elements": "str", "default": []},
@@ -336,10 +355,11 @@ def main() -> None:
     facts = node_facts(module)
     container = "container" in (facts.get("ansible_virtualization_tech_guest") or [])
     groups = p["host_groups"]
-    problems = check_distribution(
-        facts.get("ansible_distribution", ""), facts.get("ansible_distribution_version", ""),
-        p["allowed_distributions"],
-    )
+    name, version = facts.get("ansible_distribution", ""), facts.get("ansible_distribution_version", "")
+    # an OS of a family the roles cannot install on is the one problem worth naming about the OS
+    problems = check_os_family(name, version, facts.get("ansible_os_family", ""), p["supported_os_families"])
+    if not problems:
+        problems = check_distribution(name, version, p["allowed_distributions"])
     notes: list[str] = []
     probe: dict = {"container": container}
 

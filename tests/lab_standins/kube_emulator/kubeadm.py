@@ -48,6 +48,11 @@ from typing import Any
 
 import yaml
 
+if __package__:  # imported from this checkout (unit tests)
+    from . import preflight
+else:  # the kubeadm zip application (packages.py): its modules are top-level
+    import preflight  # type: ignore[no-redef]
+
 VERSION = "@VERSION@"
 STATE = Path("/var/lib/ufc-kube-emulator")
 JOINS = STATE / "joins.jsonl"
@@ -337,6 +342,7 @@ def _local_sans(cluster: dict[str, Any], advertise: str | None) -> list[str]:
 
 
 def cmd_init(config: str) -> int:
+    preflight.run("init", config, sys.argv[1:], VERSION, Failed)
     docs = _docs(config)
     init, cluster = docs.get("InitConfiguration"), docs.get("ClusterConfiguration")
     if init is None or cluster is None:
@@ -455,6 +461,7 @@ def _extra_args(registration: dict[str, Any]) -> dict[str, str]:
 
 
 def cmd_join(config: str) -> int:
+    preflight.run("join", config, sys.argv[1:], VERSION, Failed)
     doc = _docs(config).get("JoinConfiguration")
     if doc is None:
         raise Failed(f"{config}: join needs a JoinConfiguration")

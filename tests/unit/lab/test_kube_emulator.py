@@ -121,7 +121,8 @@ def test_discovery_pins_the_ca_and_the_join_is_counted(apiserver: tuple) -> None
     assert json.loads(FakeEtcd.data["/nodes/w1"])["count"] == 2
     node = api.get(api.resource("", "v1", "nodes"), None, "w1")  # the join registered the Node
     assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "w1"
-    assert node["spec"]["taints"] == [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]  # no CNI
+    not_ready = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+    assert node["spec"]["taints"] == [not_ready]  # no CNI DaemonSet yet
 
 
 def test_a_wrong_ca_hash_is_refused(apiserver: tuple) -> None:
@@ -161,6 +162,7 @@ def test_an_injected_join_failure_stops_before_discovery(tmp_path: Path,
     config.write_text("apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\n"
                       "nodeRegistration: {name: w1, criSocket: 'unix:///nonexistent'}\n")
     monkeypatch.setattr(emu, "FAULTS", faults)
+    monkeypatch.setattr(emu.preflight, "run", lambda *args: None)  # this node passes kubeadm's preflight
     monkeypatch.setattr(emu, "KUBELET_CONF", tmp_path / "kubelet.conf")
     monkeypatch.setattr(emu, "_cri_ok", lambda socket_url: None)
     monkeypatch.setattr(emu, "KUBELET_BIN", config)  # any file that exists

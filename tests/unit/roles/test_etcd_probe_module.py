@@ -58,6 +58,32 @@ class FakeModule:
         return self.rc, self.out, ""
 
 
+POLICY = """etcd-server:
+  Installed: (none)
+  Candidate: 3.4.23-4+b4
+  Version table:
+     3.4.23-4+b4 500
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "policy", "version", "asked"),
+    [
+        pytest.param("etcd-client", POLICY, "3.4.23-4", False, id="installed-from-dpkg"),
+        pytest.param("etcd-server", POLICY, "3.4.23-4+b4", True, id="apt-candidate"),
+        pytest.param("etcd", "etcd:\n  Installed: (none)\n  Candidate: (none)\n", "", True, id="none"),
+        pytest.param("", POLICY, "", False, id="not-asked"),
+    ],
+)
+def test_package_version_installed_else_apts_candidate(tmp_path, monkeypatch, name, policy, version,
+                                                        asked) -> None:
+    (tmp_path / "status").write_text(DPKG)
+    monkeypatch.setattr(probe, "DPKG_STATUS", str(tmp_path / "status"))
+    module = FakeModule(policy)
+    assert probe.package_version(module, name) == version
+    assert module.commands == ([["/usr/bin/apt-cache", "policy", name]] if asked else [])
+
+
 def test_unit_states_come_from_one_systemctl_show() -> None:
     out = (
         "Id=etcd-core.service\nActiveState=active\nUnitFileState=enabled\n\n"

@@ -185,3 +185,37 @@ def test_persist_in_check_mode_reports_and_writes_nothing(tmp_path):
     changed, diff = sysctl.persist(module, str(path), "a = 1\n")
     assert changed and diff["before"] == "a = 0\n" and path.read_text() == "a = 0\n"
     assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind
+
+
+def test_missing_modules_are_those_sys_module_does_not_list(tmp_path):
+    (tmp_path / "nf_conntrack").mkdir()
+    (tmp_path / "br_netfilter").mkdir()
+    assert sysctl.missing_modules(["br_netfilter", "nf-conntrack", "overlay"], str(tmp_path)) == ["overlay"]
+
+
+class _FailingModprobe:
+    """An AnsibleModule stand-in whose modprobe fails as in a container without CAP_SYS_MODULE."""
+
+    def __init__(self):
+        self.ran = []
+
+    def get_bin_path(self, name):
+        return f"/sbin/{name}"
+
+    def run_command(self, argv, check_rc=False):
+        self.ran.append(argv)
+        return 1, "", "modprobe: ERROR: could not insert 'br_netfilter': Operation not permitted\n"
+
+    def fail_json(self, msg, **kwargs):
+        raise AssertionError(msg)
+
+
+def test_a_module_that_cannot_be_loaded_fails_the_host_naming_it():
+    module = _FailingModprobe()
+    with pytest.raises(AssertionError) as failed:
+        sysctl.load_modules(module, ["br_netfilter"], "w1")
+    assert module.ran == [["/sbin/modprobe", "br_netfilter"]]
+    assert str(failed.value).startswith(
+        "kernel module br_netfilter is not loaded on w1 and `modprobe br_netfilter` failed: modprobe: ERROR: "
+        "could not insert 'br_netfilter': Operation not permitted -> fix:")
+    assert "node_tuning_load_modules: false" in str(failed.value)
