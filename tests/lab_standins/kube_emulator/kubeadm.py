@@ -10,8 +10,9 @@ what the real one would need:
   ClusterConfiguration.etcd.external), starts the LAB API STAND-IN (apiserver.py) on the control
   plane's port, creates the system namespaces and kube-public/cluster-info, and registers the first
   control plane's Node with kubeadm's control-plane label and taint;
-- `join --config F` (worker, or control plane with `controlPlane:`): preflight (kubelet.conf absent,
-  the CRI socket accepts a connection, kubelet installed), token format, discovery of the CA from
+- `join --config F` (worker, or control plane with `controlPlane:`): preflight (preflight.py: kubeadm
+  1.31's checks by name; kubelet.conf absent, the CRI socket accepts a connection, kubelet installed),
+  token format, discovery of the CA from
   cluster-info at the endpoint and its sha256 SubjectPublicKeyInfo hash against caCertHashes, then a
   TLS connection verified against that CA to the endpoint (so the endpoint must be the VIP or a
   control plane serving the cluster CA's certificate), the join authenticated by the token (checked
