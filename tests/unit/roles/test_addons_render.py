@@ -27,6 +27,7 @@ from tests.helpers.pyimports import load_file
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.addons.tor import MAX_CONFIGMAP_DATA_BYTES
 from ufcctl.domain.manifests.component import prepare_component
+from ufcctl.domain.manifests.preapply import planned_nodes
 from ufcctl.engine.k8s_schemas import KubernetesSchemas
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -88,7 +89,12 @@ def _render_and_validate(inventory_dir: Path) -> tuple[dict[str, Any], float, fl
     results["labels"] = FILTERS.ufcctl_ascend_label_plan(groups, hostvars)
     templar = Templar(loader=DataLoader(), variables=variables)
     schemas = KubernetesSchemas(templar.template(variables["k8s_manifests_kube_version"]))
-    crds = {p.name: p.read_text() for p in ROLES.glob("*/files/crds/*.yaml")}
+    # as the action does: the calling role's files/crds are applied with the component, every other
+    # role's only validate; a CRD applied by an earlier component is available to the later ones; the
+    # placement check runs on the inventory's nodes with the labels and taints ufcctl gives them
+    nodes = planned_nodes(groups, hostvars, npu_taint=variables["k8s_manifests_npu_taint"],
+                          tor_label="npu-tor-id")
+    earlier: set[str] = set()
     for component, directory, namespaces in PARTS:
         if component == "tor-map" and "tor-map-error" in results:
             continue
@@ -96,7 +102,12 @@ def _render_and_validate(inventory_dir: Path) -> tuple[dict[str, Any], float, fl
             p.name: templar.template(trust_as_template(p.read_text()))
             for p in sorted(directory.glob("*.yaml.j2"))
         }
-        results[component] = prepare_component(rendered, namespaces, schemas, crds)
+        role = ROLES / directory.relative_to(ROLES).parts[0]
+        own = {p.name: p.read_text() for p in sorted((role / "files" / "crds").glob("*.yaml"))}
+        crds = {p.name: p.read_text() for p in ROLES.glob("*/files/crds/*.yaml") if p.name not in own}
+        results[component] = prepared = prepare_component(
+            rendered, namespaces, schemas, crds, own_crd_texts=own, nodes=nodes, available_crds=earlier)
+        earlier |= {name for names in prepared.crds.values() for name in names}
     return results, loaded - started, time.perf_counter() - loaded
 
 
