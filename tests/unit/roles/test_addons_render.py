@@ -35,6 +35,8 @@ ROLES = ROOT / "roles"
 ASCEND_VARS = yaml.safe_load((ROLES / "ascend_components" / "vars" / "main.yml").read_text())
 # (component, templates directory, namespaces), in deploy order (docs/reference/ascend.md §7)
 PARTS = [
+    # the add-ons play's pre_task (roles/k8s_manifests/tasks/flowcontrol.yml)
+    ("flowcontrol", ROLES / "k8s_manifests" / "templates" / "flowcontrol", []),
     ("nodelocaldns", ROLES / "nodelocaldns" / "templates" / "manifests", ["kube-system"]),
     ("device-plugin", ROLES / "ascend_components" / "templates" / "device-plugin", ["kube-system"]),
     ("volcano", ROLES / "volcano" / "templates" / "manifests", ["volcano-system"]),
@@ -171,3 +173,29 @@ def test_16k_label_plan_is_few_calls(rendered) -> None:
     calls = len(plan["groups"])
     print(f"\n16k: {plan['nodes']} nodes labelled in {calls} kubectl calls")
     assert calls == 1 + 32  # masters, then 16,000 identical workers in chunks of 500
+
+
+# The suggested PriorityLevelConfigurations every 1.29+ apiserver keeps (reference: default.go).
+SUGGESTED_LEVELS = {"exempt", "leader-election", "node-high", "system", "workload-high", "workload-low",
+                    "global-default", "catch-all"}
+
+
+def test_apf_routes_the_fleet_s_writers_to_levels_that_exist(rendered) -> None:
+    """Each FlowSchema names a level that exists; every ServiceAccount it names is one the add-ons create,
+    so a renamed account cannot silently fall back to the shared workload-low level."""
+    results, _, _ = rendered["16k"]
+    objects = [o for c, _, _ in PARTS if c in results for text in results[c].files.values()
+               for o in yaml.safe_load_all(text) if o]
+    levels = {o["metadata"]["name"] for o in objects if o["kind"] == "PriorityLevelConfiguration"}
+    accounts = {(o["metadata"]["namespace"], o["metadata"]["name"])
+                for o in objects if o["kind"] == "ServiceAccount"}
+    schemas = [o for o in objects if o["kind"] == "FlowSchema"]
+    assert {s["spec"]["priorityLevelConfiguration"]["name"] for s in schemas} <= levels | SUGGESTED_LEVELS
+    named = {(subject["serviceAccount"]["namespace"], subject["serviceAccount"]["name"])
+             for s in schemas for rule in s["spec"]["rules"] for subject in rule["subjects"]
+             if subject["kind"] == "ServiceAccount"}
+    assert named and named <= accounts, named - accounts
+    heartbeats = next(s for s in schemas if s["metadata"]["name"] == "ufcctl-kubelet-heartbeats")
+    assert heartbeats["spec"]["matchingPrecedence"] < 400  # ahead of the suggested system-node-high
+    level = next(o for o in objects if o["metadata"]["name"] == "ufcctl-node-heartbeats")
+    assert level["spec"]["limited"]["lendablePercent"] == 0
