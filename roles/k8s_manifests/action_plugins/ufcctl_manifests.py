@@ -1,7 +1,8 @@
 """Action plugin: one component from templates to the cluster in one task.
 
 Checks the name, renders the templates (the calling role's variables), validates every object,
-writes the files under .ufc/manifests/<inventory>/<component>/ on the controller, then applies them
+checks it against the run's nodes and CRDs (ufcctl/domain/manifests/preapply.py), writes the
+files under .ufc/manifests/<inventory>/<component>/ on the controller, then applies them
 through the ufcctl_kubectl module on the apply host (the task is delegated there), or says in the
 result's message why the apply is SKIPPED. Runs in the controller's Python, so it uses ufcctl's own
 code (ufcctl/domain/manifests) and the kubernetes-validate schemas installed beside it.
@@ -28,20 +29,24 @@ except ImportError:  # ansible-core < 2.19 templates every string
 try:
     from ufcctl.domain.manifests.apply import COMPONENT_NAME, decide_apply, report_line
     from ufcctl.domain.manifests.component import prepare_component
+    from ufcctl.domain.manifests.preapply import label_target_problems, planned_nodes
     from ufcctl.engine.k8s_schemas import KubernetesSchemas
     from ufcctl.errors import UfcError
 except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
     from ufcctl.domain.manifests.apply import COMPONENT_NAME, decide_apply, report_line
     from ufcctl.domain.manifests.component import prepare_component
+    from ufcctl.domain.manifests.preapply import label_target_problems, planned_nodes
     from ufcctl.engine.k8s_schemas import KubernetesSchemas
     from ufcctl.errors import UfcError
 
 # The role's variables this action reads (k8s_manifests/defaults/main.yml), templated in the task's context.
 SETTINGS = (
     "kube_version", "crd_files", "state_dir", "inventory_name", "apply", "apply_host", "kubectl",
-    "kubeconfig",
+    "kubeconfig", "cluster_crds", "npu_taint", "tor_label",
 )
+# The CRDs applied by the components before this one in the same run (a fact, set on the apply host).
+RUN_CRDS = "__k8s_manifests_run_crds"
 LABEL_PLAN = "plan.json"
 # CRDs shipped by the roles beside this one, read whatever role or playbook calls the action.
 SHIPPED_CRDS = str(Path(__file__).resolve().parents[2] / "*" / "files" / "crds" / "*.yaml")
@@ -97,13 +102,18 @@ class ActionModule(ActionBase):
         check = bool(self._task.check_mode)
         if args.get("labels") is not None:
             plan = args["labels"]
+            targets = label_target_problems(plan["groups"], self._nodes(settings, task_vars))
+            if targets:
+                raise Failed(f"{component}: " + "; ".join(targets), problems=targets)
             files = {LABEL_PLAN: json.dumps(plan, indent=4, sort_keys=True) + "\n"}
             validated = f"{plan['nodes']} nodes planned"
             work: dict[str, Any] = {"mode": "label", "label_args": [g["args"] for g in plan["groups"]]}
             out: dict[str, Any] = {}
         else:
             files, order, validated, out = self._validated(component, settings, task_vars)
-            work = {"mode": "apply", "manifests": [{"name": n, "text": files[n]} for n in order]}
+            crds = out.pop("crds")
+            manifests = [{"name": n, "text": files[n], "crds": list(crds.get(n, ()))} for n in order]
+            work = {"mode": "apply", "manifests": manifests}
         written, removed = _write(dest, files, check)
         out.update(dest=str(dest), written=written, removed=removed)
         skipped, applied = self._apply(component, settings, work, task_vars, out)
@@ -115,6 +125,12 @@ class ActionModule(ActionBase):
         out["_ansible_verbose_always"] = True
         out["changed"] = bool(written or removed or out.get("applied") or out.get("labelled"))
         return out
+
+    def _nodes(self, settings: dict[str, Any], task_vars: dict[str, Any]) -> list[Any]:
+        """The run's nodes with the labels and taints ufcctl gives them (inventory groups and vars)."""
+        taint = settings["npu_taint"] if isinstance(settings["npu_taint"], dict) else {}
+        return planned_nodes(task_vars.get("groups") or {}, task_vars.get("hostvars") or {},
+                             npu_taint=taint, tor_label=str(settings["tor_label"] or ""))
 
     def _validated(
         self, component: str, settings: dict[str, Any], task_vars: dict[str, Any]
@@ -141,17 +157,32 @@ class ActionModule(ActionBase):
             schemas = KubernetesSchemas(str(settings["kube_version"]))
         except UfcError as err:
             raise Failed(f"{err.message} ({err.hint})") from err
+        # the calling role's files/crds are applied with the component (before its other files);
+        # every other role's, and k8s_manifests_crd_files, only validate
+        role = getattr(self._task, "_role", None)
+        own_glob = str(Path(role._role_path) / "files" / "crds" / "*.yaml") if role else ""
+        own_paths = sorted(glob.glob(own_glob)) if own_glob else []
         patterns = [SHIPPED_CRDS, *(settings["crd_files"] or [])]
-        paths = sorted({p for pattern in patterns for p in glob.glob(str(pattern))})
+        paths = sorted({p for pattern in patterns for p in glob.glob(str(pattern))} - set(own_paths))
         crd_texts = {Path(p).name: Path(p).read_text(encoding="utf-8") for p in paths}
+        own_crds = {Path(p).name: Path(p).read_text(encoding="utf-8") for p in own_paths}
         namespaces = [str(n) for n in self._task.args.get("namespaces") or []]
-        prepared = prepare_component(rendered, namespaces, schemas, crd_texts)
+        earlier = [str(n) for n in task_vars.get(RUN_CRDS) or []]
+        nodes = self._nodes(settings, task_vars)
+        prepared = prepare_component(
+            rendered, namespaces, schemas, crd_texts, own_crd_texts=own_crds, nodes=nodes,
+            available_crds={*earlier, *(str(n) for n in settings["cluster_crds"] or [])},
+        )
         if not prepared.ok:
             lines = [str(p) for p in prepared.problems]
             head = f"{component}: {len(lines)} problem(s) in the manifests; nothing written or applied"
             raise Failed("\n".join([head, *lines]), problems=lines)
         summary = f"{prepared.objects} objects valid against Kubernetes {schemas.version}"
-        out = {"objects": prepared.objects}
+        if nodes:
+            summary += f", placeable on the run's {len(nodes)} nodes"
+        applied_crds = [n for names in prepared.crds.values() for n in names]
+        out = {"objects": prepared.objects, "crds": prepared.crds,
+               "ansible_facts": {RUN_CRDS: list(dict.fromkeys([*earlier, *applied_crds]))}}
         return dict(prepared.files), list(prepared.order), summary, out
 
     def _apply(

@@ -23,11 +23,8 @@ SAMPLE = "abcdef.0123456789abcdef"  # kubeadm's documented example token
 
 def ufcctl_kube_node_join(v: Mapping[str, Any]) -> dict[str, Any]:
     """The node's JoinConfiguration and its schema problems; `token` absent: no document."""
-    wanted = labels.node_labels(v["hostvars"], False, True, v["host_arch"]) if v["npu"] else {}
-    tor = v["hostvars"].get("npu_tor_id")
-    if tor is not None and v.get("tor_label"):
-        wanted[str(v["tor_label"])] = str(tor)
-    every = {**wanted, **dict(v["labels"] or {})}
+    tor_label = v.get("tor_label") or ""
+    every = labels.worker_labels(v["hostvars"], v["npu"], v["host_arch"], tor_label, v["labels"])
     registered = join.registration_labels(every)
     # what the kubelet may not set on itself (node-role.kubernetes.io/*): kubectl labels it after the join
     later = {k: val for k, val in every.items() if k not in registered}

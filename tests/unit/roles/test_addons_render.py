@@ -27,6 +27,7 @@ from tests.helpers.pyimports import load_file
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.addons.tor import MAX_CONFIGMAP_DATA_BYTES
 from ufcctl.domain.manifests.component import prepare_component
+from ufcctl.domain.manifests.preapply import planned_nodes
 from ufcctl.engine.k8s_schemas import KubernetesSchemas
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -34,6 +35,8 @@ ROLES = ROOT / "roles"
 ASCEND_VARS = yaml.safe_load((ROLES / "ascend_components" / "vars" / "main.yml").read_text())
 # (component, templates directory, namespaces), in deploy order (docs/reference/ascend.md §7)
 PARTS = [
+    # the add-ons play's pre_task (roles/k8s_manifests/tasks/flowcontrol.yml)
+    ("flowcontrol", ROLES / "k8s_manifests" / "templates" / "flowcontrol", []),
     ("nodelocaldns", ROLES / "nodelocaldns" / "templates" / "manifests", ["kube-system"]),
     ("device-plugin", ROLES / "ascend_components" / "templates" / "device-plugin", ["kube-system"]),
     ("volcano", ROLES / "volcano" / "templates" / "manifests", ["volcano-system"]),
@@ -88,7 +91,12 @@ def _render_and_validate(inventory_dir: Path) -> tuple[dict[str, Any], float, fl
     results["labels"] = FILTERS.ufcctl_ascend_label_plan(groups, hostvars)
     templar = Templar(loader=DataLoader(), variables=variables)
     schemas = KubernetesSchemas(templar.template(variables["k8s_manifests_kube_version"]))
-    crds = {p.name: p.read_text() for p in ROLES.glob("*/files/crds/*.yaml")}
+    # as the action does: the calling role's files/crds are applied with the component, every other
+    # role's only validate; a CRD applied by an earlier component is available to the later ones; the
+    # placement check runs on the inventory's nodes with the labels and taints ufcctl gives them
+    nodes = planned_nodes(groups, hostvars, npu_taint=variables["k8s_manifests_npu_taint"],
+                          tor_label="npu-tor-id")
+    earlier: set[str] = set()
     for component, directory, namespaces in PARTS:
         if component == "tor-map" and "tor-map-error" in results:
             continue
@@ -96,7 +104,12 @@ def _render_and_validate(inventory_dir: Path) -> tuple[dict[str, Any], float, fl
             p.name: templar.template(trust_as_template(p.read_text()))
             for p in sorted(directory.glob("*.yaml.j2"))
         }
-        results[component] = prepare_component(rendered, namespaces, schemas, crds)
+        role = ROLES / directory.relative_to(ROLES).parts[0]
+        own = {p.name: p.read_text() for p in sorted((role / "files" / "crds").glob("*.yaml"))}
+        crds = {p.name: p.read_text() for p in ROLES.glob("*/files/crds/*.yaml") if p.name not in own}
+        results[component] = prepared = prepare_component(
+            rendered, namespaces, schemas, crds, own_crd_texts=own, nodes=nodes, available_crds=earlier)
+        earlier |= {name for names in prepared.crds.values() for name in names}
     return results, loaded - started, time.perf_counter() - loaded
 
 
@@ -160,3 +173,29 @@ def test_16k_label_plan_is_few_calls(rendered) -> None:
     calls = len(plan["groups"])
     print(f"\n16k: {plan['nodes']} nodes labelled in {calls} kubectl calls")
     assert calls == 1 + 32  # masters, then 16,000 identical workers in chunks of 500
+
+
+# The suggested PriorityLevelConfigurations every 1.29+ apiserver keeps (reference: default.go).
+SUGGESTED_LEVELS = {"exempt", "leader-election", "node-high", "system", "workload-high", "workload-low",
+                    "global-default", "catch-all"}
+
+
+def test_apf_routes_the_fleet_s_writers_to_levels_that_exist(rendered) -> None:
+    """Each FlowSchema names a level that exists; every ServiceAccount it names is one the add-ons create,
+    so a renamed account cannot silently fall back to the shared workload-low level."""
+    results, _, _ = rendered["16k"]
+    objects = [o for c, _, _ in PARTS if c in results for text in results[c].files.values()
+               for o in yaml.safe_load_all(text) if o]
+    levels = {o["metadata"]["name"] for o in objects if o["kind"] == "PriorityLevelConfiguration"}
+    accounts = {(o["metadata"]["namespace"], o["metadata"]["name"])
+                for o in objects if o["kind"] == "ServiceAccount"}
+    schemas = [o for o in objects if o["kind"] == "FlowSchema"]
+    assert {s["spec"]["priorityLevelConfiguration"]["name"] for s in schemas} <= levels | SUGGESTED_LEVELS
+    named = {(subject["serviceAccount"]["namespace"], subject["serviceAccount"]["name"])
+             for s in schemas for rule in s["spec"]["rules"] for subject in rule["subjects"]
+             if subject["kind"] == "ServiceAccount"}
+    assert named and named <= accounts, named - accounts
+    heartbeats = next(s for s in schemas if s["metadata"]["name"] == "ufcctl-kubelet-heartbeats")
+    assert heartbeats["spec"]["matchingPrecedence"] < 400  # ahead of the suggested system-node-high
+    level = next(o for o in objects if o["metadata"]["name"] == "ufcctl-node-heartbeats")
+    assert level["spec"]["limited"]["lendablePercent"] == 0

@@ -19,12 +19,15 @@ from tests.helpers.ansible_values import trusted
 from tests.helpers.gen_inventory import ClusterShape, write_cluster_inventory
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.manifests.component import PreparedComponent, prepare_component
+from ufcctl.domain.manifests.preapply import planned_nodes
 from ufcctl.engine.k8s_schemas import KubernetesSchemas
 
 ROOT = Path(__file__).resolve().parents[3]
 ROLE = ROOT / "roles" / "cni"
 TEMPLATES = ROLE / "templates" / "manifests"
-CRDS = {p.name: p.read_text() for p in (ROOT / "roles").glob("*/files/crds/*.yaml")}
+# the cni component applies its own CRDs (files/crds) with its objects; other roles' only validate
+OWN_CRDS = {p.name: p.read_text() for p in sorted((ROOT / "roles" / "cni" / "files" / "crds").glob("*.yaml"))}
+CRDS = {p.name: p.read_text() for p in (ROOT / "roles").glob("*/files/crds/*.yaml") if p.name not in OWN_CRDS}
 
 
 def _yaml(path: Path) -> dict[str, Any]:
@@ -74,7 +77,10 @@ class Render:
 
     def prepare(self, rendered: dict[str, str] | None = None) -> PreparedComponent:
         schemas = KubernetesSchemas(str(self.template(self.variables["k8s_manifests_kube_version"])))
-        return prepare_component(rendered or self.rendered(), ["kube-system"], schemas, CRDS)
+        nodes = planned_nodes(self.variables["groups"], self.variables["hostvars"],
+                              npu_taint=self.variables["k8s_manifests_npu_taint"], tor_label="npu-tor-id")
+        return prepare_component(rendered or self.rendered(), ["kube-system"], schemas, CRDS,
+                                 own_crd_texts=OWN_CRDS, nodes=nodes)
 
 
 def _objects(prepared: PreparedComponent) -> list[dict[str, Any]]:

@@ -74,6 +74,17 @@ PLAY = """
         demo_extra_field: imagePullPolicyy
         demo_queue_weight: 0
       ignore_errors: true
+
+    - name: Labels for a node that is not in the run
+      ufcctl_manifests:
+        component: node-labels
+        labels:
+          nodes: 1
+          groups:
+            - {{labels: {{role: a}}, nodes: [n9], args: [label, nodes, --overwrite, n9, role=a]}}
+      delegate_to: "{{{{ k8s_manifests_apply_host }}}}"
+      run_once: true
+      ignore_errors: true
 """
 
 
@@ -100,8 +111,13 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "k8s_manifests_kubectl": str(kubectl),
         "k8s_manifests_kubeconfig": str(tmp / "admin.conf"),
         "ufc_inventory_name": "unit",
+        # the demo's Queue: its CRD ships with roles/volcano, which this play does not deploy
+        "k8s_manifests_cluster_crds": ["queues.scheduling.volcano.sh"],
     }
-    inventory = {"all": {"children": {"kube_control_plane": {"hosts": {"cp1": host}}}}}
+    # n1..n3: workers of the run (their vars only; the play runs on cp1), the nodes the labels name
+    workers = {f"n{i}": {"ansible_connection": "local"} for i in (1, 2, 3)}
+    inventory = {"all": {"children": {"kube_control_plane": {"hosts": {"cp1": host}},
+                                      "kube_node": {"hosts": workers}}}}
     (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
     play = PLAY.format(
         first=COMPONENT.format(name="Demo", templates=DEMO_TEMPLATES),
@@ -134,7 +150,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_the_playbook_ran_every_step(run) -> None:
     # only the bad object's task failed, and it was told to be ignored
     failed = [name for name, result in run["results"].items() if result.get("failed")]
-    assert failed == ["Demo with a bad object"], run["stdout"][-3000:]
+    expected = ["Demo with a bad object", "Labels for a node that is not in the run"]
+    assert failed == expected, run["stdout"][-3000:]
 
 
 def test_each_file_is_diffed_then_applied_server_side_in_order(run) -> None:
@@ -195,3 +212,10 @@ def test_the_role_probes_the_apply_host_without_calling_kubectl(run) -> None:
     assert run["results"][PROBE]["ready"] is True
     # the probe looks for the files; it does not call kubectl
     assert {c["args"][1] for c in run["calls"]} == {"diff", "apply", "label"}
+
+
+def test_a_label_plan_naming_a_node_outside_the_run_is_refused_before_kubectl(run) -> None:
+    result = run["results"]["Labels for a node that is not in the run"]
+    assert result["msg"].startswith("node-labels: the label plan names 1 node(s) that are no "
+                                    "kube_control_plane or kube_node host of this run (n9)")
+    assert not any("n9" in c["args"] for c in run["calls"])

@@ -55,6 +55,18 @@ def node_labels(hostvars: Mapping[str, Any], master: bool, worker: bool, host_ar
     return labels
 
 
+def worker_labels(
+    hostvars: Mapping[str, Any], npu: bool, host_arch: str, tor_label: str, extra: Mapping[str, Any] | None
+) -> dict[str, str]:
+    """Every label a worker ends up with from ufcctl (roles/kube_node): MindCluster's on NPU nodes,
+    its ToR under `tor_label` (when the host has npu_tor_id), then the inventory's `extra` labels."""
+    wanted = node_labels(hostvars, False, True, host_arch) if npu else {}
+    tor = hostvars.get("npu_tor_id")
+    if tor is not None and tor_label:
+        wanted[str(tor_label)] = str(tor)
+    return {**wanted, **{str(k): str(v) for k, v in dict(extra or {}).items()}}
+
+
 def plan_labels(
     masters: Sequence[str],
     workers: Sequence[str],

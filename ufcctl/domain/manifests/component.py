@@ -1,14 +1,16 @@
-"""One component's rendered files checked as a whole: parse, add missing namespaces, validate, order."""
+"""One component's files checked as a whole: parse, add namespaces, validate, pre-apply checks, order."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import yaml
 
+from ufcctl.domain.manifests.crds import CRD_KIND
 from ufcctl.domain.manifests.objects import K8sObject, Problem, namespace_object, parse_manifest
 from ufcctl.domain.manifests.order import file_order
+from ufcctl.domain.manifests.preapply import PlannedNode, crd_problems, placement_problems
 from ufcctl.domain.manifests.validate import BuiltinSchemas, validate_objects
 
 NAMESPACES_FILE = "00-namespaces.yaml"
@@ -20,6 +22,8 @@ class PreparedComponent:
     order: tuple[str, ...]  # files in apply order
     objects: int
     problems: tuple[Problem, ...]
+    # file name -> the CRDs it holds (kubectl waits for them to be Established before the next file)
+    crds: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -35,11 +39,22 @@ def prepare_component(
     namespaces: Iterable[str],
     builtin: BuiltinSchemas,
     crd_texts: Mapping[str, str] | None = None,
+    *,
+    own_crd_texts: Mapping[str, str] | None = None,
+    nodes: Sequence[PlannedNode] = (),
+    available_crds: Collection[str] = (),
 ) -> PreparedComponent:
-    """Check every object of `rendered` (template name -> text); nothing is usable unless `ok`."""
+    """Check every object of `rendered` (template name -> text); nothing is usable unless `ok`.
+
+    `own_crd_texts` (the calling role's files/crds) are applied with the component, before its other
+    objects; `crd_texts` (other roles' CRDs, the inventory's) only validate. A custom resource needs
+    its CRD applied here or among `available_crds`; each workload must fit on `nodes`.
+    """
     files = {_manifest_name(name): text for name, text in rendered.items()}
+    clash = sorted(set(files) & set(own_crd_texts or {}))
+    files.update(own_crd_texts or {})
     objects: list[K8sObject] = []
-    problems: list[Problem] = []
+    problems = [Problem(n, "", "a template and a files/crds file have this name") for n in clash]
     for name, text in files.items():
         found, bad = parse_manifest(text, name)
         objects += found
@@ -60,4 +75,13 @@ def prepare_component(
         objects += [K8sObject(NAMESPACES_FILE, i, doc) for i, doc in enumerate(docs)]
     result = validate_objects(objects, builtin, wanted, crds)
     problems += result.problems
-    return PreparedComponent(files, tuple(file_order(list(files), objects)), len(objects), tuple(problems))
+    if result.ok:  # placement and CRDs are judged on objects that are valid
+        own = [o for o in objects if o.kind == CRD_KIND and o.group == "apiextensions.k8s.io"]
+        problems += crd_problems(objects, own, crds, available_crds)
+        problems += placement_problems(objects, nodes)
+    held: dict[str, tuple[str, ...]] = {}
+    for obj in objects:
+        if obj.kind == CRD_KIND and obj.group == "apiextensions.k8s.io":
+            held[obj.source] = (*held.get(obj.source, ()), obj.name)
+    order = tuple(file_order(list(files), objects))
+    return PreparedComponent(files, order, len(objects), tuple(problems), held)

@@ -19,6 +19,7 @@ CLUSTER_SCOPED = frozenset(
         "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "APIService",
         "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "RuntimeClass",
         "IngressClass", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+        "FlowSchema", "PriorityLevelConfiguration",
     }
 )
 
