@@ -59,9 +59,12 @@ def _counts(hosts: list[str]) -> dict[str, int]:
 
 
 def _reset(stack: Stack, worker: str) -> None:
-    """Make a joined worker unjoined again, as `kubeadm reset` would (the emulator keeps its join log)."""
-    _podman("exec", worker, "sh", "-c", "systemctl stop kubelet; rm -f /etc/kubernetes/kubelet.conf",
-            env=stack.env)
+    """Make a joined worker unjoined again, as `kubeadm reset` would: it removes the kubelet's kubeconfig,
+    the cluster CA it wrote (preflight's FileAvailable--etc-kubernetes-pki-ca.crt refuses a join over
+    it) and the kubelet's configuration (the emulator keeps its join log; the Node stays registered)."""
+    _podman("exec", worker, "sh", "-c", "systemctl stop kubelet; rm -rf /etc/kubernetes/kubelet.conf "
+            "/etc/kubernetes/bootstrap-kubelet.conf /etc/kubernetes/pki /var/lib/kubelet/config.yaml "
+            "/var/lib/kubelet/kubeadm-flags.env", env=stack.env)
 
 
 def _json(proc: subprocess.CompletedProcess[str]) -> dict:
