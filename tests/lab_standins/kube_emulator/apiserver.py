@@ -424,6 +424,12 @@ def fieldset(applied: Any, top: bool = True) -> dict[str, Any]:
     return out
 
 
+def managed_entry(manager: str, operation: str, api_version: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """One metadata.managedFields entry (FieldsV1)."""
+    return {"manager": manager, "operation": operation, "apiVersion": api_version, "time": _now(),
+            "fieldsType": "FieldsV1", "fieldsV1": fields}
+
+
 def _remove(obj: dict[str, Any], old: dict[str, Any], keep: dict[str, Any]) -> None:
     """Drop from `obj` the fields of `old` that `keep` no longer sets."""
     for fkey, sub in old.items():
@@ -453,14 +459,7 @@ def server_side_apply(live: dict[str, Any], applied: dict[str, Any], manager: st
     if mine is not None:
         _remove(new, mine.get("fieldsV1") or {}, fields)
     _overlay(new, {k: v for k, v in applied.items() if k not in ("apiVersion", "kind")})
-    entry = {
-        "manager": manager,
-        "operation": "Apply",
-        "apiVersion": applied.get("apiVersion", ""),
-        "time": _now(),
-        "fieldsType": "FieldsV1",
-        "fieldsV1": fields,
-    }
+    entry = managed_entry(manager, "Apply", applied.get("apiVersion", ""), fields)
     new.setdefault("metadata", {})["managedFields"] = [*(m for m in managed if m is not mine), entry]
     return new
 
@@ -1345,16 +1344,7 @@ class API:
                 "Forbidden",
                 "LAB API STAND-IN: pods are derived from workloads here; creating a bare pod is not emulated",
             )
-        meta["managedFields"] = [
-            {
-                "manager": manager,
-                "operation": "Update",
-                "apiVersion": res.api_version,
-                "time": _now(),
-                "fieldsType": "FieldsV1",
-                "fieldsV1": fieldset(obj),
-            }
-        ]
+        meta["managedFields"] = [managed_entry(manager, "Update", res.api_version, fieldset(obj))]
         stored, warnings, _ = self._write(res, obj, None, dry_run, validation)
         return stored, warnings
 
@@ -1457,14 +1447,7 @@ class API:
             ]
             new.setdefault("metadata", {})["managedFields"] = [
                 *managed,
-                {
-                    "manager": manager or "unknown",
-                    "operation": "Update",
-                    "apiVersion": res.api_version,
-                    "time": _now(),
-                    "fieldsType": "FieldsV1",
-                    "fieldsV1": fieldset(patch),
-                },
+                managed_entry(manager or "unknown", "Update", res.api_version, fieldset(patch)),
             ]
         new["metadata"]["name"], new["metadata"]["resourceVersion"] = (
             name,

@@ -164,7 +164,6 @@ def test_an_injected_join_failure_stops_before_discovery(tmp_path: Path,
     monkeypatch.setattr(emu, "FAULTS", faults)
     monkeypatch.setattr(emu.preflight, "run", lambda *args: None)  # this node passes kubeadm's preflight
     monkeypatch.setattr(emu, "KUBELET_CONF", tmp_path / "kubelet.conf")
-    monkeypatch.setattr(emu, "_cri_ok", lambda socket_url: None)
     monkeypatch.setattr(emu, "KUBELET_BIN", config)  # any file that exists
     assert emu.main(["join", "--config", str(config)]) == 1
     assert emu.main(["reset", "-f"]) == 2  # anything else is "not emulated"
