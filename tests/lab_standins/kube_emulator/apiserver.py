@@ -749,6 +749,7 @@ class Placement:
     pods: list[dict[str, Any]] = field(default_factory=list)
     status: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)  # kind, ns, name
     ready: dict[str, bool] = field(default_factory=dict)  # node -> Ready
+    revision: int = 0  # the store's revision it was computed at
 
 
 def effective_taints(node: dict[str, Any], ready: bool) -> list[dict[str, Any]]:
@@ -1097,6 +1098,7 @@ class API:
             for w in self._items(self._builtin(plural))[0]
         ]
         result = schedule(nodes, workloads)
+        result.revision = revision
         with self._lock:
             self._placement = (revision, result)
         return result
@@ -1150,7 +1152,7 @@ class API:
     ) -> tuple[list[dict[str, Any]], int]:
         if res.kind == "Pod" and not res.group:
             placement = self.placement()
-            revision = self.store.range(REGISTRY + "core/nodes/")[1]
+            revision = placement.revision
             items = [
                 copy.deepcopy(p)
                 for p in placement.pods
@@ -1209,28 +1211,24 @@ class API:
             generation = live["metadata"].get("generation", 1)
             if res.kind not in _NO_GENERATION:
                 meta["generation"] = generation + (_spec_part(obj) != _spec_part(live))
-            if res.kind in WORKLOADS or res.kind == "CustomResourceDefinition":
-                obj["status"] = copy.deepcopy(live.get("status")) if res.kind != "DaemonSet" else {}
         else:
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = _now()
             if res.kind not in _NO_GENERATION:
                 meta["generation"] = 1
-            if res.kind in WORKLOADS:
-                obj.pop("status", None)  # status is written through /status only
         meta.pop("resourceVersion", None)
         if res.kind in WORKLOADS:
-            obj.pop("status", None)
+            obj.pop("status", None)  # derived by the scheduler on every read; never stored
         if res.kind == "Node" and isinstance(obj.get("spec"), dict) and "taints" in obj["spec"]:
             obj["spec"]["taints"] = [
                 t for t in obj["spec"]["taints"] or [] if t.get("key") != NOT_READY["key"]
             ]
             if not obj["spec"]["taints"]:
                 del obj["spec"]["taints"]
-        if res.kind == "Node":
-            obj.pop("status", None) if live is None else obj.__setitem__(
-                "status", {k: v for k, v in (live.get("status") or {}).items() if k != "conditions"}
-            )
+        if res.kind == "Node" and live is None:
+            obj.pop("status", None)
+        elif res.kind == "Node":  # the kubelet's status stays; Ready is derived on read
+            obj["status"] = {k: v for k, v in (live.get("status") or {}).items() if k != "conditions"}
         if res.kind == "CustomResourceDefinition":
             self._crd_status(obj)
         _defaults(obj)
