@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -129,30 +130,46 @@ def parse_prepare_output(text: str) -> Prepared:
     return Prepared(state, tuple(failed), host_key)
 
 
+# podman's states of a container that is not running; "stopping" settles into one of the others.
+NOT_RUNNING = ("exited", "stopped", "created", "configured", "initialized", "stopping")
+
+
+def _settled_state(podman: Podman, name: str, wait: float = 30.0) -> tuple[str, int | None, str]:
+    """The container's state once it is no longer "stopping" (podman may still be tearing it down)."""
+    end = time.monotonic() + wait
+    state = podman.exit_state(name)
+    while state[0] == "stopping" and time.monotonic() < end:
+        time.sleep(1)
+        state = podman.exit_state(name)
+    return state
+
+
 def prepare_node(podman: Podman, name: str, public_key: str, gateway: str,
                  timeout: float = BOOT_TIMEOUT, notify: Callable[[str], None] | None = None) -> NodeReady:
     """Wait for systemd, authorize the controller key, announce the MAC, read the host key.
 
-    A container whose systemd exited before the wait could start (seen once in CI with three labs
-    booting at once: "cannot exec in a stopped container") is started once more, saying so; a second
-    exit is an error that carries the container's exit code and last console lines."""
+    A container whose systemd exited before the wait could start (seen in CI with labs booting at
+    once: "cannot exec in a stopped container", once with podman still reporting a state other than
+    exited) is started once more, saying so; a second exit is an error that carries the container's
+    state, exit code and last console lines."""
     proc = podman.exec(name, ["sh", "-c", PREPARE_SCRIPT, "sh", gateway, str(int(timeout))],
                        input_text=public_key + "\n", check=False, timeout=timeout + 30)
     prepared = parse_prepare_output(proc.stdout)
     if prepared.state not in ("running", "degraded"):
-        status, code, error = podman.exit_state(name)
-        if status in ("exited", "stopped", "created", "configured"):
+        status, code, error = _settled_state(podman, name)
+        if status in NOT_RUNNING or "stopped container" in proc.stderr:
             console = podman.logs(name)
             stopped = (f"container {name} is {status} (exit code {code}{'; ' + error if error else ''})"
                        f"; last console line: {console[-1] if console else '(none)'}")
-            if notify is not None:
+            if notify is not None and status != "missing":
                 notify(f"lab: {stopped}; starting it once more")
                 podman.start([name])
                 return prepare_node(podman, name, public_key, gateway, timeout, notify=None)
             raise RunFailed(stopped, f"look at its console: podman logs {name}", details=console)
         raise RunFailed(
             f"container {name}: systemd did not finish booting within {timeout:.0f}s "
-            f"(state {prepared.state or 'unknown'}; {proc.stderr.strip()[-200:] or 'no error output'})",
+            f"(state {prepared.state or 'unknown'}, container {status}; "
+            f"{proc.stderr.strip()[-200:] or 'no error output'})",
             f"look inside: podman exec {name} systemctl list-jobs",
         )
     if proc.returncode != 0 or prepared.host_key is None:

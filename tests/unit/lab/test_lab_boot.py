@@ -53,3 +53,39 @@ def test_a_node_that_stops_again_is_an_error_with_its_console() -> None:
     assert "t1-cp1 is exited (exit code 255)" in err.value.message
     assert "Too many open files" in err.value.message
     assert "podman logs t1-cp1" in (err.value.hint or "")
+
+
+class StoppingPodman(StoppedPodman):
+    """A container podman still reports as "stopping" for a while after its systemd exited."""
+
+    def __init__(self, stopping_reads: int) -> None:
+        super().__init__(heals_after=1)
+        self.stopping_reads = stopping_reads
+
+    def exit_state(self, name):
+        if not self._running() and self.stopping_reads > 0:
+            self.stopping_reads -= 1
+            return ("stopping", 0, "")
+        return super().exit_state(name)
+
+
+def test_a_node_still_stopping_is_waited_for_then_started_once_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("ufcctl.lab.nodes.time.sleep", lambda _s: None)
+    podman, said = StoppingPodman(stopping_reads=3), []
+    ready = prepare_node(podman, "t1-cp1", "ssh-ed25519 ctl", "10.89.79.1", notify=said.append)  # type: ignore[arg-type]
+    assert ready.host_key == "ssh-ed25519 AAAAkey" and podman.starts == 1 and podman.stopping_reads == 0
+    assert "t1-cp1 is exited" in said[0]
+
+
+class UnknownStatePodman(StoppedPodman):
+    """exec says the container is stopped but inspect answers something else (CI, once: a 180 s "timeout")."""
+
+    def exit_state(self, name):
+        return ("running", 0, "") if self._running() else ("unknown", None, "")
+
+
+def test_exec_refused_as_stopped_starts_it_once_more_whatever_inspect_says() -> None:
+    podman, said = UnknownStatePodman(heals_after=1), []
+    ready = prepare_node(podman, "t1-cp1", "ssh-ed25519 ctl", "10.89.79.1", notify=said.append)  # type: ignore[arg-type]
+    assert ready.host_key == "ssh-ed25519 AAAAkey" and podman.starts == 1
+    assert "t1-cp1 is unknown" in said[0]
