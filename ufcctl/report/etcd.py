@@ -3,40 +3,28 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeElapsedColumn
+
+from ufcctl.report.live import LiveProgress
 
 
-class StatusProgress:
+class StatusProgress(LiveProgress):
     """A StatusObserver drawing a rich bar; plain lines when stderr is not a terminal; silent when quiet."""
 
     def __init__(self, console: Console | None = None, quiet: bool = False):
-        self.console = console or Console(stderr=True)
-        self.quiet = quiet
-        self.live = self.console.is_terminal and not quiet
-        self._progress = Progress(
-            TextColumn("[bold]etcd status"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("[red]unreachable {task.fields[unreachable]}[/]"),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[last]}", style="dim"),
-            console=self.console,
-            transient=True,
-            disable=not self.live,
+        super().__init__(
+            (
+                TextColumn("[bold]etcd status"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("[red]unreachable {task.fields[unreachable]}[/]"),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[last]}", style="dim"),
+            ),
+            console, quiet, transient=True, markup=False,
         )
         self._task: TaskID | None = None
         self._unreachable = 0
-
-    def __enter__(self) -> StatusProgress:
-        self._progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
-
-    def _say(self, text: str) -> None:
-        if not self.live and not self.quiet:
-            self.console.print(text, highlight=False, markup=False)
 
     def started(self, endpoints: int, timeout: float) -> None:
         if self._task is None:

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from ufcctl.engine.runner import RunResult
+from ufcctl.report.live import LiveProgress
 
 
 @dataclass
@@ -23,7 +24,7 @@ class _RunState:
     current: str = ""
 
 
-class RunProgress:
+class RunProgress(LiveProgress):
     """A RunObserver drawing a rich progress display; plain lines when stderr is not a terminal.
 
     The bar counts hosts whose run has finished badly (failed/unreachable: Ansible stops them) or
@@ -31,36 +32,22 @@ class RunProgress:
     """
 
     def __init__(self, console: Console | None = None, quiet: bool = False):
-        self.console = console or Console(stderr=True)
-        self.quiet = quiet
-        self.live = self.console.is_terminal and not quiet
+        super().__init__(
+            (
+                TextColumn("[bold]{task.fields[label]}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn(
+                    "ok {task.fields[ok]} changed {task.fields[changed]} "
+                    "[red]failed {task.fields[failed]}[/] [magenta]unreachable {task.fields[unreachable]}[/]"
+                ),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[current]}", style="dim"),
+            ),
+            console, quiet,
+        )
         self._lock = threading.Lock()
         self._runs: dict[str, _RunState] = {}
-        self._progress = Progress(
-            TextColumn("[bold]{task.fields[label]}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn(
-                "ok {task.fields[ok]} changed {task.fields[changed]} [red]failed {task.fields[failed]}[/] "
-                "[magenta]unreachable {task.fields[unreachable]}[/]"
-            ),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[current]}", style="dim"),
-            console=self.console,
-            transient=False,
-            disable=not self.live,
-        )
-
-    def __enter__(self) -> RunProgress:
-        self._progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
-
-    def _say(self, text: str) -> None:
-        if not self.live and not self.quiet:
-            self.console.print(text, highlight=False)
 
     def run_started(self, run_id: str, hosts: list[str]) -> None:
         with self._lock:

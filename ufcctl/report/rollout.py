@@ -9,10 +9,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from ufcctl.domain.rollout.plan import Projection, RolloutPlan
 from ufcctl.domain.rollout.summary import RolloutSummary
+from ufcctl.report.live import LiveProgress
 from ufcctl.report.output import stdout_console
 from ufcctl.report.tables import Fitted, new_table
 from ufcctl.rollout.store import RunRecord
@@ -32,13 +33,17 @@ def duration(seconds: float | None) -> str:
     return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
 
 
-class RolloutProgress:
+class RolloutProgress(LiveProgress):
     """A RolloutObserver: one overall bar plus one bar per batch in flight; plain lines off a terminal."""
 
     def __init__(self, console: Console | None = None, quiet: bool = False):
-        self.console = console or Console(stderr=True)
-        self.quiet = quiet
-        self.live = self.console.is_terminal and not quiet
+        super().__init__(
+            (TextColumn("[bold]{task.fields[label]}"), BarColumn(), MofNCompleteColumn(),
+             TextColumn("[green]done {task.fields[done]}[/] [red]failed {task.fields[failed]}[/] "
+                        "[yellow]skipped {task.fields[skipped]}[/]"),
+             TimeElapsedColumn()),
+            console, quiet,
+        )
         self._lock = threading.Lock()
         self._overall: TaskID | None = None
         self._batches: dict[int, TaskID] = {}
@@ -46,23 +51,6 @@ class RolloutProgress:
         self._batch_done: dict[int, dict[str, int]] = {}
         self._canary: set[int] = set()
         self._counts = {"done": 0, "failed": 0, "skipped": 0}
-        self._progress = Progress(
-            TextColumn("[bold]{task.fields[label]}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("[green]done {task.fields[done]}[/] [red]failed {task.fields[failed]}[/] "
-                       "[yellow]skipped {task.fields[skipped]}[/]"),
-            TimeElapsedColumn(), console=self.console, disable=not self.live,
-        )
-
-    def __enter__(self) -> RolloutProgress:
-        self._progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
-
-    def _say(self, text: str) -> None:
-        if not self.live and not self.quiet:
-            self.console.print(text, highlight=False)
 
     def rollout_started(self, run_id: str, plan: RolloutPlan, todo: Sequence[str]) -> None:
         wanted = set(todo)
