@@ -18,9 +18,10 @@ def _podman(*args: str, env: dict[str, str] | None = None) -> str:
     return proc.stdout
 
 
-# The LAB KUBE EMULATOR's apiserver (tests/lab_standins/kube_emulator, started by its `kubeadm
-# init`/join on a deployed
-# lab) answers the same: /readyz with the same unready flag, every other GET with its host name.
+# The LAB API STAND-IN of the kube emulator (tests/lab_standins/kube_emulator, started by its `kubeadm
+# init`/join on a deployed lab) answers the same where it matters here: /readyz with the same unready
+# flag, and the anonymous /version (the VIP client's request) with the X-Standin-Backend header; every
+# other path needs credentials there, as on kube-apiserver.
 EMULATOR_UNIT = "kube-apiserver"
 
 

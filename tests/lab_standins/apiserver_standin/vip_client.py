@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Test client for the VIP failover test: GET https://VIP:PORT/ in a loop and log every outcome.
+"""Test client for the VIP failover test: GET https://VIP:PORT/version in a loop and log every outcome.
 
 One line per request: `<unix time> ok <backend>` or `<unix time> fail <error>`. New connection each
 time (what matters is whether a new request gets through), short timeouts so a gap is measured
@@ -30,7 +30,8 @@ def main() -> None:
             started = time.time()
             try:
                 conn = http.client.HTTPSConnection(args.vip, args.port, timeout=args.timeout, context=context)
-                conn.request("GET", "/")
+                # /version: what kube-apiserver (and the lab's API stand-in) serves without credentials
+                conn.request("GET", "/version")
                 response = conn.getresponse()
                 backend = response.getheader("X-Standin-Backend", "?")
                 conn.close()

@@ -35,6 +35,11 @@ PLAY = """
   gather_facts: false
   strategy: "{{ ufc_rollout_strategy | default('host_pinned') }}"
   pre_tasks:
+    - name: Reach the gate only once another node passed it (an order the test needs, not a race)
+      ansible.builtin.wait_for:
+        path: "{{ out_dir }}/{{ after }}"
+        timeout: 300
+      when: after is defined
     - name: Wait for the rollout engine to admit the node
       ansible.builtin.import_tasks: tasks/rollout-gate.yml
   tasks:
@@ -160,7 +165,10 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_go_skip_and_stop_after_a_failure(tmp_path: Path, playbooks: Path, state: Path,
                                           answers: list[tuple[str, str]]) -> None:
-    inv = inventory(state, h1={"hold": True}, h2={"fail_here": True})
+    # h4-h6 reach the gate only after h2 passed it: with 4 forks, one could otherwise arrive first on a
+    # loaded machine and take h2's slot (seen in CI: h4 done)
+    later = {"after": "h2"}
+    inv = inventory(state, h1={"hold": True}, h2={"fail_here": True}, h4=later, h5=later, h6=later)
     watch = Watch(state, trigger="h2", hold=("h1",))  # h1 ends only after h2 failed
     summary, processes = rollout(tmp_path, playbooks, inv, watch, max_fail=0, guard=SkipH3())
     states = {n.host: (n.state, n.reason) for n in summary.nodes}
