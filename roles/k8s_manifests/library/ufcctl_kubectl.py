@@ -133,6 +133,12 @@ def apply(module: AnsibleModule) -> dict:
     return {"changed": bool(applied), "applied": applied, "unchanged": unchanged}
 
 
+def _labelled(line: str) -> bool:
+    """kubectl label prints `node/x labeled` for a change and `node/x not labeled` for none."""
+    words = line.split()
+    return len(words) >= 2 and words[-1] == "labeled" and words[-2] != "not"
+
+
 def label(module: AnsibleModule) -> dict:
     labelled = 0
     if module.check_mode:
@@ -141,7 +147,7 @@ def label(module: AnsibleModule) -> dict:
         rc, out, err = _kubectl(module, [str(a) for a in args])
         if rc != 0:
             module.fail_json(msg=_failure(" ".join(args[:3]), rc, out, err), labelled=labelled)
-        labelled += " labeled" in out
+        labelled += any(_labelled(line) for line in out.splitlines())
     return {"changed": labelled > 0, "labelled": labelled}
 
 
