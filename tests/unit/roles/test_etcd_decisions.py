@@ -249,7 +249,8 @@ def test_members_to_restart(role_vars, written, data, expected) -> None:
 def test_each_cluster_renders_with_its_own_overrides(role_vars) -> None:
     """ufc_files renders with {__etcd_cluster: <name>}: the per-cluster role vars follow it."""
     facts = {"etcd_cluster_overrides": {"events": {"snapshot_count": 200000}}}
-    expression = "{{ [__etcd_cluster_settings.snapshot_count, __etcd_data_dir, __etcd_cluster_member.client_port, __etcd_cluster_topology.name] }}"
+    expression = ("{{ [__etcd_cluster_settings.snapshot_count, __etcd_data_dir, "
+                  "__etcd_cluster_member.client_port, __etcd_cluster_topology.name] }}")
     assert _evaluate(role_vars, expression, __etcd_cluster="events", **facts) == [
         200000,
         "/var/lib/etcd-events",
