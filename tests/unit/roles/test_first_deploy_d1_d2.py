@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from ansible.plugins.loader import init_plugin_loader
 from ansible.template import Templar
 
 from tests.helpers.ansible_values import trusted
+from tests.helpers.pyimports import load_file
 
 ROOT = Path(__file__).resolve().parents[3]
 GROUPS = {"kube_control_plane": ["cp1", "cp2"], "kube_node": ["cp1", "cp2", "w1", "w2"],
@@ -78,12 +78,8 @@ def _label_plan_groups() -> Any:
 
 
 def _filters() -> Any:
-    path = ROOT / "roles/ascend_components/filter_plugins/ufcctl_ascend.py"
-    spec = importlib.util.spec_from_file_location("ufcctl_ascend_filters_d2", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.FilterModule().filters()
+    plugin = load_file(ROOT / "roles/ascend_components/filter_plugins/ufcctl_ascend.py")
+    return plugin.FilterModule().filters()
 
 
 def test_d2_cluster_phase_labels_only_nodes_that_exist_then() -> None:
@@ -102,11 +98,7 @@ def test_d2_cluster_phase_labels_only_nodes_that_exist_then() -> None:
 
 def test_d2_workers_get_restricted_labels_after_their_join() -> None:
     """kube_node labels, right after the join, what the kubelet may not set itself."""
-    path = ROOT / "roles/kube_node/filter_plugins/ufcctl_kube_node.py"
-    spec = importlib.util.spec_from_file_location("ufcctl_kube_node_filters_d2", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_file(ROOT / "roles/kube_node/filter_plugins/ufcctl_kube_node.py")
     joining = module.ufcctl_kube_node_join({
         "hostvars": {"npu_accelerator_type": "module-910b-8", "npu_tor_id": "tor1"},
         "host_arch": "huawei-arm",

@@ -7,21 +7,18 @@ had the labels; the second contains " labeled" too, which made every rerun of de
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers.pyimports import load_file
+
 MODULE = Path(__file__).resolve().parents[3] / "roles" / "k8s_manifests" / "library" / "ufcctl_kubectl.py"
 
 
 def _module() -> Any:
-    spec = importlib.util.spec_from_file_location("ufcctl_kubectl_label_test", MODULE)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(MODULE)
 
 
 class FakeModule:
