@@ -5,7 +5,7 @@ from __future__ import annotations
 from ufcctl.domain.inventory.model import Host
 from ufcctl.engine.kubectl import Kubectl, find_kubeconfig, find_kubectl
 from ufcctl.errors import EnvironmentMissing
-from ufcctl.rollout.kind import NodeGuard
+from ufcctl.rollout.kind import NodeGuard, RolloutRequest
 
 DRAIN_TIMEOUT = 900  # seconds kubectl drain may wait for pods to leave one node
 NODE_NAME_VAR = "ufc_kube_node_name"  # when the Kubernetes node name differs from the inventory name
@@ -57,3 +57,9 @@ def drain_guard(*, force: bool, dry_run: bool) -> tuple[NodeGuard | None, str]:
         )
     guard = DrainGuard(Kubectl(binary, kubeconfig), force)
     return guard, f"cordon + drain with {kubeconfig} (force={force}); failed nodes stay cordoned"
+
+
+def drain_hooks(request: RolloutRequest) -> tuple[NodeGuard | None, str]:
+    """The gate hooks of a kind that drains: cordon + drain before a node starts, uncordon after it
+    succeeded (upgrade-drivers names it; kind.py does not import this module)."""
+    return drain_guard(force=request.force, dry_run=request.dry_run)

@@ -86,11 +86,9 @@ def no_deadline(options: Mapping[str, Any]) -> float | None:
 GuardFactory = Callable[[RolloutRequest], tuple[NodeGuard | None, str]]
 
 
-def drain_hooks(request: RolloutRequest) -> tuple[NodeGuard | None, str]:
-    """The default gate hooks: cordon + drain before a node starts, uncordon after it succeeded."""
-    from ufcctl.rollout.drain import drain_guard
-
-    return drain_guard(force=request.force, dry_run=request.dry_run)
+def no_guard(request: RolloutRequest) -> tuple[NodeGuard | None, str]:
+    """Nothing around each node (a kind that drains names `drain.drain_hooks` itself)."""
+    return None, "none"
 
 
 @dataclass(frozen=True)
@@ -103,7 +101,7 @@ class RolloutKind:
     extravars: Callable[[Mapping[str, Any]], dict[str, Any]] = no_extravars
     # seconds after which a node with no result is failed as hung (None: never)
     node_deadline: Callable[[Mapping[str, Any]], float | None] = no_deadline
-    hooks: GuardFactory = drain_hooks  # prepare/release around each node, and the report's line
+    hooks: GuardFactory = no_guard  # prepare/release around each node, and the report's line
     # hosts of `group` that are not targets (e.g. control planes that are also kube_node)
     exclude_groups: tuple[str, ...] = ()
     # groups whose hosts go into every chunk's inventory as context, never run on: what the node's

@@ -13,6 +13,7 @@ from typing import Any
 from ufcctl.domain.inventory.model import CONTROL_PLANE, NPU_NODE
 from ufcctl.domain.rollout.summary import RolloutSummary
 from ufcctl.rollout import runs
+from ufcctl.rollout.drain import drain_hooks
 from ufcctl.rollout.executor import RolloutObserver, RunFn
 from ufcctl.rollout.kind import KINDS, RolloutKind, RolloutRequest
 from ufcctl.rollout.runs import Loader, PlanReport
@@ -47,6 +48,7 @@ KIND = KINDS.register(RolloutKind(
     options=("version", "firmware_version", "node_timeout"),
     extravars=_extravars,
     node_deadline=_deadline,
+    hooks=drain_hooks,  # cordon + drain before a node's upgrade, uncordon after it succeeded
     # the control planes beside each chunk (never run on): an upgraded node's NPU health taint is
     # removed through kubectl on the first one (roles/ascend_driver/tasks/admit.yml)
     context_groups=(CONTROL_PLANE,),
