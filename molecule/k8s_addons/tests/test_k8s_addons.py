@@ -42,14 +42,15 @@ def _docs(path: Path) -> list[dict]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
-# The CRDs a role ships (roles/<role>/files/crds) are written beside its manifests and applied first.
-CRDS = {"cni": "cni", "volcano": "volcano"}
+# The components whose role (of the same name) ships CRDs in roles/<role>/files/crds: they are written
+# beside its manifests and applied first.
+SHIPS_CRDS = ("cni", "volcano")
 
 
 def _shipped_crds(component: str) -> list[str]:
-    if component not in CRDS:
+    if component not in SHIPS_CRDS:
         return []
-    crds = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"]) / "roles" / CRDS[component] / "files" / "crds"
+    crds = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"]) / "roles" / component / "files" / "crds"
     return [p.name for p in crds.glob("*.yaml")]
 
 

@@ -14,11 +14,8 @@ import pytest
 
 from tests.helpers.pyimports import load_file
 
-MODULE = Path(__file__).resolve().parents[3] / "roles" / "k8s_manifests" / "library" / "ufcctl_kubectl.py"
-
-
-def _module() -> Any:
-    return load_file(MODULE)
+ROOT = Path(__file__).resolve().parents[3]
+kubectl = load_file(ROOT / "roles" / "k8s_manifests" / "library" / "ufcctl_kubectl.py")
 
 
 class FakeModule:
@@ -45,5 +42,5 @@ class FakeModule:
 ])
 def test_only_calls_that_patched_a_node_count_as_changes(outputs: list[str], changed: bool,
                                                          labelled: int) -> None:
-    result = _module().label(FakeModule(outputs))
+    result = kubectl.label(FakeModule(outputs))
     assert result == {"changed": changed, "labelled": labelled}
