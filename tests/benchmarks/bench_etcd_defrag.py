@@ -30,7 +30,8 @@ from ufcctl.domain.etcd.rule import parse_rule  # noqa: E402
 from ufcctl.domain.etcd.settings import controller_pki_dir  # noqa: E402
 from ufcctl.domain.etcd.topology import etcd_clusters  # noqa: E402
 from ufcctl.engine.etcd_client import ClusterClient, Gateway, TlsFiles  # noqa: E402
-from ufcctl.nodeside.etcd_agent import AgentConfig, DefragRun  # noqa: E402
+from ufcctl.nodeside.etcd_defrag import DefragRun  # noqa: E402
+from ufcctl.nodeside.etcd_defrag_config import AgentConfig  # noqa: E402
 from ufcctl.paths import resolve_inventory, state_dir  # noqa: E402
 
 MiB = 1024 * 1024

@@ -20,7 +20,9 @@ from ufcctl.domain.inventory.model import Inventory
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError, TlsFiles
 from ufcctl.engine.etcd_probe import probe_all
 from ufcctl.errors import InputError, RunFailed
-from ufcctl.nodeside.etcd_agent import AgentConfig, DefragRun, RunReport
+from ufcctl.nodeside.etcd_defrag import DefragRun
+from ufcctl.nodeside.etcd_defrag_config import AgentConfig
+from ufcctl.nodeside.etcd_defrag_result import RunReport
 from ufcctl.paths import state_dir
 
 # Seconds each member has to answer `ufcctl etcd status` (all of its calls together). A healthy

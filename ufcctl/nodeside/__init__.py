@@ -1,7 +1,9 @@
 """Programs that run on the nodes, with the node's own python3 and nothing installed beside it.
 
-Today: the etcd defrag agent (`etcd_agent`, run by the `ufcctl-etcd-defrag@<cluster>` timer) and
-the member probe/join command (`etcd_join`, run by roles/etcd). roles/etcd ships this package and
+Today: the etcd defrag agent's command line (`etcd_agent`, run by the
+`ufcctl-etcd-defrag@<cluster>` timer) over the defrag procedure (`etcd_defrag`, with its settings
+`etcd_defrag_config`, lock `etcd_defrag_lock` and result `etcd_defrag_result`), and the member
+probe/join command (`etcd_join`, run by roles/etcd). roles/etcd ships this package and
 every ufcctl module it imports as one zip (roles/etcd/files/build_agent.py computes that set).
 
 The rule, so the zip runs on a bare interpreter: a module here imports the standard library and,
@@ -15,5 +17,6 @@ from ufcctl, only these modules (each of which imports only the standard library
 - the packages on the way (ufcctl, ufcctl.domain, ufcctl.domain.etcd, ufcctl.engine: docstrings).
 
 tests/unit/test_layers.py enforces it over the whole import closure. The controller uses the same
-code: `ufcctl etcd defrag` (ufcctl/app/etcd_maint.py) runs the agent's procedure from here.
+code: `ufcctl etcd defrag` (ufcctl/app/etcd_maint.py) runs the procedure
+(`etcd_defrag`), never the agent's command line.
 """

@@ -18,7 +18,7 @@ from typing import Any
 
 from ufcctl.domain.etcd.membership import initial_cluster, plan_join
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError
-from ufcctl.nodeside.etcd_agent import load_config
+from ufcctl.nodeside.etcd_defrag_config import load_config
 
 EXIT_REFUSED = 2
 ADD_RETRY_SECONDS = 60.0

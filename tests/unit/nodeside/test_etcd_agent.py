@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.pyimports import import_closure
 from ufcctl.domain.etcd.defrag import Alarm, ClusterView, DefragSettings, LastDefrag, Member, MemberStatus
 from ufcctl.domain.etcd.defrag_metrics import (
     LAST_DURATION,
@@ -19,7 +20,9 @@ from ufcctl.domain.etcd.defrag_metrics import (
 )
 from ufcctl.domain.etcd.rule import parse_rule
 from ufcctl.engine.etcd_client import EtcdError
-from ufcctl.nodeside.etcd_agent import AgentConfig, DefragRun, load_config, main, run_agent
+from ufcctl.nodeside.etcd_agent import main, run_agent
+from ufcctl.nodeside.etcd_defrag import DefragRun
+from ufcctl.nodeside.etcd_defrag_config import AgentConfig, load_config
 
 MiB = 1024 * 1024
 NAMES = ("m1", "m2", "m3")
@@ -596,3 +599,13 @@ def test_load_config_textfile_dir(tmp_path: Path) -> None:
     assert load_config(str(_config(tmp_path, textfile_dir=None))).textfile_dir == ""
     cfg = load_config(str(_config(tmp_path, textfile_dir="/var/lib/prometheus/node-exporter")))
     assert cfg.textfile_dir == "/var/lib/prometheus/node-exporter"
+
+
+def test_the_controller_runs_the_procedure_not_the_agents_command_line() -> None:
+    """`ufcctl etcd defrag` (app/etcd_maint.py) reaches the procedure without importing the agent's
+    command line (argparse main, textfile metrics), directly or through the procedure's modules."""
+    package = Path(__file__).resolve().parents[3] / "ufcctl"
+    closure = import_closure(package, [package / "app" / "etcd_maint.py"])
+    assert "ufcctl.nodeside.etcd_defrag" in closure
+    assert not any(m == "ufcctl.nodeside.etcd_agent" for names in closure.values() for m in names)
+    assert "ufcctl.nodeside.etcd_agent" not in closure

@@ -37,7 +37,7 @@ from ufcctl.lab.layout import (
 )
 from ufcctl.lab.nodes import LABEL_ROLE
 from ufcctl.lab.podman import ContainerInfo
-from ufcctl.nodeside.etcd_agent import MemberOutcome, RunReport, Sizes
+from ufcctl.nodeside.etcd_defrag_result import MemberOutcome, RunReport, Sizes
 from ufcctl.report import output, rollout
 from ufcctl.report.tables import Fitted, share_widths
 from ufcctl.rollout.store import RunRecord

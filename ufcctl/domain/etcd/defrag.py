@@ -2,7 +2,7 @@
 
 Pure functions over snapshots of a cluster (no I/O). The agent on every etcd member and
 `ufcctl etcd defrag` on the controller both decide with these functions; the sequence of
-operations (lock, compaction, defrag, record) lives in ufcctl/nodeside/etcd_agent.py.
+operations (lock, compaction, defrag, record) lives in ufcctl/nodeside/etcd_defrag.py.
 
 Standard library only: this module is shipped to etcd nodes with the agent.
 """
@@ -149,7 +149,7 @@ def lock_key(cluster: str) -> str:
 
 
 def settle_key(cluster: str) -> str:
-    """Written just before a member's rule is evaluated, so its backend commits (see etcd_agent)."""
+    """Written just before a member's rule is evaluated, so its backend commits (see nodeside/etcd_defrag)."""
     return f"{KEY_PREFIX}/{cluster}/settle"
 
 
@@ -203,7 +203,7 @@ def decide(view: ClusterView, name: str, settings: DefragSettings, now: float) -
     variables = rule_variables(status.db_size, status.db_size_in_use, settings.quota_bytes)
     if view.nospace:
         # a defrag is the only way out, and etcd refuses the writes that would let dbSizeInUse show
-        # what the compaction freed (see etcd_agent.settle_compaction): the rule is not consulted
+        # what the compaction freed (see etcd_defrag.settle_compaction): the rule is not consulted
         return Decision(name, True, "NOSPACE alarm: every member is defragmented to recover", variables)
     try:
         wanted = settings.rule.evaluate(variables)
