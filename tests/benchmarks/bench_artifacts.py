@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from ufcctl.domain.inventory.model import Host
-from ufcctl.engine.runner import RunOptions, ansible_binary, render_inventory, run_playbook
+from ufcctl.engine.run_inventory import render_inventory
+from ufcctl.engine.runner import RunOptions, ansible_binary, run_playbook
 
 
 def _tree_size(path: Path) -> tuple[int, int]:

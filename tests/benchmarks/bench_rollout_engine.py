@@ -126,7 +126,7 @@ class SimulatedExecutor:
     def __call__(self, playbook: Path, hosts: list[Any], options: Any, *, run_id: str, observer: Any,
                  cancel: Callable[[], bool] | None = None, env: Mapping[str, str] | None = None) -> Any:
         from ufcctl.engine.gate import GATE_ENV
-        from ufcctl.engine.runner import HostResult, RunResult
+        from ufcctl.engine.run_result import HostResult, RunResult
 
         self.processes += 1
         self.first_launch = self.first_launch or time.monotonic()

@@ -25,7 +25,8 @@ from typing import Any
 from tests.helpers.pyimports import load_file
 from ufcctl.domain.inventory.model import Host
 from ufcctl.engine.gate import GATE_ENV, GateRequest, GateServer
-from ufcctl.engine.runner import HostResult, RunOptions, RunResult
+from ufcctl.engine.run_result import HostResult, RunResult
+from ufcctl.engine.runner import RunOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_MARKER = "Report the node done to the rollout engine"

@@ -26,7 +26,9 @@ from ufcctl.domain.inventory.phases import split_phases
 from ufcctl.domain.rollout.summary import RolloutSummary
 from ufcctl.engine.locks import hold_nodes
 from ufcctl.engine.playbook_tags import SPECIAL_TAGS, playbook_tags, unknown_tags
-from ufcctl.engine.runner import RunObserver, RunOptions, RunResult, new_run_id, run_playbook
+from ufcctl.engine.run_events import RunObserver
+from ufcctl.engine.run_result import RunResult
+from ufcctl.engine.runner import RunOptions, new_run_id, run_playbook
 from ufcctl.errors import InputError, shown
 from ufcctl.paths import ROLES_DIR, playbook
 from ufcctl.rollout.executor import SKIPPED_STEP, RolloutObserver

@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ufcctl.engine.runner import RunResult
+from ufcctl.engine.run_result import RunResult
 from ufcctl.report.tables import Fitted, new_table, table
 
 STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "magenta"}

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeElapsedColumn
 
-from ufcctl.engine.runner import RunResult
+from ufcctl.engine.run_result import RunResult
 from ufcctl.report.live import LiveProgress
 
 

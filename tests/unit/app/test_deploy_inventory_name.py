@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from ufcctl.app import deploy as deploy_app
-from ufcctl.engine.runner import RunOptions, RunResult
+from ufcctl.engine.run_result import RunResult
+from ufcctl.engine.runner import RunOptions
 
 SAMPLE = Path(__file__).resolve().parents[3] / "inventories" / "sample"
 

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from ufcctl.cli.main import cli
-from ufcctl.engine.runner import HostResult, RunResult
+from ufcctl.engine.run_result import HostResult, RunResult
 
 SAMPLE = Path(__file__).resolve().parents[3] / "inventories" / "sample"
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from ufcctl.cli.main import cli
 from ufcctl.engine.locks import hold_nodes
-from ufcctl.engine.runner import HostResult, RunResult
+from ufcctl.engine.run_result import HostResult, RunResult
 
 ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:  # tests.helpers is imported from the repository root

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from ufcctl.domain.inventory.model import Host
-from ufcctl.engine.runner import RunOptions, render_inventory, run_playbook
+from ufcctl.engine.run_inventory import render_inventory
+from ufcctl.engine.runner import RunOptions, run_playbook
 
 PLAYBOOK = """
 - hosts: all

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from ufcctl.domain.inventory.model import Host
-from ufcctl.engine.runner import NO_LOG_MESSAGE, RunOptions, run_playbook
+from ufcctl.engine.run_events import NO_LOG_MESSAGE
+from ufcctl.engine.runner import RunOptions, run_playbook
 
 SECRET = "FAKE-SECRET-7f3a9c"
 

@@ -1,4 +1,4 @@
-"""The event sink of engine/runner.py on synthesised ansible-runner events: which message a host's
+"""The event sink of engine/run_events.py on synthesised ansible-runner events: which message a host's
 failure keeps (summary.json, failures.jsonl and the printed recap all take it from here)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ufcctl.engine.runner import _EventSink
+from ufcctl.engine.run_events import EventSink
 
 REASON = "Failed to connect to the host via ssh: ssh: connect to host n1 port 22: No route to host"
 
@@ -41,7 +41,7 @@ CASES: dict[str, tuple[str, dict[str, Any], str]] = {
 @pytest.mark.parametrize(("kind", "res", "message"), CASES.values(), ids=CASES.keys())
 def test_a_hosts_failure_keeps_the_items_reason(kind: str, res: dict[str, Any], message: str,
                                                 tmp_path: Path) -> None:
-    sink = _EventSink("run-1", tmp_path, None)
+    sink = EventSink("run-1", tmp_path, None)
     sink({"event": "playbook_on_task_start", "event_data": {"task": "install packages"}})
     sink({"event": kind, "event_data": {"host": "n1", "task": "install packages", "res": res}})
     sink.close()

@@ -1,10 +1,10 @@
-"""engine/runner.py's skipped_step(): what counts as a step a role reported SKIPPED."""
+"""engine/run_events.py's skipped_step(): what counts as a step a role reported SKIPPED."""
 
 from __future__ import annotations
 
 import pytest
 
-from ufcctl.engine.runner import skipped_step
+from ufcctl.engine.run_events import skipped_step
 
 
 @pytest.mark.parametrize(

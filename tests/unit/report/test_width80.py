@@ -24,7 +24,7 @@ from ufcctl.domain.inventory.topology import Topology
 from ufcctl.domain.monitoring.health import Alert, EtcdHealth, HealthReport, NpuChip, VipHealth
 from ufcctl.domain.rollout.plan import Batch, Projection, RolloutPlan
 from ufcctl.domain.rollout.summary import NodeOutcome, RolloutSummary
-from ufcctl.engine.runner import HostResult, RunResult
+from ufcctl.engine.run_result import HostResult, RunResult
 from ufcctl.lab import cli as lab_cli
 from ufcctl.lab.lab import LabStatus
 from ufcctl.lab.layout import (

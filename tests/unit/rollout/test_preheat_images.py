@@ -10,7 +10,7 @@ import pytest
 
 from tests.helpers.fake_ansible import FakeAnsible
 from ufcctl.domain.inventory.model import Group, Host, Inventory
-from ufcctl.engine.runner import HostResult, RunResult
+from ufcctl.engine.run_result import HostResult, RunResult
 from ufcctl.errors import InputError, RunFailed
 from ufcctl.rollout.kind import RolloutRequest, registered
 from ufcctl.rollout.kinds import preheat_images
