@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
 from ufcctl.cli.numbers import MAX_NODE_TIMEOUT, MAX_SECONDS, integer, number
 from ufcctl.cli.options import accelerate_option, inventory_option, output_option
 from ufcctl.cli.rollout import fleet_options, order_option, summary_out
-from ufcctl.report.output import human_bytes, print_json
-from ufcctl.report.rollout import RolloutProgress, plan_json, print_plan
+from ufcctl.report.images import PreheatPlan, preheat_plan_json, print_preheat_plan
+from ufcctl.report.output import print_json
+from ufcctl.report.rollout import RolloutProgress
 from ufcctl.rollout.kinds import preheat_images as app
 from ufcctl.rollout.store import StateStore
 
@@ -19,10 +19,6 @@ from ufcctl.rollout.store import StateStore
 # window bounds the controller's forks as for add-nodes.
 DEFAULT_BATCH = 50
 DEFAULT_WINDOW = 2
-# Measured in the lab (molecule/image_preheat): docker-registry 2.8 as a pull-through cache GETs a
-# missing blob twice from its upstream (one stream to the client, one to store it).
-CACHE_MISS_NOTE = ("docker-registry 2.8 pull-through caches fetch each missing blob twice from upstream, "
-                   "so the caches may draw up to twice this")
 
 
 @click.group("images")
@@ -30,35 +26,9 @@ def images() -> None:
     """Container images on the workers."""
 
 
-def _dry_run_json(plan: app.DryRun) -> dict[str, Any]:
-    known = [t.total for t in plan.traffic if t.total is not None]
-    return {**plan_json(plan.report.plan, plan.report.projection, plan.report.targets),
-            "caches_serving": plan.caches.caches, "caches_total": plan.caches.all_caches,
-            "upstream_traffic": [{"image": t.image, "size": t.size, "pulls": t.pulls, "via": t.via,
-                                  "bytes": t.total, "why_unknown": plan.why_unknown.get(t.image)}
-                                 for t in plan.traffic],
-            "upstream_bytes_known": sum(known), "upstream_bytes_complete": len(known) == len(plan.traffic),
-            "note": CACHE_MISS_NOTE if any(t.via == "caches" for t in plan.traffic) else None}
-
-
-def _print_dry_run(plan: app.DryRun) -> None:
-    print_plan(plan.report.plan, plan.report.projection, plan.report.targets)
-    caches = plan.caches
-    click.echo(f"registry caches: {len(caches.caches)} of {caches.all_caches} serve at least one target node"
-               + (" (nodes pull from upstream directly)" if not caches.caches else ""))
-    click.echo("expected upstream traffic (nothing was contacted but the upstreams' manifests):")
-    for row in plan.traffic:
-        unit = "cache(s)" if row.via == "caches" else "node(s), no cache for its registry" \
-            if caches.caches else "node(s)"
-        total = f" = {human_bytes(row.total)}" if row.total is not None else ""
-        why = f" ({plan.why_unknown[row.image]})" if row.image in plan.why_unknown else ""
-        size = "unknown size" if row.size is None else human_bytes(row.size)
-        click.echo(f"  {row.image}: {size}{why} x {row.pulls} {unit}{total}")
-    known = sum(t.total or 0 for t in plan.traffic)
-    missing = sum(1 for t in plan.traffic if t.total is None)
-    click.echo(f"total: {human_bytes(known)}" + (f" + {missing} image(s) of unknown size" if missing else ""))
-    if any(t.via == "caches" for t in plan.traffic):
-        click.echo(f"note: {CACHE_MISS_NOTE}")
+def _preheat_plan(plan: app.DryRun) -> PreheatPlan:
+    return PreheatPlan(plan.report.plan, plan.report.projection, plan.report.targets, plan.caches.caches,
+                       plan.caches.all_caches, plan.traffic, plan.why_unknown)
 
 
 @images.command("preheat")
@@ -94,9 +64,9 @@ def preheat(inventory: Path, image_refs: tuple[str, ...], batch: int, window: in
         with StateStore() as store:
             plan = app.dry_run(request, store, node_seconds=node_seconds)
         if output == "json":
-            print_json(_dry_run_json(plan))
+            print_json(preheat_plan_json(_preheat_plan(plan)))
         else:
-            _print_dry_run(plan)
+            print_preheat_plan(_preheat_plan(plan))
         return
     with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
         summary = app.preheat(request, store, observer=progress, retry_failed=retry_failed)

@@ -22,7 +22,8 @@ from ufcctl.lab.lab import (
 )
 from ufcctl.lab.layout import DEFAULT_LAB, DEFAULT_SUBNET, DEFAULT_WORKERS, LabLayout
 from ufcctl.lab.nodes import LABEL_ROLE
-from ufcctl.report.output import print_json, print_table
+from ufcctl.report.lab import LabContainer, LabNode, print_lab_containers, print_lab_nodes
+from ufcctl.report.output import print_json
 
 
 def _say(message: str) -> None:
@@ -110,13 +111,12 @@ def _print_up(result: UpResult) -> None:
 
 
 def _print_nodes(layout: LabLayout) -> None:
-    rows = [
-        (n.name, n.role, n.ip,
-         *((n.topology.tor_id, n.topology.super_pod_id, n.topology.rack) if n.topology else ("", "", "")))
+    nodes = [
+        LabNode(n.name, n.role, n.ip, n.topology.tor_id, n.topology.super_pod_id, n.topology.rack)
+        if n.topology else LabNode(n.name, n.role, n.ip)
         for n in layout.nodes
     ]
-    columns = ("name", "role", "ip", "tor", "super pod", "rack")
-    print_table(f"lab {layout.lab} (VIP {layout.vip})", columns, rows)
+    print_lab_nodes(layout.lab, layout.vip, nodes)
 
 
 @lab.command("down")
@@ -164,8 +164,8 @@ def _print_status(status: LabStatus) -> None:
     running = sum(1 for c in status.containers if c.state == "running")
     click.echo(f"lab {status.lab!r}: network {status.network} {status.subnet}, "
                f"{running}/{len(status.containers)} running, inventory {status.inventory_dir or '(none)'}")
-    print_table("", ("name", "role", "state", "ip"),
-                [(c.name, c.labels.get(LABEL_ROLE, ""), c.state, c.ip or "") for c in status.containers])
+    print_lab_containers(
+        [LabContainer(c.name, c.labels.get(LABEL_ROLE, ""), c.state, c.ip or "") for c in status.containers])
     mirror = status.npu_mirror
     click.echo(f"NPU emulator: mirror {mirror.name} {mirror.state} on {mirror.ip}" if mirror
                else "NPU emulator: no mirror (`ufcctl lab up` starts it from a source checkout)")
