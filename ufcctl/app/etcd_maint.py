@@ -6,15 +6,17 @@ certificate is the one roles/etcd issued into the controller PKI directory.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from ufcctl.app.inventory import load_inventory
-from ufcctl.domain.etcd.defrag import ClusterView, LastDefrag, health_problems, status_errors
+from ufcctl.domain.etcd.defrag import ClusterView, health_problems, status_errors
+from ufcctl.domain.etcd.defrag_result import RunReport
 from ufcctl.domain.etcd.settings import SettingsError, controller_pki_dir, defrag_config
 from ufcctl.domain.etcd.snapshot import Assembled, EndpointProbe, assemble
+from ufcctl.domain.etcd.status import ClusterStatus, MemberRow, PruneResult
 from ufcctl.domain.etcd.topology import KINDS_BY_NAME, EtcdCluster, etcd_clusters
 from ufcctl.domain.inventory.model import Inventory
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError, TlsFiles
@@ -22,62 +24,12 @@ from ufcctl.engine.etcd_probe import probe_all
 from ufcctl.errors import InputError, RunFailed
 from ufcctl.nodeside.etcd_defrag import DefragRun
 from ufcctl.nodeside.etcd_defrag_config import AgentConfig
-from ufcctl.nodeside.etcd_defrag_result import RunReport
 from ufcctl.paths import state_dir
 
 # Seconds each member has to answer `ufcctl etcd status` (all of its calls together). A healthy
 # member answers in milliseconds; 5 s is generous for a loaded one, and a dead network costs
 # about 5 s in total because every member is asked at once.
 STATUS_TIMEOUT = 5.0
-
-
-@dataclass(frozen=True)
-class MemberRow:
-    member: str
-    endpoint: str
-    health: str  # healthy, or why not
-    leader: bool
-    db_size: int | None
-    db_size_in_use: int | None
-    fragmentation_percent: float | None
-    alarms: tuple[str, ...]
-    last_defrag: LastDefrag | None
-    version: str = ""
-    revision: int | None = None
-
-
-@dataclass(frozen=True)
-class ClusterStatus:
-    cluster: str
-    healthy: bool
-    problems: tuple[str, ...]
-    leader: str | None
-    alarms: tuple[str, ...]
-    members: tuple[MemberRow, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "cluster": self.cluster,
-            "healthy": self.healthy,
-            "problems": list(self.problems),
-            "leader": self.leader,
-            "alarms": list(self.alarms),
-            "members": [
-                {
-                    **{k: v for k, v in m.__dict__.items() if k != "last_defrag"},
-                    "alarms": list(m.alarms),
-                    "last_defrag": None if m.last_defrag is None else m.last_defrag.__dict__,
-                }
-                for m in self.members
-            ],
-        }
-
-
-@dataclass(frozen=True)
-class PruneResult:
-    cluster: str
-    counts: dict[str, int]  # prefix -> keys found
-    deleted: dict[str, int] = field(default_factory=dict)  # prefix -> keys deleted (--yes)
 
 
 @dataclass(frozen=True)
@@ -270,23 +222,3 @@ def etcd_prune(inventory_dir: Path, cluster: str, yes: bool = False) -> PruneRes
     except EtcdError as err:
         raise RunFailed(f"etcd cluster core: {err}", "check `ufcctl etcd status --cluster core`") from err
     return PruneResult("core", counts, deleted)
-
-
-def summarize_reports(reports: Sequence[RunReport]) -> list[tuple[str, str, str, str, str, str]]:
-    """Rows for printing: cluster, member, action, before, after, reason."""
-    rows = []
-    for report in reports:
-        for o in report.outcomes:
-            before = f"{o.before.db_size}/{o.before.db_size_in_use}" if o.before else "-"
-            after = f"{o.after.db_size}/{o.after.db_size_in_use}" if o.after else "-"
-            rows.append(
-                (
-                    report.cluster,
-                    o.member + (" (leader)" if o.leader else ""),
-                    o.action,
-                    before,
-                    after,
-                    o.reason,
-                )
-            )
-    return rows

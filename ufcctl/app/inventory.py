@@ -11,7 +11,8 @@ from ufcctl.domain.inventory.model import Inventory
 from ufcctl.domain.inventory.ranges import compact_host_names
 from ufcctl.domain.inventory.resolve import resolve
 from ufcctl.domain.inventory.sources import Problem
-from ufcctl.domain.inventory.topology import Topology, count_topology
+from ufcctl.domain.inventory.summary import GroupSummary, InventorySummary
+from ufcctl.domain.inventory.topology import count_topology
 from ufcctl.domain.inventory.validate import validate
 from ufcctl.engine.inventory_files import read_inventory_dir
 from ufcctl.errors import InputError
@@ -82,22 +83,6 @@ def load_inventory(path: Path) -> Inventory:
     if not result.valid or result.inventory is None:
         raise result.error()
     return result.inventory
-
-
-@dataclass(frozen=True)
-class GroupSummary:
-    name: str
-    hosts: int  # descendants included
-    members: tuple[str, ...]  # direct hosts in range notation
-    children: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class InventorySummary:
-    path: str
-    hosts: int
-    groups: tuple[GroupSummary, ...]  # in inventory order, `all` and empty `ungrouped` left out
-    topology: Topology
 
 
 def summarize(inv: Inventory) -> InventorySummary:

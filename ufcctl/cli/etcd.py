@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
-from ufcctl.app.etcd_maint import (
-    STATUS_TIMEOUT,
-    ClusterStatus,
-    RunReport,
-    etcd_defrag,
-    etcd_prune,
-    etcd_status,
-    summarize_reports,
-)
+from ufcctl.app.etcd_maint import STATUS_TIMEOUT, etcd_defrag, etcd_prune, etcd_status
 from ufcctl.cli import numbers
 from ufcctl.cli.options import inventory_option, output_option
 from ufcctl.errors import RunFailed
-from ufcctl.report.etcd import StatusProgress
-from ufcctl.report.output import human_bytes, print_json, print_table
+from ufcctl.report.etcd import StatusProgress, print_defrag, print_etcd_status, print_prune
+from ufcctl.report.output import print_json
 
 CLUSTERS = click.Choice(["core", "events", "pods"])
 
@@ -49,36 +39,10 @@ def status(inventory: Path, cluster: str | None, timeout: float, output: str) ->
     if output == "json":
         print_json([c.to_json() for c in clusters])
     else:
-        _print_status(clusters)
+        print_etcd_status(clusters)
     unhealthy = [c.cluster for c in clusters if not c.healthy]
     if unhealthy:
         raise RunFailed(f"unhealthy etcd cluster(s): {', '.join(unhealthy)}", "see the problems listed above")
-
-
-def _print_status(clusters: Sequence[ClusterStatus]) -> None:
-    for c in clusters:
-        state = "healthy" if c.healthy else "UNHEALTHY: " + "; ".join(c.problems)
-        rows = [
-            (
-                m.member,
-                m.health,
-                "yes" if m.leader else "",
-                human_bytes(m.db_size),
-                human_bytes(m.db_size_in_use),
-                "-" if m.fragmentation_percent is None else f"{m.fragmentation_percent:.1f}%",
-                ",".join(m.alarms) or "-",
-                "-"
-                if m.last_defrag is None
-                else f"{human_bytes(m.last_defrag.before)} -> {human_bytes(m.last_defrag.after)}"
-                f" by {m.last_defrag.by}",
-            )
-            for m in c.members
-        ]
-        print_table(
-            f"etcd {c.cluster}: {state}; alarms: {', '.join(c.alarms) or 'none'}",
-            ["member", "health", "leader", "db size", "in use", "frag", "alarms", "last defrag"],
-            rows,
-        )
 
 
 @etcd.command()
@@ -98,21 +62,10 @@ def defrag(inventory: Path, cluster: str | None, dry_run: bool, output: str) -> 
     if output == "json":
         print_json([r.to_json() for r in reports])
     else:
-        _print_defrag(reports, dry_run)
+        print_defrag(reports, dry_run)
     failed = [f"{r.cluster}/{o.member}" for r in reports for o in r.outcomes if o.action == "failed"]
     if failed:
         raise RunFailed(f"defrag failed on {', '.join(failed)}", "see the reasons above; rerun when healthy")
-
-
-def _print_defrag(reports: Sequence[RunReport], dry_run: bool) -> None:
-    print_table(
-        "etcd defrag" + (" (dry run)" if dry_run else ""),
-        ["cluster", "member", "action", "before (size/in use)", "after", "reason"],
-        summarize_reports(reports),
-    )
-    for r in reports:
-        for note in r.notes:
-            click.echo(f"{r.cluster}: {note}")
 
 
 @etcd.command()
@@ -126,13 +79,7 @@ def prune(inventory: Path, cluster: str, yes: bool, output: str) -> None:
     if output == "json":
         print_json({"cluster": result.cluster, "counts": result.counts, "deleted": result.deleted})
         return
-    print_table(
-        f"orphaned keys in etcd {result.cluster}",
-        ["prefix", "keys", "deleted"],
-        [(p, n, result.deleted.get(p, "-" if not yes else 0)) for p, n in result.counts.items()],
-    )
-    if not yes and any(result.counts.values()):
-        click.echo("Nothing deleted; rerun with --yes to delete these keys.", file=sys.stdout)
+    print_prune(result, yes)
 
 
 COMMANDS = [etcd]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 from pathlib import Path
 
 import click
@@ -10,64 +9,9 @@ import click
 from ufcctl.app.health import HEALTH_TIMEOUT, health_report
 from ufcctl.cli import numbers
 from ufcctl.cli.options import inventory_option, output_option
-from ufcctl.domain.monitoring.health import EtcdHealth, HealthReport
 from ufcctl.errors import RunFailed
-from ufcctl.report.output import human_bytes, print_json, print_table
-
-
-def _when(timestamp: float | None) -> str:
-    if timestamp is None:
-        return "-"
-    return datetime.datetime.fromtimestamp(timestamp, datetime.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-
-
-def _etcd_row(e: EtcdHealth) -> tuple[str, ...]:
-    return (
-        e.cluster,
-        f"{e.members_up}/{e.members_total}",
-        e.leader or "-",
-        human_bytes(e.db_size_max),
-        human_bytes(e.quota),
-        "-" if e.quota_percent is None else f"{e.quota_percent:.1f}%",
-        _when(e.last_defrag),
-        e.last_defrag_result or "-",
-        "; ".join(e.problems) or "ok",
-    )
-
-
-def _section(title: str, columns: list[str], rows: list[tuple[str, ...]]) -> None:
-    """A headline with the count (never wrapped, unlike a narrow table's title), then the rows if any."""
-    click.echo(f"{title}: {len(rows) or 'none'}")
-    if rows:
-        print_table("", columns, rows)
-
-
-def _print_text(report: HealthReport) -> None:
-    click.echo(f"asked {report.source}: {'healthy' if report.healthy else 'NOT HEALTHY'}")
-    _section(
-        "Alerts firing",
-        ["alertname", "severity", "labels"],
-        [(a.name, a.severity, ", ".join(f"{k}={v}" for k, v in a.labels) or "-") for a in report.alerts],
-    )
-    _section(
-        "etcd clusters",
-        ["cluster", "up", "leader", "db max", "quota", "used", "last defrag", "result", "problems"],
-        [_etcd_row(e) for e in report.etcd],
-    )
-    _section(
-        "VIP",
-        ["vip", "holders", "state"],
-        [
-            (v.vip, ", ".join(v.holders) or "-", "ok" if len(v.holders) == 1 else "PROBLEM")
-            for v in report.vips
-        ],
-    )
-    _section("Nodes down", ["instance"], [(n,) for n in report.nodes_down])
-    _section(
-        "NPU chips unhealthy", ["instance", "id"], [(c.instance, c.chip) for c in report.npu_unhealthy]
-    )
-    for problem in report.problems:
-        click.echo(f"problem: {problem}")
+from ufcctl.report.health import print_health
+from ufcctl.report.output import print_json
 
 
 @click.command()
@@ -90,7 +34,7 @@ def health(inventory: Path, timeout: float, output: str) -> None:
     if output == "json":
         print_json(report.to_json())
     else:
-        _print_text(report)
+        print_health(report)
     if not report.healthy:
         raise RunFailed(
             f"cluster not healthy: {len(report.alerts)} alert(s) firing, {len(report.problems)} problem(s)",

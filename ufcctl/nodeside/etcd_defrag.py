@@ -28,10 +28,10 @@ from ufcctl.domain.etcd.defrag import (
     move_leader_target,
     settle_key,
 )
+from ufcctl.domain.etcd.defrag_result import MemberOutcome, RunReport, Sizes
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError, Gateway
 from ufcctl.nodeside.etcd_defrag_config import AgentConfig
 from ufcctl.nodeside.etcd_defrag_lock import DefragLock
-from ufcctl.nodeside.etcd_defrag_result import MemberOutcome, RunReport, Sizes
 
 Log = Callable[[str], None]
 

@@ -14,12 +14,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ufcctl.app.etcd_maint import ClusterStatus, MemberRow
-from ufcctl.app.inventory import GroupSummary, InventorySummary
-from ufcctl.cli import etcd as etcd_cli
-from ufcctl.cli import health as health_cli
-from ufcctl.cli import inventory as inventory_cli
 from ufcctl.domain.etcd.defrag import LastDefrag
+from ufcctl.domain.etcd.defrag_result import MemberOutcome, RunReport, Sizes
+from ufcctl.domain.etcd.status import ClusterStatus, MemberRow
+from ufcctl.domain.inventory.summary import GroupSummary, InventorySummary
 from ufcctl.domain.inventory.topology import Topology
 from ufcctl.domain.monitoring.health import Alert, EtcdHealth, HealthReport, NpuChip, VipHealth
 from ufcctl.domain.rollout.plan import Batch, Projection, RolloutPlan
@@ -37,8 +35,10 @@ from ufcctl.lab.layout import (
 )
 from ufcctl.lab.nodes import LABEL_ROLE
 from ufcctl.lab.podman import ContainerInfo
-from ufcctl.nodeside.etcd_defrag_result import MemberOutcome, RunReport, Sizes
 from ufcctl.report import output, rollout
+from ufcctl.report.etcd import print_defrag, print_etcd_status
+from ufcctl.report.health import print_health
+from ufcctl.report.inventory import print_inventory_summary
 from ufcctl.report.tables import Fitted, share_widths
 from ufcctl.rollout.store import RunRecord
 
@@ -81,7 +81,7 @@ def inventory_show() -> None:
             npu_nodes_without={"accelerator_types": 0, "tors": 0, "super_pods": 16, "racks": 0, "slices": 16},
         ),
     )
-    inventory_cli._print_summary(summary)
+    print_inventory_summary(summary)
 
 
 def health() -> None:
@@ -99,7 +99,7 @@ def health() -> None:
         npu_unhealthy=(NpuChip(f"{WK[1]}:8082", "7"),),
         problems=("etcd core: quota used 97.5% of 8.0 GiB",),
     )
-    health_cli._print_text(report)
+    print_health(report)
 
 
 def etcd_status() -> None:
@@ -110,15 +110,15 @@ def etcd_status() -> None:
                   LastDefrag(1714564800.0, 8 * GIB, 3 * GIB, f"ufc-etcd-defrag-agent@{host}"))
         for i, host in enumerate(CP)
     )
-    etcd_cli._print_status([ClusterStatus("core", False, (f"{CP[0]} unreachable", "alarm NOSPACE raised"),
-                                          CP[1], ("NOSPACE",), members)])
+    print_etcd_status([ClusterStatus("core", False, (f"{CP[0]} unreachable", "alarm NOSPACE raised"),
+                                   CP[1], ("NOSPACE",), members)])
 
 
 def etcd_defrag() -> None:
     outcome = MemberOutcome(CP[0], "defragmented", "fragmented 57.1% (4.0 GiB of 7.0 GiB unused), over 50%",
                             True, Sizes(7 * GIB, 3 * GIB), Sizes(3 * GIB, 3 * GIB))
     skipped = MemberOutcome(CP[1], "skipped", "fragmented 2%")
-    etcd_cli._print_defrag([RunReport("core", [outcome, skipped])], True)
+    print_defrag([RunReport("core", [outcome, skipped])], True)
 
 
 def runs() -> None:

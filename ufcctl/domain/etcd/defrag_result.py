@@ -1,7 +1,7 @@
 """What a defrag run did: one outcome per member (action, reason, sizes before and after), the
 compaction, the alarms disarmed, notes; the agent logs it as JSON and the controller prints it.
 
-Runs on the nodes: imports follow the rule in ufcctl/nodeside/__init__.py.
+Pure data, standard library only: shipped to etcd nodes with the agent (ufcctl/nodeside/__init__.py).
 """
 
 from __future__ import annotations
