@@ -3,7 +3,7 @@
 `python3 -m ufcctl.nodeside.etcd_agent --config FILE` reads the config roles/etcd wrote, runs the
 defrag procedure (ufcctl.nodeside.etcd_defrag) on its own member only, logs one line per step and
 the result as JSON on stdout (the journal), and writes the last run as node exporter textfile
-metrics. `--check-rule RULE` validates a rule (the role checks the inventory's with it).
+metrics. `--check-rule RULE` parses a rule and says whether it is valid.
 
 Runs on the nodes: imports follow the rule in ufcctl/nodeside/__init__.py.
 """
