@@ -30,7 +30,7 @@ from ufcctl.engine.runner import RunObserver, RunOptions, RunResult, new_run_id,
 from ufcctl.errors import InputError, shown
 from ufcctl.paths import ROLES_DIR, playbook
 from ufcctl.rollout import runs
-from ufcctl.rollout.executor import SKIPPED_STEP, RolloutObserver
+from ufcctl.rollout.job import SKIPPED_STEP, RolloutObserver
 from ufcctl.rollout.kind import RolloutRequest
 from ufcctl.rollout.kinds import deploy_nodes
 from ufcctl.rollout.store import StateStore

@@ -27,7 +27,8 @@ from ufcctl.engine.locks import hold_nodes
 from ufcctl.engine.runner import RunOptions, mitogen_env, new_run_id, run_playbook
 from ufcctl.errors import InputError, Stopped
 from ufcctl.paths import playbook
-from ufcctl.rollout.executor import RolloutJob, RolloutObserver, RunFn, chunk_forks, execute_rollout
+from ufcctl.rollout.executor import execute_rollout
+from ufcctl.rollout.job import RolloutJob, RolloutObserver, RunFn, chunk_forks
 from ufcctl.rollout.kind import KindRegistry, NodeGuard, RolloutKind, RolloutRequest
 from ufcctl.rollout.planning import plan_for, stored_plan, targets
 from ufcctl.rollout.store import RunRecord, StateStore

@@ -28,7 +28,8 @@ from ufcctl.engine.runner import RunOptions
 from ufcctl.errors import InputError
 from ufcctl.rollout import runs
 from ufcctl.rollout.catalog import KINDS
-from ufcctl.rollout.executor import RolloutJob, execute_rollout
+from ufcctl.rollout.executor import execute_rollout
+from ufcctl.rollout.job import RolloutJob
 from ufcctl.rollout.kind import KindRegistry, RolloutKind, RolloutRequest
 from ufcctl.rollout.store import StateStore
 
