@@ -69,14 +69,10 @@ def _engine_options() -> list[Decorator]:
     ]
 
 
-def fleet_options(*, group: str, batch: int | None = None, window: int = 1, limit: bool = True,
-                  order: bool = False, join_rate: bool = False, engine: bool = False,
-                  accelerate: bool = False) -> Decorator:
-    """The fleet flags (declared once), handed to the command as `fleet: Fleet`: batch, window,
-    budget, canary, alignment; --limit inside `group` (limit), --order, --join-rate, --forks and
-    --chunk-size (engine), --accelerate when asked for. batch None: --batch is required."""
+def _common_options(batch: int | None, window: int) -> list[Decorator]:
+    """The flags every fleet command has: batch, window, budget, canary, alignment."""
     batch_help = "Nodes per batch: the unit of planning, alignment, canary and the budget's floor."
-    options: list[Decorator] = [
+    return [
         click.option("--batch", "-b", type=integer(1, 10000), required=batch is None, default=batch,
                      show_default=batch is not None, help=batch_help),
         click.option("--window", "-w", type=integer(1, 100), default=window, show_default=True,
@@ -90,23 +86,29 @@ def fleet_options(*, group: str, batch: int | None = None, window: int = 1, limi
                      show_default=True, help="Cut batches along ToR switches or super pods "
                                              "(npu_tor_id / npu_super_pod_id)."),
     ]
+
+
+def fleet_options(*, group: str, batch: int | None = None, window: int = 1, limit: bool = True,
+                  order: bool = False, join_rate: bool = False, engine: bool = False,
+                  accelerate: bool = False) -> Decorator:
+    """The fleet flags (declared once), handed to the command as `fleet: Fleet`: batch, window,
+    budget, canary, alignment; --limit inside `group` (limit), --order, --join-rate, --forks and
+    --chunk-size (engine), --accelerate when asked for. batch None: --batch is required."""
+    options = _common_options(batch, window)
     names = {"batch", "window", "max_fail", "canary", "align"}
-    if limit:
-        options.append(click.option("--limit", "-l", default=None,
-                                    help=f"Ansible host pattern inside group {group}."))
-        names.add("limit")
-    if join_rate:
-        options.append(_join_rate_option())
-        names.add("join_rate")
-    if order:
-        options.append(_order_option())
-        names.add("order")
-    if engine:
-        options += _engine_options()
-        names |= {"forks", "chunk_size"}
-    if accelerate:
-        options.append(accelerate_option())
-        names.add("accelerate")
+    limit_option = click.option("--limit", "-l", default=None,
+                                help=f"Ansible host pattern inside group {group}.")
+    optional: list[tuple[bool, list[Decorator], set[str]]] = [
+        (limit, [limit_option], {"limit"}),
+        (join_rate, [_join_rate_option()], {"join_rate"}),
+        (order, [_order_option()], {"order"}),
+        (engine, _engine_options(), {"forks", "chunk_size"}),
+        (accelerate, [accelerate_option()], {"accelerate"}),
+    ]
+    for wanted, more, their_names in optional:
+        if wanted:
+            options += more
+            names |= their_names
 
     def apply(func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)  # keeps the options declared below this decorator (__click_params__)
