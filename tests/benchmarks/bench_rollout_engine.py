@@ -258,7 +258,7 @@ def rollout(order: str, inventory_dir: Path, store: Any, kind: Any, executor: Si
                              order=order)
     with RolloutProgress(Console(file=devnull)) as progress:
         watch = Watch(progress, t0)
-        summary = runs.start(kind, request, store, run_fn=executor, observer=watch, loader=loader)
+        summary = runs.start(kind, request, store, loader(inventory_dir), run_fn=executor, observer=watch)
     wall, used = time.monotonic() - t0, cpu() - c0
     devnull.close()
     nodes = store.nodes(summary.run_id)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +31,9 @@ from ufcctl.engine.run_result import RunResult
 from ufcctl.engine.runner import RunOptions, new_run_id, run_playbook
 from ufcctl.errors import InputError, shown
 from ufcctl.paths import ROLES_DIR, playbook
-from ufcctl.rollout.executor import SKIPPED_STEP, RolloutObserver
+from ufcctl.rollout import runs
+from ufcctl.rollout.job import SKIPPED_STEP, RolloutObserver
+from ufcctl.rollout.kind import RolloutRequest
 from ufcctl.rollout.kinds import deploy_nodes
 from ufcctl.rollout.store import StateStore
 
@@ -87,14 +89,14 @@ def deploy(
     *,
     limit: str | None = None,
     phase: str = "all",
-    fleet: Mapping[str, Any] | None = None,
+    nodes: RolloutRequest | None = None,
     store: StateStore | None = None,
     progress: Callable[[], AbstractContextManager[RunObserver | None]] = nullcontext,
     rollout_progress: Callable[[], AbstractContextManager[RolloutObserver | None]] = nullcontext,
 ) -> DeployResult:
     """Validate the inventory (nothing is touched when it is bad), then run the phases in turn; the node
-    phase starts only when the cluster phase succeeded. `fleet` holds the node phase's settings
-    (deploy_nodes.nodes_request's: batch, window, max_fail, canary, align, rate, order, ...).
+    phase starts only when the cluster phase succeeded. `nodes` is the node phase's rollout request
+    (the command's fleet flags, --limit, --check; ufcctl/cli/fleet.py builds it).
     `progress` and `rollout_progress` make each phase's live display, one at a time."""
     if phase not in PHASES:
         raise InputError(f"--phase {phase!r}: unknown phase", f"use one of: {', '.join(PHASES)}")
@@ -119,15 +121,11 @@ def deploy(
         result.skipped.append("node phase: --tags/--skip-tags select tasks of the cluster phase only")
     elif result.cluster is not None and not result.cluster.succeeded:
         result.skipped.append("node phase: not started, the cluster phase failed")
-    elif store is None:
-        raise ValueError("the node phase needs a state store")
+    elif store is None or nodes is None:
+        raise ValueError("the node phase needs a state store and a rollout request")
     else:
-        request = deploy_nodes.nodes_request(
-            inventory_dir=inventory_dir, limit=limit, dry_run=options.check, accelerate=options.accelerate,
-            **dict(fleet or {}))
         with rollout_progress() as rollout_observer:
-            result.nodes = deploy_nodes.deploy_nodes(request, store, observer=rollout_observer,
-                                                     loader=lambda _: inventory)
+            result.nodes = runs.start(deploy_nodes.KIND, nodes, store, inventory, observer=rollout_observer)
     return result
 
 

@@ -10,15 +10,18 @@ import click
 
 from ufcctl.app.deploy import PHASES, DeployResult, is_lab_inventory
 from ufcctl.app.deploy import deploy as run_deploy
-from ufcctl.cli.numbers import MAX_COUNT, MAX_NODE_TIMEOUT, MAX_SECONDS, integer, number
-from ufcctl.cli.options import accelerate_option, forks_option, inventory_option, output_option
-from ufcctl.cli.rollout import fleet_options, order_option, plan, summary_out
+from ufcctl.app.inventory import load_inventory
+from ufcctl.cli.fleet import Fleet, fleet_options, rollout_request, run_inventory
+from ufcctl.cli.numbers import MAX_NODE_TIMEOUT, MAX_SECONDS, integer, number
+from ufcctl.cli.options import forks_option, inventory_option, output_option
+from ufcctl.cli.rollout import plan, summary_out
 from ufcctl.domain.rollout.pacing import paced_seconds
 from ufcctl.engine.runner import RunOptions
 from ufcctl.errors import InputError, RunFailed
 from ufcctl.report.output import print_json, print_run_summary
 from ufcctl.report.progress import RunProgress
 from ufcctl.report.rollout import RolloutProgress, plan_json, print_plan
+from ufcctl.rollout import planning, runs
 from ufcctl.rollout.kinds import deploy_nodes
 from ufcctl.rollout.store import StateStore
 
@@ -42,30 +45,11 @@ def _filters(limit: str | None, options: RunOptions) -> str:
     return f" ({'; '.join(used)})" if used else ""
 
 
-def _join_rate_option() -> Any:
-    return click.option("--join-rate", type=number(0, MAX_COUNT), default=deploy_nodes.DEFAULT_JOIN_RATE,
-                        show_default=True, help="Workers started per second at most, so joins do not flood "
-                                                "the apiservers (0: no ceiling).")
-
-
-def _node_flags(func: Any) -> Any:
-    """The node phase's own flags (deploy and add-nodes)."""
-    options = [
-        _join_rate_option(),
-        order_option(),
-        click.option("--node-timeout", type=integer(60, MAX_NODE_TIMEOUT),
-                     default=deploy_nodes.DEFAULT_NODE_TIMEOUT, show_default=True,
-                     help="Seconds after which a worker with no result is failed as hung."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
-def _fleet(batch: int, window: int, max_fail: float, canary: int, align: str, join_rate: float, order: str,
-           node_timeout: int) -> dict[str, Any]:
-    return {"batch": batch, "window": window, "max_fail": max_fail, "canary": canary, "align": align,
-            "rate": join_rate or None, "order": order, "node_timeout": node_timeout}
+def _node_timeout_option() -> Any:
+    """The node phase's own --node-timeout (deploy and add-nodes)."""
+    return click.option("--node-timeout", type=integer(60, MAX_NODE_TIMEOUT),
+                        default=deploy_nodes.DEFAULT_NODE_TIMEOUT, show_default=True,
+                        help="Seconds after which a worker with no result is failed as hung.")
 
 
 @click.command()
@@ -78,10 +62,10 @@ def _fleet(batch: int, window: int, max_fail: float, canary: int, align: str, jo
 @click.option("--skip-tags", multiple=True, help="Skip tasks with these tags (cluster phase).")
 @click.option("--check", "-C", is_flag=True, help="Ansible check mode: report what would change.")
 @click.option("--diff", "-D", is_flag=True, help="Show file differences.")
-@fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW, limit=False)
-@_node_flags
+@fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW, limit=False, join_rate=True,
+               order=True, accelerate=True)
+@_node_timeout_option()
 @forks_option()
-@accelerate_option()
 @click.option("-v", "--verbose", count=True, help="Ansible verbosity (repeat for more).")
 @click.option("--allow-skips", is_flag=True,
               help="Exit 0 even when a step a production cluster needs was SKIPPED (no kubectl, no "
@@ -90,21 +74,21 @@ def _fleet(batch: int, window: int, max_fail: float, canary: int, align: str, jo
 @output_option()
 def deploy(
     inventory: Path, limit: str | None, phase: str, tags: tuple[str, ...], skip_tags: tuple[str, ...],
-    check: bool, diff: bool, batch: int, window: int, max_fail: float, canary: int, align: str,
-    join_rate: float, order: str, node_timeout: int, forks: int, accelerate: str | None, verbose: int,
-    allow_skips: bool, output: str,
+    check: bool, diff: bool, fleet: Fleet, node_timeout: int, forks: int, verbose: int, allow_skips: bool,
+    output: str,
 ) -> None:
     """Deploy the stack onto INVENTORY: the cluster phase (playbooks/deploy.yml: etcd, VIP, control
     plane, NFS, add-ons), then the node phase (playbooks/deploy-nodes.yml: every worker joins, through
     the fleet engine: batches, window, failure budget, pacing; `ufcctl resume RUN_ID` after a stop)."""
     options = RunOptions(
         forks=forks, check=check, diff=diff, tags=_split(tags), skip_tags=_split(skip_tags),
-        accelerate=accelerate, verbosity=verbose,
+        accelerate=fleet.accelerate, verbosity=verbose,
     )
-    fleet = _fleet(batch, window, max_fail, canary, align, join_rate, order, node_timeout)
+    nodes = rollout_request(fleet, inventory, limit=limit, dry_run=check,
+                            options=deploy_nodes.nodes_options(node_timeout=node_timeout))
     quiet = output == "json"
     with StateStore() as store:
-        result = run_deploy(inventory, options, limit=limit, phase=phase, fleet=fleet, store=store,
+        result = run_deploy(inventory, options, limit=limit, phase=phase, nodes=nodes, store=store,
                             progress=lambda: RunProgress(quiet=quiet),
                             rollout_progress=lambda: RolloutProgress(quiet=quiet))
     _report(result, limit, options, output)
@@ -173,39 +157,35 @@ def _report(result: DeployResult, limit: str | None, options: RunOptions, output
 @click.option("--check", "-C", is_flag=True, help="Ansible check mode: report what would change.")
 @click.option("--retry-failed", is_flag=True,
               help="A new run over only the nodes that failed or were skipped in the newest node phase.")
-@fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW, limit=False)
-@_node_flags
-@accelerate_option()
+@fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW, limit=False, join_rate=True,
+               order=True, accelerate=True)
+@_node_timeout_option()
 @output_option()
-def add_nodes(inventory: Path, limit: str, check: bool, retry_failed: bool, batch: int, window: int,
-              max_fail: float, canary: int, align: str, join_rate: float, order: str, node_timeout: int,
-              accelerate: str | None, output: str) -> None:
+def add_nodes(inventory: Path, limit: str, check: bool, retry_failed: bool, fleet: Fleet, node_timeout: int,
+              output: str) -> None:
     """Add workers to a running cluster: the node phase of deploy on --limit only, never the cluster plays."""
-    request = deploy_nodes.nodes_request(
-        inventory_dir=inventory, limit=limit, dry_run=check, accelerate=accelerate,
-        **_fleet(batch, window, max_fail, canary, align, join_rate, order, node_timeout))
+    request = rollout_request(fleet, inventory, limit=limit, dry_run=check,
+                              options=deploy_nodes.nodes_options(node_timeout=node_timeout))
     with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
-        summary = deploy_nodes.deploy_nodes(request, store, observer=progress, retry_failed=retry_failed)
+        summary = runs.start(deploy_nodes.KIND, request, store, run_inventory(request), observer=progress,
+                             retry_failed=retry_failed)
     summary_out(summary, output)
 
 
 @plan.command("deploy")
 @inventory_option()
-@fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW)
-@_join_rate_option()
+@fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW, join_rate=True)
 @click.option("--node-seconds", type=number(0.001, MAX_SECONDS), default=None,
               help="Time one worker takes (default: the median of the newest measured node phase).")
 @click.option("--all", "all_rows", is_flag=True, help="List every batch, not only the first 50.")
 @output_option()
-def plan_deploy(inventory: Path, batch: int, window: int, max_fail: float, canary: int, align: str,
-                limit: str | None, join_rate: float, node_seconds: float | None, all_rows: bool,
+def plan_deploy(inventory: Path, fleet: Fleet, node_seconds: float | None, all_rows: bool,
                 output: str) -> None:
     """Print the node phase's batches and projected duration (the cluster phase runs once, before it)."""
-    request = deploy_nodes.nodes_request(inventory_dir=inventory, batch=batch, window=window,
-                                         max_fail=max_fail, canary=canary, align=align, limit=limit,
-                                         rate=join_rate or None)
+    request = rollout_request(fleet, inventory, options=deploy_nodes.nodes_options())
     with StateStore() as store:
-        report = deploy_nodes.plan_nodes(request, store, node_seconds=node_seconds)
+        report = planning.plan(deploy_nodes.KIND, request, store, load_inventory(request.inventory_dir),
+                               node_seconds=node_seconds)
     pacing = paced_seconds(report.targets, request.rate)
     if output == "json":
         print_json({**plan_json(report.plan, report.projection, report.targets),

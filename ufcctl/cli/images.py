@@ -6,12 +6,15 @@ from pathlib import Path
 
 import click
 
+from ufcctl.app.inventory import load_inventory
+from ufcctl.cli.fleet import Fleet, fleet_options, rollout_request, run_inventory
 from ufcctl.cli.numbers import MAX_NODE_TIMEOUT, MAX_SECONDS, integer, number
-from ufcctl.cli.options import accelerate_option, inventory_option, output_option
-from ufcctl.cli.rollout import fleet_options, order_option, summary_out
+from ufcctl.cli.options import inventory_option, output_option
+from ufcctl.cli.rollout import summary_out
 from ufcctl.report.images import PreheatPlan, preheat_plan_json, print_preheat_plan
 from ufcctl.report.output import print_json
 from ufcctl.report.rollout import RolloutProgress
+from ufcctl.rollout import runs
 from ufcctl.rollout.kinds import preheat_images as app
 from ufcctl.rollout.store import StateStore
 
@@ -34,7 +37,7 @@ def _preheat_plan(plan: app.DryRun) -> PreheatPlan:
 @images.command("preheat")
 @inventory_option()
 @click.argument("image_refs", metavar="IMAGE...", nargs=-1)
-@fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW)
+@fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW, order=True, accelerate=True)
 @click.option("--dry-run", is_flag=True,
               help="Print the batches and the expected upstream traffic; contact no node or cache.")
 @click.option("--node-seconds", type=number(0.001, MAX_SECONDS), default=None,
@@ -44,32 +47,29 @@ def _preheat_plan(plan: app.DryRun) -> PreheatPlan:
 @click.option("--node-timeout", type=integer(60, MAX_NODE_TIMEOUT), default=app.DEFAULT_NODE_TIMEOUT,
               show_default=True,
               help="Seconds after which a node (and one pull on it) is failed as hung.")
-@order_option()
-@accelerate_option()
 @output_option()
-def preheat(inventory: Path, image_refs: tuple[str, ...], batch: int, window: int, max_fail: float,
-            canary: int, align: str, limit: str | None, dry_run: bool, node_seconds: float | None,
-            retry_failed: bool, node_timeout: int, order: str, accelerate: str | None, output: str) -> None:
+def preheat(inventory: Path, image_refs: tuple[str, ...], fleet: Fleet, dry_run: bool,
+            node_seconds: float | None, retry_failed: bool, node_timeout: int, output: str) -> None:
     """Pull IMAGE... into containerd (k8s.io) on the workers of INVENTORY, registry caches first.
 
     The caches serving the targets fetch each image once from upstream; then up to WINDOW x BATCH
     workers pull through their mirrors (ToR cache, super pod cache, upstream). `ufcctl resume RUN_ID`
     continues a stopped run without redoing finished nodes.
     """
-    request = app.preheat_request(
-        images=image_refs, inventory_dir=inventory, batch=batch, window=window, max_fail=max_fail,
-        canary=canary, align=align, limit=limit, order=order, accelerate=accelerate,
-        node_timeout=node_timeout)
+    request = rollout_request(fleet, inventory,
+                              options=app.preheat_options(images=image_refs, node_timeout=node_timeout))
     if dry_run:
         with StateStore() as store:
-            plan = app.dry_run(request, store, node_seconds=node_seconds)
+            plan = app.dry_run(request, store, load_inventory(request.inventory_dir),
+                               node_seconds=node_seconds)
         if output == "json":
             print_json(preheat_plan_json(_preheat_plan(plan)))
         else:
             print_preheat_plan(_preheat_plan(plan))
         return
     with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
-        summary = app.preheat(request, store, observer=progress, retry_failed=retry_failed)
+        summary = runs.start(app.KIND, request, store, run_inventory(request), observer=progress,
+                             retry_failed=retry_failed)
     summary_out(summary, output)
 
 

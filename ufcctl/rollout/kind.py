@@ -2,8 +2,8 @@
 
 Everything else (plan, start order, window, budget, canary, topology alignment, state, resume,
 --retry-failed, the node lock) is the engine's and the same for every kind (`runs.py`,
-`executor.py`). A kind is registered once by name; a stored run names its kind, so `ufcctl resume`
-finds the kind again from the run alone.
+`executor.py`). Every kind this ufcctl ships is listed once, in `catalog.py`; a stored run names its
+kind, so `ufcctl resume` finds the kind again from the run alone.
 
 A kind's playbook must start its play with the rollout gate and run `strategy: host_pinned`
 (playbooks/tasks/rollout-gate.yml says how; tests/unit/rollout/test_kinds.py checks every
@@ -14,7 +14,7 @@ what marks a node done.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -119,8 +119,10 @@ class RolloutKind:
 class KindRegistry:
     """Kinds by name; a second kind under a taken name is refused."""
 
-    def __init__(self) -> None:
+    def __init__(self, kinds: Iterable[RolloutKind] = ()) -> None:
         self._kinds: dict[str, RolloutKind] = {}
+        for kind in kinds:
+            self.register(kind)
 
     def register(self, kind: RolloutKind) -> RolloutKind:
         if kind.name in self._kinds:
@@ -137,12 +139,3 @@ class KindRegistry:
     def __iter__(self) -> Iterator[RolloutKind]:
         return iter(list(self._kinds.values()))
 
-
-KINDS = KindRegistry()
-
-
-def registered() -> KindRegistry:
-    """The registry with every kind this ufcctl ships (importing the kinds registers them)."""
-    import ufcctl.rollout.kinds  # noqa: F401
-
-    return KINDS

@@ -1,9 +1,10 @@
-"""Use cases every kind of rollout shares: plan, start, resume, --retry-failed, summaries, the run list.
+"""Use cases every kind of rollout shares: start, resume, --retry-failed, summaries, the run list.
 
 A kind (kind.py) says what a node's work is; this module does the rest the same way for all of
-them: targets (the kind's group, narrowed by --limit), the batch plan (canary, ToR/super-pod
-alignment), the start order (longest expected first, from durations stored by earlier runs), the
-failure budget, the node lock, the run store, and resuming a stored run by the kind it names.
+them, on the targets and batch plan of `planning.py`: the start order (longest expected first, from
+durations stored by earlier runs), the failure budget, the node lock, the run store, and resuming a
+stored run by the kind it names. The caller loads the inventory (`start`) or says how (`resume`'s
+loader), so this package never imports the app layer.
 """
 
 from __future__ import annotations
@@ -11,113 +12,35 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ufcctl.domain.inventory.model import Host, Inventory
-from ufcctl.domain.inventory.patterns import PatternError, select_hosts
 from ufcctl.domain.rollout.budget import FailureBudget
-from ufcctl.domain.rollout.order import ORDERS, start_order
-from ufcctl.domain.rollout.plan import (
-    ALIGN_VARS,
-    Batch,
-    NodeRef,
-    PlanError,
-    Projection,
-    RolloutPlan,
-    plan_batches,
-    project,
-)
+from ufcctl.domain.rollout.order import start_order
+from ufcctl.domain.rollout.plan import RolloutPlan
 from ufcctl.domain.rollout.states import DONE, FAILED, PENDING, RUNNING, SKIPPED, run_outcome
 from ufcctl.domain.rollout.summary import NodeOutcome, RolloutSummary
 from ufcctl.engine.inventory_files import fingerprint
 from ufcctl.engine.locks import hold_nodes
 from ufcctl.engine.runner import RunOptions, mitogen_env, new_run_id, run_playbook
-from ufcctl.errors import InputError, Stopped, shown
+from ufcctl.errors import InputError, Stopped
 from ufcctl.paths import playbook
-from ufcctl.rollout.executor import RolloutJob, RolloutObserver, RunFn, chunk_forks, execute_rollout
-from ufcctl.rollout.kind import KindRegistry, NodeGuard, RolloutKind, RolloutRequest, registered
+from ufcctl.rollout.executor import execute_rollout
+from ufcctl.rollout.job import RolloutJob, RolloutObserver, RunFn, chunk_forks
+from ufcctl.rollout.kind import KindRegistry, NodeGuard, RolloutKind, RolloutRequest
+from ufcctl.rollout.planning import plan_for, stored_plan, targets
 from ufcctl.rollout.store import RunRecord, StateStore
 
+# How `resume` reads the inventory a run recorded (ufcctl.app.inventory.load_inventory; tests pass
+# their own): the caller's, so this package never imports the app layer.
 Loader = Callable[[Path], Inventory]
 # A rollout play's strategy is `{{ ufc_rollout_strategy | default('host_pinned') }}`
 # (playbooks/upgrade-drivers.yml): with --accelerate mitogen it is Mitogen's host_pinned, whose
 # plugin directory the runner adds.
 STRATEGY_VAR = "ufc_rollout_strategy"
 MITOGEN_STRATEGY = "mitogen_host_pinned"
-
-
-@dataclass(frozen=True)
-class PlanReport:
-    plan: RolloutPlan
-    projection: Projection | None
-    targets: int
-    measured: int = 0  # targets with a duration recorded by an earlier run (the start order uses them)
-
-
-def load(loader: Loader | None, path: Path) -> Inventory:
-    if loader is None:
-        from ufcctl.app.inventory import load_inventory
-
-        loader = load_inventory
-    return loader(path)
-
-
-def targets(kind: RolloutKind, inventory: Inventory, request: RolloutRequest) -> list[Host]:
-    """The kind's group, narrowed by --limit when given, in inventory order."""
-    excluded = {h for g in kind.exclude_groups for h in inventory.group_hosts(g)}
-    members = [h for h in inventory.group_hosts(kind.group) if h not in excluded]
-    if not members:
-        raise InputError(f"{request.inventory_dir}: group {kind.group} has no hosts",
-                         f"put the nodes for {kind.name} in group {kind.group} (see inventories/sample)")
-    names = members
-    if request.limit is not None:
-        try:
-            limited = set(select_hosts(inventory, request.limit))
-        except PatternError as err:
-            raise InputError(f"--limit {shown(request.limit)}: {err}",
-                             "use host names, group names, globs, ! and &") from err
-        names = [h for h in members if h in limited]
-        if not names:
-            raise InputError(f"--limit {shown(request.limit)} selects no host of group {kind.group}")
-    return inventory.subset(names)
-
-
-def _plan(hosts: Sequence[Host], request: RolloutRequest) -> RolloutPlan:
-    if request.order not in ORDERS:
-        raise InputError(f"--order {request.order!r}: unknown order", f"use one of: {', '.join(ORDERS)}")
-    if request.chunk_size < 1:
-        raise InputError(f"chunk size {request.chunk_size} must be at least 1")
-    var = ALIGN_VARS.get(request.align)
-    nodes = [NodeRef(h.name, None if var is None or h.vars.get(var) is None else str(h.vars[var]))
-             for h in hosts]
-    try:
-        return plan_batches(nodes, batch_size=request.batch, canary=request.canary, align=request.align,
-                            window=request.window)
-    except PlanError as err:
-        raise InputError(f"{request.inventory_dir}: {err}") from err
-
-
-def plan(kind: RolloutKind, request: RolloutRequest, store: StateStore, *, node_seconds: float | None = None,
-         loader: Loader | None = None) -> PlanReport:
-    """Batches and projected duration; reads the inventory and the state store, touches nothing."""
-    hosts = targets(kind, load(loader, request.inventory_dir), request)
-    rollout_plan = _plan(hosts, request)
-    projection = None
-    if node_seconds is not None:
-        projection = project(rollout_plan, node_seconds, "--node-seconds")
-    else:
-        # newest first; dry runs install nothing, so they measure nothing
-        for record in store.runs(kind.name):
-            seconds = None if record.params.get("dry_run") else store.median_node_seconds(record.run_id)
-            if seconds is not None:
-                projection = project(rollout_plan, seconds, f"median node time of run {record.run_id}")
-                break
-    known, _ = store.node_durations(kind.name)
-    measured = sum(1 for h in hosts if h.name in known)
-    return PlanReport(rollout_plan, projection, len(hosts), measured)
 
 
 def _check_accelerate(request: RolloutRequest) -> None:
@@ -182,18 +105,18 @@ def _execute(kind: RolloutKind, run_id: str, request: RolloutRequest, inventory:
     return summarize(store, run_id, seconds=time.monotonic() - started)
 
 
-def start(kind: RolloutKind, request: RolloutRequest, store: StateStore, *, run_fn: RunFn | None = None,
-          observer: RolloutObserver | None = None, loader: Loader | None = None,
+def start(kind: RolloutKind, request: RolloutRequest, store: StateStore, inventory: Inventory, *,
+          run_fn: RunFn | None = None, observer: RolloutObserver | None = None,
           retry_failed: bool = False) -> RolloutSummary:
-    """A new rollout of `kind` (or, with retry_failed, over the newest run's failed and skipped nodes)."""
+    """A new rollout of `kind` over `inventory` (loaded by the caller from request.inventory_dir), or,
+    with retry_failed, over the newest run's failed and skipped nodes."""
     # absolute: `ufcctl resume` from another directory reads the same inventory
     request = dataclasses.replace(request, inventory_dir=_absolute(request.inventory_dir))
     inventory_hash = fingerprint(request.inventory_dir)
-    inventory = load(loader, request.inventory_dir)
     hosts = targets(kind, inventory, request)
     if retry_failed:
         hosts = _previous_failures(kind, store, request, hosts)
-    rollout_plan = _plan(hosts, request)
+    rollout_plan = plan_for(hosts, request)
     _check_accelerate(request)
     hooks = kind.hooks(request)  # before anything is written: kubectl missing is refused here
     run_id = new_run_id(kind.name)
@@ -267,24 +190,25 @@ def _inventory_check(record: RunRecord, inventory_dir: Path, accept_change: bool
         f"skipped), then `ufcctl resume {record.run_id} --accept-inventory-change`; or start a new run")
 
 
-def resume(run_id: str, store: StateStore, *, retry_failed: bool = False, run_fn: RunFn | None = None,
-           observer: RolloutObserver | None = None, loader: Loader | None = None,
-           kinds: KindRegistry | None = None, accept_inventory_change: bool = False) -> RolloutSummary:
+def resume(run_id: str, store: StateStore, *, kinds: KindRegistry, loader: Loader, retry_failed: bool = False,
+           run_fn: RunFn | None = None, observer: RolloutObserver | None = None,
+           accept_inventory_change: bool = False) -> RolloutSummary:
     """Continue a run of any kind after a crash, a Ctrl-C or a budget stop; done nodes are never redone.
 
-    Refused when the inventory's files changed since the run began, unless accept_inventory_change.
+    The run's kind is found by name in `kinds` (the commands pass `catalog.KINDS`); `loader` reads the
+    inventory the run recorded. Refused when the inventory's files changed since the run began,
+    unless accept_inventory_change.
     """
     record = _record(store, run_id)
-    registry = kinds or registered()
-    kind = registry.get(record.kind)
+    kind = kinds.get(record.kind)
     if kind is None:
         raise InputError(f"run {run_id} is a {record.kind!r} rollout, a kind this ufcctl does not know",
                          "resume it with the ufcctl that started it; known kinds: "
-                         f"{', '.join(registry.names())}")
+                         f"{', '.join(kinds.names())}")
     request = RolloutRequest.from_params(record.params, kind)
     request = dataclasses.replace(request, inventory_dir=_absolute(request.inventory_dir))
     inventory_hash = _inventory_check(record, request.inventory_dir, accept_inventory_change)
-    inventory = load(loader, request.inventory_dir)
+    inventory = loader(request.inventory_dir)
     _check_accelerate(request)
     hooks = kind.hooks(request)
     again = (RUNNING, FAILED, SKIPPED) if retry_failed else (RUNNING,)
@@ -311,19 +235,6 @@ def _record(store: StateStore, run_id: str) -> RunRecord:
     if record is None:
         raise InputError(f"no run {run_id} in {store.path}", "list runs with `ufcctl runs`")
     return record
-
-
-def stored_plan(record: RunRecord, store: StateStore) -> RolloutPlan:
-    """The plan exactly as the run recorded it (the inventory may have changed since)."""
-    batches: dict[int, list[str]] = {}
-    for node in store.nodes(record.run_id):
-        batches.setdefault(node.batch, []).append(node.host)
-    canary = int(record.params.get("canary", 0))
-    return RolloutPlan(
-        tuple(Batch(i, tuple(hosts), canary=bool(canary) and i == 0) for i, hosts in sorted(batches.items())),
-        batch_size=int(record.params["batch"]), window=int(record.params.get("window", 1)),
-        canary=canary, align=str(record.params.get("align", "none")),
-    )
 
 
 def summarize(store: StateStore, run_id: str, seconds: float | None = None) -> RolloutSummary:

@@ -9,6 +9,7 @@ import pytest
 from ufcctl.app import deploy as deploy_app
 from ufcctl.engine.run_result import RunResult
 from ufcctl.engine.runner import RunOptions
+from ufcctl.rollout.kind import RolloutRequest
 
 SAMPLE = Path(__file__).resolve().parents[3] / "inventories" / "sample"
 
@@ -46,9 +47,10 @@ def test_deploy_runs_the_cluster_phase_on_cluster_hosts_then_the_workers_on_the_
         return RunResult("r", pb.name, "successful", 0, {}, tmp_path, 0.1)
 
     monkeypatch.setattr(deploy_app, "run_playbook", cluster)
-    monkeypatch.setattr(deploy_app.deploy_nodes, "deploy_nodes",
-                        lambda req, store, **kw: seen.update(request=req) or "nodes")
-    result = deploy_app.deploy(SAMPLE, RunOptions(), fleet={"batch": 8, "rate": 5.0}, store=object())
+    monkeypatch.setattr(deploy_app.runs, "start",
+                        lambda kind, req, store, inventory, **kw: seen.update(request=req) or "nodes")
+    result = deploy_app.deploy(SAMPLE, RunOptions(), nodes=RolloutRequest(SAMPLE, batch=8, rate=5.0),
+                               store=object())
     contacted = seen["limit"].split(",")
     assert "npu001" in seen["hosts"] and "npu001" not in contacted and "cp1" in contacted
     assert result.nodes == "nodes" and seen["request"].batch == 8 and seen["request"].rate == 5.0
@@ -60,7 +62,7 @@ def test_a_failed_cluster_phase_starts_no_worker(monkeypatch, tmp_path: Path) ->
     monkeypatch.setattr(deploy_app, "run_playbook",
                         lambda pb, hosts, options, run_id=None, observer=None:
                         RunResult("r", pb.name, "failed", 2, {}, tmp_path, 0.1))
-    monkeypatch.setattr(deploy_app.deploy_nodes, "deploy_nodes",
+    monkeypatch.setattr(deploy_app.runs, "start",
                         lambda *a, **kw: pytest.fail("the node phase must not start"))
-    result = deploy_app.deploy(SAMPLE, RunOptions(), fleet={"batch": 8}, store=object())
+    result = deploy_app.deploy(SAMPLE, RunOptions(), nodes=RolloutRequest(SAMPLE, batch=8), store=object())
     assert result.nodes is None and result.skipped == ["node phase: not started, the cluster phase failed"]

@@ -14,6 +14,7 @@ from ufcctl.domain.inventory.model import Group, Host, Inventory
 from ufcctl.engine.run_result import HostResult, RunResult
 from ufcctl.errors import RunFailed
 from ufcctl.rollout import runs
+from ufcctl.rollout.catalog import KINDS
 from ufcctl.rollout.kind import RolloutRequest
 from ufcctl.rollout.kinds import deploy_nodes
 from ufcctl.rollout.store import StateStore
@@ -30,7 +31,9 @@ def cluster(workers: int, control_planes: int = 1) -> Inventory:
 
 
 def request(**kw: Any) -> RolloutRequest:
-    return deploy_nodes.nodes_request(**{"inventory_dir": Path("/inv"), "batch": 2, "window": 4, **kw})
+    own = {k: kw.pop(k) for k in ("node_timeout",) if k in kw}
+    return RolloutRequest(**{"inventory_dir": Path("/inv"), "batch": 2, "window": 4, **kw},
+                          options=deploy_nodes.nodes_options(**own))
 
 
 @pytest.fixture()
@@ -51,7 +54,7 @@ def test_control_planes_are_never_joined_as_workers_and_the_token_is_made_once(
         store: StateStore, tokens: list[list[str]]) -> None:
     inv = cluster(5)
     fake = FakeAnsible()
-    summary = deploy_nodes.deploy_nodes(request(), store, run_fn=fake, loader=lambda _p: inv)
+    summary = runs.start(deploy_nodes.KIND, request(), store, inv, run_fn=fake)
     assert summary.status == "done" and sorted(fake.starts) == [f"w{i:02d}" for i in range(5)]
     assert tokens == [["join-token.yml", "cp1"]]  # only the first control plane, once
     assert summary.steps["prepare"] == "join token from cp1: ok"
@@ -65,8 +68,7 @@ def test_control_planes_are_never_joined_as_workers_and_the_token_is_made_once(
 def test_admissions_are_paced_to_the_join_rate(store: StateStore, tokens: list[list[str]]) -> None:
     inv = cluster(6)
     fake = FakeAnsible()
-    summary = deploy_nodes.deploy_nodes(request(rate=20.0, batch=6, window=1), store, run_fn=fake,
-                                        loader=lambda _p: inv)
+    summary = runs.start(deploy_nodes.KIND, request(rate=20.0, batch=6, window=1), store, inv, run_fn=fake)
     assert summary.status == "done"
     started = sorted(n.started for n in store.nodes(summary.run_id) if n.started is not None)
     assert len(started) == 6
@@ -77,8 +79,7 @@ def test_admissions_are_paced_to_the_join_rate(store: StateStore, tokens: list[l
 
 
 def test_without_a_rate_nothing_is_held_back(store: StateStore, tokens: list[list[str]]) -> None:
-    summary = deploy_nodes.deploy_nodes(request(rate=None), store, run_fn=FakeAnsible(),
-                                        loader=lambda _p: cluster(4))
+    summary = runs.start(deploy_nodes.KIND, request(rate=None), store, cluster(4), run_fn=FakeAnsible())
     assert summary.status == "done" and store.run(summary.run_id).params["rate"] is None
 
 
@@ -99,11 +100,11 @@ def test_a_failed_token_step_touches_no_worker_and_resume_asks_again(
     monkeypatch.setattr(deploy_nodes, "run_playbook", run)
     fake = FakeAnsible()
     with pytest.raises(RunFailed, match="join token on cp1: failed: kubeadm token create: connection"):
-        deploy_nodes.deploy_nodes(request(), store, run_fn=fake, loader=lambda _p: inv)
+        runs.start(deploy_nodes.KIND, request(), store, inv, run_fn=fake)
     assert fake.calls == []  # no worker's process was started
     record = store.runs("deploy-nodes")[0]
     assert record.status == "failed" and "before any node" in (record.message or "")
-    resumed = runs.resume(record.run_id, store, run_fn=fake, loader=lambda _p: inv)
+    resumed = runs.resume(record.run_id, store, kinds=KINDS, run_fn=fake, loader=lambda _p: inv)
     assert resumed.status == "done" and calls == ["failed", "successful"]
     assert sorted(fake.starts) == ["w00", "w01", "w02"]
 
@@ -111,7 +112,7 @@ def test_a_failed_token_step_touches_no_worker_and_resume_asks_again(
 def test_no_control_plane_means_no_token_and_says_so(store: StateStore) -> None:
     inv = cluster(2, control_planes=0)
     inv = dataclasses.replace(inv, groups={"kube_node": inv.groups["kube_node"]})
-    summary = deploy_nodes.deploy_nodes(request(), store, run_fn=FakeAnsible(), loader=lambda _p: inv)
+    summary = runs.start(deploy_nodes.KIND, request(), store, inv, run_fn=FakeAnsible())
     assert summary.status == "done"
     assert summary.steps["prepare"].startswith("no join token: group kube_control_plane has no hosts")
 
@@ -124,7 +125,7 @@ def test_the_registry_cache_index_is_computed_once_for_the_fleet(store: StateSto
     groups = {**inv.groups, "registry_cache": Group("registry_cache", hosts=("cache1",))}
     inv = dataclasses.replace(inv, hosts={**inv.hosts, "cache1": cache}, groups=groups)
     fake = FakeAnsible()
-    summary = deploy_nodes.deploy_nodes(request(), store, run_fn=fake, loader=lambda _p: inv)
+    summary = runs.start(deploy_nodes.KIND, request(), store, inv, run_fn=fake)
     assert summary.status == "done"
     options = fake.calls[0][2]
     assert options.extravars == {"registry_cache_index": {"tor/4": ["10.0.0.9"]}}
@@ -140,7 +141,7 @@ def test_steps_a_node_reported_skipped_are_recorded_per_task(
     inv = cluster(4)
     skip = "kubeadm join SKIPPED on w01: no valid join token"
     fake = FakeAnsible({"w01": Behaviour(skipped=skip), "w03": Behaviour(skipped=skip)})
-    summary = deploy_nodes.deploy_nodes(request(), store, run_fn=fake, loader=lambda _p: inv)
+    summary = runs.start(deploy_nodes.KIND, request(), store, inv, run_fn=fake)
     assert summary.status == "done"
     step = summary.steps[f"SKIPPED: {SKIP_TASK}"]
     assert step.startswith("2 node(s); e.g. w0") and skip in step

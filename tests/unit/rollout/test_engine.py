@@ -27,8 +27,10 @@ from ufcctl.domain.rollout.plan import NodeRef, plan_batches
 from ufcctl.engine.runner import RunOptions
 from ufcctl.errors import InputError
 from ufcctl.rollout import runs
-from ufcctl.rollout.executor import RolloutJob, execute_rollout
-from ufcctl.rollout.kind import KINDS, KindRegistry, RolloutKind, RolloutRequest, registered
+from ufcctl.rollout.catalog import KINDS
+from ufcctl.rollout.executor import execute_rollout
+from ufcctl.rollout.job import RolloutJob
+from ufcctl.rollout.kind import KindRegistry, RolloutKind, RolloutRequest
 from ufcctl.rollout.store import StateStore
 
 MARKER = "Report the node done to the rollout engine"
@@ -41,7 +43,7 @@ def inventory(n: int, group: str = "npu_node") -> Inventory:
 
 
 def upgrade_kind() -> RolloutKind:
-    kind = registered().get("upgrade-drivers")
+    kind = KINDS.get("upgrade-drivers")
     assert kind is not None
     return kind
 
@@ -49,7 +51,7 @@ def upgrade_kind() -> RolloutKind:
 def start(store: StateStore, fake: FakeAnsible, n: int, kind: RolloutKind | None = None, **kw: Any):
     inv = inventory(n, (kind or upgrade_kind()).group)
     request = RolloutRequest(**{"inventory_dir": Path("/inv"), "batch": 2, **kw})
-    return runs.start(kind or upgrade_kind(), request, store, run_fn=fake, loader=lambda _p: inv)
+    return runs.start(kind or upgrade_kind(), request, store, inv, run_fn=fake)
 
 
 # -- processes ----------------------------------------------------------------------------------
@@ -218,7 +220,8 @@ from pathlib import Path
 from tests.helpers.fake_ansible import Behaviour, FakeAnsible
 from ufcctl.domain.inventory.model import Group, Host, Inventory
 from ufcctl.rollout import runs
-from ufcctl.rollout.kind import RolloutRequest, registered
+from ufcctl.rollout.catalog import KINDS
+from ufcctl.rollout.kind import RolloutRequest
 from ufcctl.rollout.store import StateStore
 
 # As under a terminal: a job started in the background by a non-interactive shell inherits SIGINT
@@ -238,8 +241,8 @@ hold = threading.Event()  # never set: nodes in flight stay in flight until thei
 fake = FakeAnsible({h: Behaviour(hold=hold) for h in hosts})
 store = StateStore(Path(sys.argv[1]))
 try:
-    runs.start(registered().get("upgrade-drivers"), RolloutRequest(inventory_dir=Path("/inv"), batch=4),
-               store, run_fn=fake, loader=lambda _p: inv, observer=Progress())
+    runs.start(KINDS.get("upgrade-drivers"), RolloutRequest(inventory_dir=Path("/inv"), batch=4),
+               store, inv, run_fn=fake, observer=Progress())
 except KeyboardInterrupt:
     print(json.dumps({"running": fake.running, "starts": fake.starts}), flush=True)
     sys.exit(130)
@@ -289,7 +292,7 @@ def test_ctrl_c_cancels_the_processes_and_resume_finishes_every_node_once(store:
     assert {h for h, n in nodes.items() if n.attempts} == set(report["starts"])
     again = FakeAnsible()
     handler = signal.getsignal(signal.SIGINT)
-    summary = runs.resume(run_id, store, run_fn=again, loader=lambda _p: inventory(8))
+    summary = runs.resume(run_id, store, kinds=KINDS, run_fn=again, loader=lambda _p: inventory(8))
     assert summary.status == "done" and again.starts == {f"w{i:02d}": 1 for i in range(8)}
     assert signal.getsignal(signal.SIGINT) is handler  # the engine put back the handler it replaced
 
@@ -371,7 +374,7 @@ def test_a_second_kind_runs_and_resumes_by_the_stored_runs_kind(store: StateStor
     inv = inventory(6, "kube_node")
     request = RolloutRequest(inventory_dir=Path("/inv"), batch=2, options={"image": "mindspore:2.3"})
     fake = FakeAnsible({"w04": Behaviour("failed")}, marker="Image pulled")
-    summary = runs.start(heat, request, store, run_fn=fake, loader=lambda _p: inv)
+    summary = runs.start(heat, request, store, inv, run_fn=fake)
     assert summary.kind == "pre-heat" and summary.counts == {"pending": 0, "running": 0, "done": 5,
                                                               "failed": 1, "skipped": 0}
     assert fake.calls[0][0].startswith(f"{summary.run_id}-c") and fake.calls[0][2].extravars == {

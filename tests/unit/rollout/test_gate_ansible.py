@@ -151,7 +151,7 @@ def rollout(tmp_path: Path, playbooks: Path, inv: Inventory, watch: Watch, **kw:
     from ufcctl.rollout.store import StateStore
 
     with StateStore(tmp_path / "state" / "state.db") as store:
-        summary = runs.start(kind, request, store, run_fn=counting_run, observer=watch, loader=lambda _p: inv)
+        summary = runs.start(kind, request, store, inv, run_fn=counting_run, observer=watch)
     return summary, processes
 
 

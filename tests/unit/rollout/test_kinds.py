@@ -11,9 +11,10 @@ import pytest
 import yaml
 
 from ufcctl.paths import ROLES_DIR, playbook
-from ufcctl.rollout.kind import RolloutKind, registered
+from ufcctl.rollout import catalog
+from ufcctl.rollout.kind import RolloutKind
 
-KINDS = list(registered())
+KINDS = list(catalog.KINDS)
 
 
 def _play(kind: RolloutKind) -> dict:

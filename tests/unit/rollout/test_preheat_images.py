@@ -12,7 +12,9 @@ from tests.helpers.fake_ansible import FakeAnsible
 from ufcctl.domain.inventory.model import Group, Host, Inventory
 from ufcctl.engine.run_result import HostResult, RunResult
 from ufcctl.errors import InputError, RunFailed
-from ufcctl.rollout.kind import RolloutRequest, registered
+from ufcctl.rollout import runs
+from ufcctl.rollout.catalog import KINDS
+from ufcctl.rollout.kind import RolloutRequest
 from ufcctl.rollout.kinds import preheat_images
 from ufcctl.rollout.store import StateStore
 
@@ -36,7 +38,9 @@ def cluster(workers: int, caches: dict[str, dict[str, Any]] | None = None,
 
 
 def request(images: tuple[str, ...] = (IMAGE,), **kw: Any) -> RolloutRequest:
-    return preheat_images.preheat_request(images=images, **{"inventory_dir": Path("/inv"), "batch": 2, **kw})
+    own = {k: kw.pop(k) for k in ("node_timeout",) if k in kw}
+    return RolloutRequest(**{"inventory_dir": Path("/inv"), "batch": 2, **kw},
+                          options=preheat_images.preheat_options(images=images, **own))
 
 
 @pytest.fixture()
@@ -58,7 +62,7 @@ def warms(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], Any]]:
 
 
 def test_registered_with_its_playbook_and_options() -> None:
-    kind = registered().get("preheat-images")
+    kind = KINDS.get("preheat-images")
     assert kind is preheat_images.KIND
     assert kind.playbook == "preheat-images.yml" and kind.options == ("images", "node_timeout")
     assert kind.exclude_groups == ("kube_control_plane",)
@@ -70,7 +74,7 @@ def test_workers_pull_the_qualified_images_after_the_serving_caches_are_warmed(
               "cache-sp0": {"registry_cache_tier": "super_pod", "npu_super_pod_id": 0}}
     inv = cluster(4, caches)
     fake = FakeAnsible()
-    summary = preheat_images.preheat(request((IMAGE, "busybox")), store, run_fn=fake, loader=lambda _p: inv)
+    summary = runs.start(preheat_images.KIND, request((IMAGE, "busybox")), store, inv, run_fn=fake)
     assert summary.status == "done" and sorted(fake.starts) == ["w00", "w01", "w02", "w03"]
     assert [names for names, _ in warms] == [["cache-tor0", "cache-sp0"]]  # tor-7 serves no target
     assert warms[0][1].extravars == {"image_preheat_cache_images": [
@@ -82,7 +86,7 @@ def test_workers_pull_the_qualified_images_after_the_serving_caches_are_warmed(
 
 
 def test_without_caches_nodes_pull_from_upstream(store: StateStore, warms: list[Any]) -> None:
-    summary = preheat_images.preheat(request(), store, run_fn=FakeAnsible(), loader=lambda _p: cluster(2))
+    summary = runs.start(preheat_images.KIND, request(), store, cluster(2), run_fn=FakeAnsible())
     assert summary.status == "done" and warms == []
     assert summary.steps["prepare"] == ("no registry caches (group registry_cache is empty): "
                                         "nodes pull from upstream directly")
@@ -92,8 +96,8 @@ def test_when_every_serving_cache_fails_to_warm_the_run_stops_before_any_node(st
                                                                               warms: list[Any]) -> None:
     fake = FakeAnsible()
     with pytest.raises(RunFailed, match=r"warming registry cache\(s\) cache-bad: failed: blob sha256:x"):
-        preheat_images.preheat(request(), store, run_fn=fake,
-                               loader=lambda _p: cluster(2, {"cache-bad": {"npu_tor_id": "tor-0"}}))
+        runs.start(preheat_images.KIND, request(), store, cluster(2, {"cache-bad": {"npu_tor_id": "tor-0"}}),
+                   run_fn=fake)
     assert fake.starts == {}
 
 
@@ -102,7 +106,7 @@ def test_one_dead_cache_is_reported_and_its_nodes_fall_back_to_the_next_mirror(s
     caches = {"cache-bad-tor0": {"npu_tor_id": "tor-0"},
               "cache-sp0": {"registry_cache_tier": "super_pod", "npu_super_pod_id": 0}}
     fake = FakeAnsible()
-    summary = preheat_images.preheat(request(), store, run_fn=fake, loader=lambda _p: cluster(2, caches))
+    summary = runs.start(preheat_images.KIND, request(), store, cluster(2, caches), run_fn=fake)
     assert summary.status == "done" and sorted(fake.starts) == ["w00", "w01"]
     assert summary.steps["prepare"].startswith("warmed 1 of 2 registry cache(s)")
     assert "NOT warmed: cache-bad-tor0 (blob sha256:x" in summary.steps["prepare"]
@@ -122,7 +126,7 @@ def test_dry_run_counts_upstream_traffic_per_serving_cache_or_per_node(store: St
     inv = cluster(6, caches)
     sizes = {"lab/app": (1000, ""),
              "library/busybox": (None, "GET https://registry-1.docker.io/v2/: HTTP 401")}
-    plan = preheat_images.dry_run(request((IMAGE, "busybox")), store, loader=lambda _p: inv,
+    plan = preheat_images.dry_run(request((IMAGE, "busybox")), store, inv,
                                   size_of=lambda url, repo, ref: sizes[repo])
     assert plan.caches.caches == ["cache-tor0", "cache-tor1"] and plan.report.targets == 6
     app, busybox = plan.traffic

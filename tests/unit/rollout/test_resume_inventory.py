@@ -16,7 +16,10 @@ from tests.unit.rollout.test_upgrade_drivers import make_inventory
 from ufcctl.cli.main import cli
 from ufcctl.domain.inventory.model import Inventory
 from ufcctl.errors import InputError
-from ufcctl.rollout.kinds.upgrade_drivers import upgrade, upgrade_request
+from ufcctl.rollout import runs
+from ufcctl.rollout.catalog import KINDS
+from ufcctl.rollout.kind import RolloutRequest
+from ufcctl.rollout.kinds.upgrade_drivers import KIND, upgrade_options
 from ufcctl.rollout.runs import resume
 from ufcctl.rollout.store import SCHEMA_VERSION, StateStore
 
@@ -30,10 +33,10 @@ def _inventory_dir(root: Path) -> Path:
     return inv
 
 
-def _crashed(store: StateStore, inv: Path, loader: Callable[[Path], Inventory]) -> str:
+def _crashed(store: StateStore, inv: Path, inventory: Inventory) -> str:
     """A run stopped by its budget: w00 failed, the rest pending."""
-    summary = upgrade(upgrade_request(inventory_dir=inv, batch=1, max_fail=0), store,
-                      run_fn=FakeAnsible({"w00": Behaviour("failed")}), loader=loader)
+    request = RolloutRequest(inventory_dir=inv, batch=1, max_fail=0, options=upgrade_options())
+    summary = runs.start(KIND, request, store, inventory, run_fn=FakeAnsible({"w00": Behaviour("failed")}))
     assert summary.status == "stopped", summary
     return summary.run_id
 
@@ -59,22 +62,23 @@ def test_resume_refuses_a_changed_inventory(store: StateStore, tmp_path: Path,
                                              change: Callable[[Path], None], refused: bool) -> None:
     inv = _inventory_dir(tmp_path)
     inventory = make_inventory(4)
-    run_id = _crashed(store, inv, lambda _p: inventory)
+    run_id = _crashed(store, inv, inventory)
     change(inv)
     before = [(n.host, n.state) for n in store.nodes(run_id)]
     fake = FakeAnsible()
     if not refused:
-        assert resume(run_id, store, run_fn=fake, loader=lambda _p: inventory).counts["done"] == 3
+        assert resume(run_id, store, kinds=KINDS, run_fn=fake,
+                      loader=lambda _p: inventory).counts["done"] == 3
         return
     with pytest.raises(InputError) as caught:
-        resume(run_id, store, run_fn=fake, loader=lambda _p: inventory)
+        resume(run_id, store, kinds=KINDS, run_fn=fake, loader=lambda _p: inventory)
     assert f"run {run_id}: inventory {inv} changed since the run began" == caught.value.message
     assert "--accept-inventory-change" in (caught.value.hint or "")
     assert fake.calls == [] and [(n.host, n.state) for n in store.nodes(run_id)] == before  # untouched
     # looked at and accepted: resumed, and the accepted inventory is the run's from now on
-    assert resume(run_id, store, run_fn=fake, loader=lambda _p: inventory,
+    assert resume(run_id, store, kinds=KINDS, run_fn=fake, loader=lambda _p: inventory,
                   accept_inventory_change=True).counts["done"] == 3
-    resume(run_id, store, run_fn=FakeAnsible(), loader=lambda _p: inventory)
+    resume(run_id, store, kinds=KINDS, run_fn=FakeAnsible(), loader=lambda _p: inventory)
 
 
 def test_a_relative_inventory_is_recorded_absolute_and_resumed_from_elsewhere(
@@ -83,14 +87,14 @@ def test_a_relative_inventory_is_recorded_absolute_and_resumed_from_elsewhere(
     inv = _inventory_dir(tmp_path / "infra")
     monkeypatch.chdir(tmp_path / "infra")
     inventory = make_inventory(4)
-    run_id = _crashed(store, Path("inv"), lambda _p: inventory)
+    run_id = _crashed(store, Path("inv"), inventory)
     record = store.run(run_id)
     assert record is not None and record.inventory == str(inv)
     assert record.params["inventory_dir"] == str(inv) and record.inventory_fingerprint
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")
     read: list[Path] = []
-    resume(run_id, store, run_fn=FakeAnsible(), loader=lambda p: read.append(p) or inventory)
+    resume(run_id, store, kinds=KINDS, run_fn=FakeAnsible(), loader=lambda p: read.append(p) or inventory)
     assert read == [inv]
 
 
@@ -122,7 +126,7 @@ def test_a_schema_1_store_is_migrated_and_its_runs_resume(tmp_path: Path) -> Non
         record = store.run("old")
         assert record is not None and record.inventory_fingerprint is None
         # nothing recorded to compare with: resumed, and recorded from now on
-        resumed = resume("old", store, run_fn=FakeAnsible(), loader=lambda _p: make_inventory(2))
+        resumed = resume("old", store, kinds=KINDS, run_fn=FakeAnsible(), loader=lambda _p: make_inventory(2))
         assert resumed.status == "done"
         assert (store.run("old") or record).inventory_fingerprint
     with sqlite3.connect(path) as db:

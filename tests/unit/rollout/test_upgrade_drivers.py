@@ -15,8 +15,10 @@ from tests.helpers.fake_ansible import Behaviour, FakeAnsible, GateWatch
 from ufcctl.domain.inventory.model import Group, Host, Inventory
 from ufcctl.engine.locks import hold_nodes
 from ufcctl.errors import InputError
+from ufcctl.rollout import planning, runs
+from ufcctl.rollout.catalog import KINDS
 from ufcctl.rollout.kind import RolloutRequest
-from ufcctl.rollout.kinds.upgrade_drivers import plan_upgrade, upgrade, upgrade_request
+from ufcctl.rollout.kinds.upgrade_drivers import KIND, upgrade_options
 from ufcctl.rollout.runs import resume, summarize
 from ufcctl.rollout.store import StateStore
 
@@ -39,12 +41,13 @@ def make_inventory(n: int, per_tor: int = 2) -> Inventory:
 
 
 def request(**kw) -> RolloutRequest:
-    return upgrade_request(**{"inventory_dir": Path("/inv"), "batch": 4, **kw})
+    own = {k: kw.pop(k) for k in ("version", "firmware_version", "node_timeout") if k in kw}
+    return RolloutRequest(**{"inventory_dir": Path("/inv"), "batch": 4, **kw}, options=upgrade_options(**own))
 
 
 def run(store: StateStore, fake: FakeRunner, n: int = 12, retry_failed: bool = False, **kw):
     inventory = make_inventory(n)
-    return upgrade(request(**kw), store, run_fn=fake, loader=lambda _p: inventory, retry_failed=retry_failed)
+    return runs.start(KIND, request(**kw), store, inventory, run_fn=fake, retry_failed=retry_failed)
 
 
 def test_full_rollout_marks_every_node_done_once(store: StateStore) -> None:
@@ -200,7 +203,7 @@ def test_resume_never_redoes_done_nodes(store: StateStore) -> None:
     run_id = _crashed_run(store)
     inventory = make_inventory(8)
     fake = FakeRunner()
-    summary = resume(run_id, store, run_fn=fake, loader=lambda _p: inventory)
+    summary = resume(run_id, store, kinds=KINDS, run_fn=fake, loader=lambda _p: inventory)
     assert set(fake.starts) == {"w03", "w04", "w05", "w06", "w07"}  # running + pending, not done
     assert summary.status == "done" and summary.counts["done"] == 8
     attempts = {n.host: n.attempts for n in summary.nodes}
@@ -211,7 +214,7 @@ def test_resume_refuses_a_run_whose_controller_is_alive(store: StateStore) -> No
     run_id = _crashed_run(store)
     with hold_nodes(run_id, ["w03"], directory=store.lock_dir):  # as its living controller does
         with pytest.raises(InputError, match=f"run {run_id} is already being run"):
-            resume(run_id, store, run_fn=FakeRunner(), loader=lambda _p: make_inventory(8))
+            resume(run_id, store, kinds=KINDS, run_fn=FakeRunner(), loader=lambda _p: make_inventory(8))
     assert store.nodes(run_id, ("running",))  # refused before touching a node
 
 
@@ -219,13 +222,13 @@ def test_resume_after_a_crash_ignores_a_reused_pid(store: StateStore) -> None:
     """The lock, not the pid, tells whether a run is alive: here its pid is this very process."""
     run_id = _crashed_run(store)
     store.claim_run(run_id)  # the recorded pid is alive (as a reused pid would be), no lock is held
-    summary = resume(run_id, store, run_fn=FakeRunner(), loader=lambda _p: make_inventory(8))
+    summary = resume(run_id, store, kinds=KINDS, run_fn=FakeRunner(), loader=lambda _p: make_inventory(8))
     assert summary.status == "done"
 
 
 def test_resume_unknown_run(store: StateStore) -> None:
     with pytest.raises(InputError, match="no run nope"):
-        resume("nope", store, run_fn=FakeRunner())
+        resume("nope", store, kinds=KINDS, run_fn=FakeRunner(), loader=lambda _p: make_inventory(8))
 
 
 def test_resume_after_budget_stop_with_retry_failed(store: StateStore,
@@ -242,11 +245,12 @@ def test_resume_after_budget_stop_with_retry_failed(store: StateStore,
                      **{f"w{i:02d}": "pending" for i in range(4, 8)}}
     plain = FakeRunner()
     inventory = make_inventory(8)
-    again = resume(summary.run_id, store, run_fn=plain, loader=lambda _p: inventory)
+    again = resume(summary.run_id, store, kinds=KINDS, run_fn=plain, loader=lambda _p: inventory)
     assert set(plain.starts) == {f"w{i:02d}" for i in range(4, 8)}  # failed nodes left alone
     assert again.status == "failed" and again.counts["failed"] == 2
     retry = FakeRunner()
-    final = resume(summary.run_id, store, retry_failed=True, run_fn=retry, loader=lambda _p: inventory)
+    final = resume(summary.run_id, store, kinds=KINDS, retry_failed=True, run_fn=retry,
+                   loader=lambda _p: inventory)
     assert set(retry.starts) == {"w01", "w02"}
     assert final.status == "done"
 
@@ -264,7 +268,7 @@ def test_upgrade_retry_failed_starts_a_new_run_with_the_last_failures(store: Sta
 def test_resume_skips_nodes_gone_from_the_inventory(store: StateStore) -> None:
     run_id = _crashed_run(store)
     fake = FakeRunner()
-    summary = resume(run_id, store, run_fn=fake, loader=lambda _p: make_inventory(6))
+    summary = resume(run_id, store, kinds=KINDS, run_fn=fake, loader=lambda _p: make_inventory(6))
     states = {n.host: (n.state, n.reason) for n in summary.nodes}
     assert states["w07"][0] == "skipped" and "no longer in" in states["w07"][1]
     assert "w07" not in fake.starts
@@ -287,19 +291,19 @@ def test_bad_requests_touch_nothing(store: StateStore, kwargs: dict, message: st
 
 def test_plan_uses_node_seconds_or_the_last_measurement(store: StateStore) -> None:
     inventory = make_inventory(12)
-    report = plan_upgrade(request(), store, loader=lambda _p: inventory)
+    report = planning.plan(KIND, request(), store, inventory)
     assert report.projection is None and report.targets == 12 and len(report.plan.batches) == 3
-    report = plan_upgrade(request(), store, node_seconds=60, loader=lambda _p: inventory)
+    report = planning.plan(KIND, request(), store, inventory, node_seconds=60)
     assert report.projection.total_seconds == 180
     summary = run(store, FakeRunner(), n=4)
     run(store, FakeRunner(), n=4, dry_run=True)  # newer, but a dry run measures nothing
-    report = plan_upgrade(request(), store, loader=lambda _p: inventory)
+    report = planning.plan(KIND, request(), store, inventory)
     assert report.projection is not None and summary.run_id in report.projection.source
     assert len(store.runs()) == 2  # planning created no run
 
 
 def test_plan_by_tor_keeps_tors_whole(store: StateStore) -> None:
-    report = plan_upgrade(request(align="tor", batch=3), store, loader=lambda _p: make_inventory(8))
+    report = planning.plan(KIND, request(align="tor", batch=3), store, make_inventory(8))
     assert [b.hosts for b in report.plan.batches] == [("w00", "w01"), ("w02", "w03"), ("w04", "w05"),
                                                        ("w06", "w07")]
 

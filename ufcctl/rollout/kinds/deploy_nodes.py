@@ -18,15 +18,10 @@ from typing import Any
 from ufcctl.domain.images import mirrors
 from ufcctl.domain.inventory.model import CONTROL_PLANE, KUBE_NODE, REGISTRY_CACHE, Inventory
 from ufcctl.domain.inventory.phases import CLUSTER_GROUPS, NODE_PHASE_EXCLUDES
-from ufcctl.domain.rollout.summary import RolloutSummary
 from ufcctl.engine.runner import RunOptions, run_playbook
 from ufcctl.errors import RunFailed
 from ufcctl.paths import playbook
-from ufcctl.rollout import runs
-from ufcctl.rollout.executor import RolloutObserver, RunFn
-from ufcctl.rollout.kind import KINDS, NodeGuard, RolloutKind, RolloutRequest
-from ufcctl.rollout.runs import Loader, PlanReport
-from ufcctl.rollout.store import StateStore
+from ufcctl.rollout.kind import NodeGuard, RolloutKind, RolloutRequest
 
 # The last task of roles/kube_node: its ok/changed event means the node is done.
 MARKER_TASK = "Report the node done to the rollout engine"
@@ -83,7 +78,7 @@ def prepare_join_token(request: RolloutRequest, inventory: Inventory) -> str:
     return f"join token from {first}: {result.hosts[first].status if first in result.hosts else 'ok'}"
 
 
-KIND = KINDS.register(RolloutKind(
+KIND = RolloutKind(
     name="deploy-nodes",
     playbook="deploy-nodes.yml",
     marker_task=MARKER_TASK,
@@ -98,21 +93,10 @@ KIND = KINDS.register(RolloutKind(
     context_groups=CLUSTER_GROUPS,
     inventory_extravars=_cache_index,
     prepare=prepare_join_token,
-))
+)
 
 
-def nodes_request(*, node_timeout: int = DEFAULT_NODE_TIMEOUT, **common: Any) -> RolloutRequest:
-    return RolloutRequest(**common, options={"node_timeout": node_timeout})
 
-
-def plan_nodes(request: RolloutRequest, store: StateStore, *, node_seconds: float | None = None,
-               loader: Loader | None = None) -> PlanReport:
-    return runs.plan(KIND, request, store, node_seconds=node_seconds, loader=loader)
-
-
-def deploy_nodes(request: RolloutRequest, store: StateStore, *, run_fn: RunFn | None = None,
-                 observer: RolloutObserver | None = None, loader: Loader | None = None,
-                 retry_failed: bool = False) -> RolloutSummary:
-    """A new node phase over the workers (narrowed by request.limit), or over the newest run's failures."""
-    return runs.start(KIND, request, store, run_fn=run_fn, observer=observer, loader=loader,
-                      retry_failed=retry_failed)
+def nodes_options(*, node_timeout: int = DEFAULT_NODE_TIMEOUT) -> dict[str, Any]:
+    """This kind's own settings (RolloutRequest.options)."""
+    return {"node_timeout": node_timeout}

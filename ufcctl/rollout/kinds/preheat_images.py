@@ -20,15 +20,13 @@ from ufcctl.domain.images.mirrors import Upstream, caches_used, index_caches, pa
 from ufcctl.domain.images.preheat import ImageRef, Traffic, parse_image, traffic, upstream_for, upstream_url
 from ufcctl.domain.inventory.model import KUBE_NODE, REGISTRY_CACHE, Host, Inventory
 from ufcctl.domain.inventory.phases import NODE_PHASE_EXCLUDES
-from ufcctl.domain.rollout.summary import RolloutSummary
 from ufcctl.engine.registry_client import image_size
 from ufcctl.engine.runner import RunOptions, run_playbook
 from ufcctl.errors import InputError, RunFailed
 from ufcctl.paths import playbook
-from ufcctl.rollout import runs
-from ufcctl.rollout.executor import RolloutObserver, RunFn
-from ufcctl.rollout.kind import KINDS, NodeGuard, RolloutKind, RolloutRequest
-from ufcctl.rollout.runs import Loader, PlanReport
+from ufcctl.rollout import planning
+from ufcctl.rollout.kind import NodeGuard, RolloutKind, RolloutRequest
+from ufcctl.rollout.planning import PlanReport
 from ufcctl.rollout.store import StateStore
 
 log = logging.getLogger(__name__)
@@ -109,7 +107,7 @@ def cache_plan(inventory: Inventory, targets: Sequence[Host], images: Sequence[I
 
 
 def _targets(request: RolloutRequest, inventory: Inventory) -> list[Host]:
-    return runs.targets(KIND, inventory, request)  # the engine's target rule (group, excludes, --limit)
+    return planning.targets(KIND, inventory, request)  # the engine's target rule (group, excludes, --limit)
 
 
 def prepare_caches(request: RolloutRequest, inventory: Inventory) -> str:
@@ -147,7 +145,7 @@ def prepare_caches(request: RolloutRequest, inventory: Inventory) -> str:
     return line
 
 
-KIND = KINDS.register(RolloutKind(
+KIND = RolloutKind(
     name="preheat-images",
     playbook="preheat-images.yml",
     marker_task=MARKER_TASK,
@@ -158,13 +156,12 @@ KIND = KINDS.register(RolloutKind(
     hooks=_no_drain,
     exclude_groups=NODE_PHASE_EXCLUDES,
     prepare=prepare_caches,
-))
+)
 
 
-def preheat_request(*, images: Sequence[str], node_timeout: int = DEFAULT_NODE_TIMEOUT,
-                    **common: Any) -> RolloutRequest:
-    refs = parse_images(images)
-    return RolloutRequest(**common, options={"images": [str(r) for r in refs], "node_timeout": node_timeout})
+def preheat_options(*, images: Sequence[str], node_timeout: int = DEFAULT_NODE_TIMEOUT) -> dict[str, Any]:
+    """This kind's own settings (RolloutRequest.options); InputError names the first bad image."""
+    return {"images": [str(r) for r in parse_images(images)], "node_timeout": node_timeout}
 
 
 @dataclass(frozen=True)
@@ -175,12 +172,11 @@ class DryRun:
     why_unknown: dict[str, str]
 
 
-def dry_run(request: RolloutRequest, store: StateStore, *, node_seconds: float | None = None,
-            loader: Loader | None = None, size_of: Any = image_size) -> DryRun:
+def dry_run(request: RolloutRequest, store: StateStore, inventory: Inventory, *,
+            node_seconds: float | None = None, size_of: Any = image_size) -> DryRun:
     """The plan and the expected upstream traffic; reads the inventory and the upstreams' manifests,
     never contacts a node or a cache."""
-    report = runs.plan(KIND, request, store, node_seconds=node_seconds, loader=loader)
-    inventory = runs.load(loader, request.inventory_dir)
+    report = planning.plan(KIND, request, store, inventory, node_seconds=node_seconds)
     targets = _targets(request, inventory)
     images = [parse_image(i) for i in request.options["images"]]
     caches = cache_plan(inventory, targets, images)
@@ -193,10 +189,3 @@ def dry_run(request: RolloutRequest, store: StateStore, *, node_seconds: float |
         rows.append(traffic(str(image), size, upstream is not None, len(caches.caches), len(targets)))
     return DryRun(report, caches, rows, unknown)
 
-
-def preheat(request: RolloutRequest, store: StateStore, *, run_fn: RunFn | None = None,
-            observer: RolloutObserver | None = None, loader: Loader | None = None,
-            retry_failed: bool = False) -> RolloutSummary:
-    """A new preheat over the workers (narrowed by request.limit), or over the newest run's failures."""
-    return runs.start(KIND, request, store, run_fn=run_fn, observer=observer, loader=loader,
-                      retry_failed=retry_failed)

@@ -11,13 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ufcctl.domain.inventory.model import CONTROL_PLANE, NPU_NODE
-from ufcctl.domain.rollout.summary import RolloutSummary
-from ufcctl.rollout import runs
 from ufcctl.rollout.drain import drain_hooks
-from ufcctl.rollout.executor import RolloutObserver, RunFn
-from ufcctl.rollout.kind import KINDS, RolloutKind, RolloutRequest
-from ufcctl.rollout.runs import Loader, PlanReport
-from ufcctl.rollout.store import StateStore
+from ufcctl.rollout.kind import RolloutKind
 
 # The last task of roles/ascend_driver: its ok/changed event means the node is done.
 MARKER_TASK = "Report the node done to the rollout engine"
@@ -40,7 +35,7 @@ def _deadline(options: Mapping[str, Any]) -> float:
     return float(2 * int(options.get("node_timeout", DEFAULT_NODE_TIMEOUT)) + 900)
 
 
-KIND = KINDS.register(RolloutKind(
+KIND = RolloutKind(
     name="upgrade-drivers",
     playbook="upgrade-drivers.yml",
     marker_task=MARKER_TASK,
@@ -52,26 +47,12 @@ KIND = KINDS.register(RolloutKind(
     # the control planes beside each chunk (never run on): an upgraded node's NPU health taint is
     # removed through kubectl on the first one (roles/ascend_driver/tasks/admit.yml)
     context_groups=(CONTROL_PLANE,),
-))
+)
 
 
-def upgrade_request(*, version: str | None = None, firmware_version: str | None = None,
-                    node_timeout: int = DEFAULT_NODE_TIMEOUT, **common: Any) -> RolloutRequest:
-    """The `upgrade-drivers` flags as a rollout request: the common settings (RolloutRequest's
-    fields) plus this kind's options. version and firmware_version default to the inventory's
-    ascend_driver_version / ascend_driver_firmware_version."""
-    return RolloutRequest(**common, options={"version": version, "firmware_version": firmware_version,
-                                             "node_timeout": node_timeout})
 
-
-def plan_upgrade(request: RolloutRequest, store: StateStore, *, node_seconds: float | None = None,
-                 loader: Loader | None = None) -> PlanReport:
-    return runs.plan(KIND, request, store, node_seconds=node_seconds, loader=loader)
-
-
-def upgrade(request: RolloutRequest, store: StateStore, *, run_fn: RunFn | None = None,
-            observer: RolloutObserver | None = None, loader: Loader | None = None,
-            retry_failed: bool = False) -> RolloutSummary:
-    """A new rollout over npu_node (or, with retry_failed, over the newest run's failed nodes)."""
-    return runs.start(KIND, request, store, run_fn=run_fn, observer=observer, loader=loader,
-                      retry_failed=retry_failed)
+def upgrade_options(*, version: str | None = None, firmware_version: str | None = None,
+                    node_timeout: int = DEFAULT_NODE_TIMEOUT) -> dict[str, Any]:
+    """This kind's own settings (RolloutRequest.options). version and firmware_version default to the
+    inventory's ascend_driver_version / ascend_driver_firmware_version."""
+    return {"version": version, "firmware_version": firmware_version, "node_timeout": node_timeout}
