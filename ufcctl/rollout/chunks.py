@@ -63,7 +63,7 @@ class NodeEvents:
         pass
 
     def host_task_done(self, run_id: str, host: str, task: str, status: str, message: str | None) -> None:
-        if status in ("ok", "changed") and message:  # a step the role reported SKIPPED (engine/runner.py)
+        if status in ("ok", "changed") and message:  # a step the role reported SKIPPED (engine/run_events.py)
             self.ends.skipped_step(host, task, message)
         if task == self.marker and status in ("ok", "changed"):
             self.ends.finish(host, DONE, None, changed=status == "changed")
