@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-try:
-    from ufcctl.domain.images import cache_config, mirrors
-    from ufcctl.domain.inventory.values import plain as _plain
-except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from ufcctl.domain.images import cache_config, mirrors
-    from ufcctl.domain.inventory.values import plain as _plain
+from ufcctl.domain.images import cache_config, mirrors
+from ufcctl.domain.inventory.values import plain as _plain
 
 UNIT_FILE = "/etc/systemd/system/ufcctl-registry-cache@.service"
 PRUNE_UNITS = (

@@ -101,7 +101,8 @@ def test_every_instance_gets_its_config_and_the_secret_ones_stay_secret(cache_fi
     assert 'INSTANCES="dockerhub site"' in prune_default
     assert "MAX_GIB=100" in prune_default
     assert "STORAGE_DIR=/var/lib/rc\n" in prune_default
-    assert "OnUnitActiveSec=15min\n" in _rendered(files["/etc/systemd/system/ufcctl-registry-cache-prune.timer"])
+    timer = _rendered(files["/etc/systemd/system/ufcctl-registry-cache-prune.timer"])
+    assert "OnUnitActiveSec=15min\n" in timer
     assert [i["unit"] for i in out["instances"]] == [
         "ufcctl-registry-cache@dockerhub.service",
         "ufcctl-registry-cache@site.service",
