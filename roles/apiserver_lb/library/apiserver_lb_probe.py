@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.ufcctl_systemd import is_active, is_enabled, unit_states
 
 DOCUMENTATION = r"""
 module: apiserver_lb_probe
@@ -77,15 +78,9 @@ def missing_packages(module: AnsibleModule, packages: list) -> list | None:
 
 
 def services(module: AnsibleModule, units: list) -> dict:
-    systemctl = module.get_bin_path("systemctl")
-    states = {}
-    for unit in units:
-        active = enabled = False
-        if systemctl:
-            active = module.run_command([systemctl, "is-active", "--quiet", unit])[0] == 0
-            enabled = module.run_command([systemctl, "is-enabled", "--quiet", unit])[0] == 0
-        states[unit] = {"active": active, "enabled": enabled}
-    return states
+    """unit -> {active, enabled} as booleans (what `systemctl is-active/is-enabled --quiet` answer)."""
+    return {unit: {"active": is_active(state), "enabled": is_enabled(state)}
+            for unit, state in unit_states(module, units).items()}
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ import stat
 import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.ufcctl_systemd import unit_states
 
 DOCUMENTATION = r"""
 module: etcd_probe
@@ -103,28 +104,6 @@ def package_version(module, name):
         return ""
     rc, out, _err = module.run_command([apt_cache, "policy", name])
     return apt_candidate(out) if rc == 0 else ""
-
-
-def unit_states(module, units):
-    """unit -> {active, enabled} from one `systemctl show` (blocks come back in the order asked)."""
-    if not units:
-        return {}
-    systemctl = module.get_bin_path("systemctl")
-    if not systemctl:
-        return {u: {"active": "unknown", "enabled": "unknown"} for u in units}
-    command = [systemctl, "show", "--property=Id,ActiveState,UnitFileState", "--", *units]
-    rc, out, _ = module.run_command(command)
-    states = {u: {"active": "unknown", "enabled": "unknown"} for u in units}
-    if rc != 0:
-        return states
-    for block in out.strip().split("\n\n"):
-        fields = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
-        if fields.get("Id") in states:
-            states[fields["Id"]] = {
-                "active": fields.get("ActiveState", ""),
-                "enabled": fields.get("UnitFileState", ""),
-            }
-    return states
 
 
 def healthy(check):
