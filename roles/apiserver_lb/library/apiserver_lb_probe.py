@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.ufcctl_packages import missing_packages
 from ansible.module_utils.ufcctl_systemd import is_active, is_enabled, unit_states
 
 DOCUMENTATION = r"""
@@ -63,18 +64,6 @@ def hard_nofile() -> str:
     except OSError:
         pass
     return ""
-
-
-def missing_packages(module: AnsibleModule, packages: list) -> list | None:
-    dpkg = module.get_bin_path("dpkg-query")
-    if dpkg:
-        rc, out, _ = module.run_command([dpkg, "-W", "-f", "${Package} ${db:Status-Status}\\n", *packages])
-        installed = {line.split()[0] for line in out.splitlines() if line.endswith(" installed")}
-        return [p for p in packages if p not in installed]
-    rpm = module.get_bin_path("rpm")
-    if rpm:
-        return [p for p in packages if module.run_command([rpm, "-q", p])[0] != 0]
-    return None
 
 
 def services(module: AnsibleModule, units: list) -> dict:

@@ -9,7 +9,7 @@ import pytest
 from tests.helpers.pyimports import add_role_module_utils
 
 add_role_module_utils()
-from ansible.module_utils import ufcctl_systemd  # noqa: E402
+from ansible.module_utils import ufcctl_packages, ufcctl_systemd  # noqa: E402
 
 
 class FakeModule:
@@ -62,3 +62,34 @@ def test_the_quiet_answers_of_is_active_and_is_enabled(
     state: dict[str, str], active: bool, enabled: bool
 ) -> None:
     assert ufcctl_systemd.is_active(state) is active and ufcctl_systemd.is_enabled(state) is enabled
+
+
+DPKG = """\
+Package: haproxy
+Status: install ok installed
+Version: 2.6.12-1
+
+Package: keepalived
+Status: deinstall ok config-files
+Description: failover
+ continuation: line
+"""
+
+
+def test_missing_packages_from_dpkg_status_else_rpm(tmp_path: Any) -> None:
+    status = tmp_path / "status"
+    status.write_text(DPKG)
+    module = FakeModule("")
+    assert ufcctl_packages.missing_packages(module, ["haproxy", "keepalived", "x"], str(status)) == [
+        "keepalived", "x"]
+    assert module.commands == []
+
+    class Rpm(FakeModule):
+        def get_bin_path(self, name: str) -> str | None:
+            return "/usr/bin/rpm" if name == "rpm" else None
+
+    rpm = Rpm("", rc=1)
+    assert ufcctl_packages.missing_packages(rpm, ["haproxy"], str(tmp_path / "none")) == ["haproxy"]
+    assert rpm.commands == [["/usr/bin/rpm", "-q", "haproxy"]]
+    nothing = FakeModule("", systemctl=None)
+    assert ufcctl_packages.missing_packages(nothing, ["a"], str(tmp_path / "none")) is None
