@@ -282,3 +282,14 @@ def test_the_role_plugin_rules_catch_violations(tmp_path: Path, rel: str, text: 
     (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / rel).write_text(text)
     assert bool(role_plugin_violations(tmp_path)) is broken, role_plugin_violations(tmp_path)
+
+
+def test_module_utils_shared_with_the_package_are_domain_files() -> None:
+    """A module_utils file the controller needs too is a symlink to a pure ufcctl/domain module (one
+    implementation; the node-side rule above then holds for that domain module)."""
+    links = [p for p in (REPO / "roles").glob("*/module_utils/*.py") if p.is_symlink()]
+    assert links, "roles/ufc_common/module_utils/ufcctl_manifest.py is one"
+    for link in links:
+        target = link.resolve()
+        assert target.is_relative_to(PACKAGE / "domain") and target.is_file(), (link, target)
+        assert not Path(link.readlink()).is_absolute(), f"{link}: a relative link survives a copy of the tree"
