@@ -197,7 +197,7 @@ def test_nodeside_rule_catches_violations(tmp_path: Path) -> None:
     ]
 
 
-# Role Python (docs/architecture.md, "Role plugins"). Two sides:
+# Role Python (issue 27), in two sides:
 # - node-side: roles/*/library/ and roles/*/module_utils/ run on the nodes with their own python3
 #   (AnsiballZ ships ansible.module_utils with them): the standard library and ansible.module_utils
 #   only; an optional third-party import guarded by `except ImportError` is named in NODE_OPTIONAL;
