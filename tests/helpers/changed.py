@@ -8,7 +8,8 @@ local main behind HEAD, else since HEAD~1): commits, uncommitted edits and untra
 Mapping (first matching rule wins; a path no rule names needs the unit lane only: docs, README,
 tests/unit, scripts):
 - roles/<role>/** -> that role's molecule scenario (or the shared one, test_molecule.SHARED); a
-  plugin-only role (ufc_common) -> the scenario of every role that lists it in meta/main.yml.
+  plugin-only role (ufc_common) -> the scenario of every role that lists it in meta/main.yml; a
+  ufcctl/ file that a role's module_utils/ links to counts as that module_utils file too.
 - molecule/<scenario>/** -> that scenario; other files of molecule/ (conftest.py) -> every scenario.
 - ufcctl/lab/** -> test_lab.py; ufcctl/rollout/** and domain/rollout/** -> the driver and worker
   labs; etcd code -> test_etcd_lab.py; monitoring/health -> test_monitoring_lab.py; images ->
@@ -80,8 +81,17 @@ def _role_users(role: str, root: Path) -> list[str]:
     )
 
 
+def _shipped_as(path: str, root: Path) -> list[str]:
+    """The roles' module_utils symlinks to this package file (the nodes run it as module_utils)."""
+    target = (root / path).resolve()
+    return sorted(link.relative_to(root).as_posix() for link in root.glob("roles/*/module_utils/*.py")
+                  if link.is_symlink() and link.resolve() == target)
+
+
 def _scenarios(path: str, root: Path) -> set[str]:
     parts = path.split("/")
+    if parts[0] == "ufcctl":
+        return {s for link in _shipped_as(path, root) for s in _scenarios(link, root)}
     if parts[0] == "roles" and len(parts) > 2:
         role = parts[1]
         roles = _role_users(role, root) if role in PLUGIN_ONLY else [role]

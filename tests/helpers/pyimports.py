@@ -86,8 +86,23 @@ def imported_names(path: Path) -> set[str]:
     return names
 
 
+ROLES = Path(__file__).resolve().parents[2] / "roles"
+
+
+def add_role_module_utils() -> None:
+    """Make `ansible.module_utils.<name>` import the roles' module_utils/<name>.py, as Ansible does
+    for the modules of a loaded role (it ships them with the module)."""
+    import ansible.module_utils
+
+    for folder in sorted(ROLES.glob("*/module_utils")):
+        if str(folder) not in ansible.module_utils.__path__:
+            ansible.module_utils.__path__.append(str(folder))
+
+
 def load_file(path: Path, name: str | None = None) -> ModuleType:
-    """Execute the Python file at `path` as a module named `name` (default: its stem) and return it."""
+    """Execute the Python file at `path` as a module named `name` (default: its stem) and return it.
+    A role's module imports the roles' module_utils as ansible.module_utils.<name>."""
+    add_role_module_utils()
     spec = importlib.util.spec_from_file_location(name or path.stem, path)
     assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)

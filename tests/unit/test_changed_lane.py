@@ -21,8 +21,9 @@ def module(name: str) -> str:
 
 STACK = [module(m) for m in sorted(STACK_MODULES)]
 ROLLOUT_LABS = [module("test_upgrade_drivers_lab.py"), module("test_workers_lab.py")]
-UFC_COMMON_USERS = ["apiserver_lb", "container_runtime", "etcd", "kube_control_plane", "monitoring",
-                    "nfs_server", "registry_cache"]  # kube_node and monitoring_agent: shared scenarios
+# kube_node and monitoring_agent: shared scenarios
+UFC_COMMON_USERS = ["apiserver_lb", "container_runtime", "etcd", "image_preheat", "kube_control_plane",
+                    "monitoring", "nfs_server", "preflight", "registry_cache"]
 
 CASES = [
     (["README.md", "docs/architecture.md", "tests/unit/report/test_width80.py"], []),
@@ -33,6 +34,8 @@ CASES = [
     (["roles/monitoring_agent/tasks/main.yml"], [scenario("monitoring")]),
     (["roles/ufc_common/plugins/filter/ufc.py"], [scenario(s) for s in UFC_COMMON_USERS]),
     (["molecule/nfs_server/verify.yml"], [scenario("nfs_server")]),
+    (["ufcctl/domain/images/manifest.py"],  # shipped to nodes as roles/ufc_common/module_utils/
+     [scenario(s) for s in UFC_COMMON_USERS] + [module("test_images_lab.py")]),
     (["molecule/conftest.py"], [scenario(s) for s in changed.SCENARIOS]),
     (["ufcctl/lab/podman.py"], [module("test_lab.py")]),
     (["ufcctl/rollout/executor.py"], ROLLOUT_LABS),

@@ -196,3 +196,101 @@ def test_nodeside_rule_catches_violations(tmp_path: Path) -> None:
     assert _nodeside_violations(package, allowed) == [
         "ufcctl.nodeside.agent imports ufcctl.domain.pure: not in NODESIDE_ALLOWED"
     ]
+
+
+# Role Python (issue 27), in two sides:
+# - node-side: roles/*/library/ and roles/*/module_utils/ run on the nodes with their own python3
+#   (AnsiballZ ships ansible.module_utils with them): the standard library and ansible.module_utils
+#   only; an optional third-party import guarded by `except ImportError` is named in NODE_OPTIONAL;
+# - controller-side: roles/*/{filter,lookup,action}_plugins/ and playbooks/action_plugins/ run in
+#   ansible-playbook's Python, which imports the installed ufcctl package: they adapt ufcctl.domain
+#   (and the shared ufcctl.errors); an engine module they need is named in PLUGIN_ENGINE_ALLOWED.
+REPO = PACKAGE.parent
+NODE_DIRS = ("library", "module_utils")
+CONTROLLER_DIRS = ("filter_plugins", "lookup_plugins", "action_plugins")
+NODE_OPTIONAL = {
+    "cryptography": "etcd_probe reads the CA key's curve when python3-cryptography is there (guarded)",
+}
+PLUGIN_ENGINE_ALLOWED = {
+    "ufcctl.engine.pki_files": "the etcd and kube_control_plane PKI lookups read the controller's CA "
+    "files; the reading is shared, the judging is domain/*/pki.py",
+    "ufcctl.engine.k8s_schemas": "k8s_manifests validates against the installed kubernetes-validate "
+    "schemas (package data, read-only), as `ufcctl manifests` does",
+}
+
+
+def role_python(repo: Path) -> dict[str, list[Path]]:
+    """Every Python file of the roles and playbooks by side ("node" or "controller")."""
+    out: dict[str, list[Path]] = {"node": [], "controller": []}
+    for side, dirs in (("node", NODE_DIRS), ("controller", CONTROLLER_DIRS)):
+        for folder in dirs:
+            out[side] += sorted((repo / "roles").glob(f"*/{folder}/*.py"))
+    out["controller"] += sorted((repo / "playbooks").glob("action_plugins/*.py"))
+    return out
+
+
+def role_plugin_violations(repo: Path) -> list[str]:
+    bad = []
+    files = role_python(repo)
+    for path in files["node"]:
+        for name in sorted(imported_names(path)):
+            first = name.split(".")[0]
+            if first in sys.stdlib_module_names or first in NODE_OPTIONAL or first == "__future__":
+                continue
+            if not name.startswith("ansible.module_utils."):
+                bad.append(f"{path.relative_to(repo)} imports {name}: node-side code imports the "
+                           "standard library and ansible.module_utils only")
+    for path in files["controller"]:
+        for name in sorted(imported_names(path)):
+            parts = name.split(".")
+            if parts[0] != "ufcctl" or len(parts) < 2 or parts[1] in ("domain", "errors"):
+                continue
+            if ".".join(parts[:3]) not in PLUGIN_ENGINE_ALLOWED:
+                bad.append(f"{path.relative_to(repo)} imports {name}: role plugins adapt ufcctl.domain "
+                           "only (an exception goes in PLUGIN_ENGINE_ALLOWED with its reason)")
+    return bad
+
+
+def test_role_plugins_import_by_the_rules() -> None:
+    files = role_python(REPO)
+    assert len(files["node"]) >= 10 and len(files["controller"]) >= 12, files
+    bad = role_plugin_violations(REPO)
+    assert not bad, "\n".join(bad)
+
+
+def test_plugin_engine_exceptions_are_used() -> None:
+    used = {".".join(n.split(".")[:3]) for p in role_python(REPO)["controller"] for n in imported_names(p)}
+    assert set(PLUGIN_ENGINE_ALLOWED) <= used, "no longer imported: drop from PLUGIN_ENGINE_ALLOWED"
+
+
+@pytest.mark.parametrize(("rel", "text", "broken"), [
+    ("roles/r/library/m.py", "import json\nfrom ansible.module_utils.basic import AnsibleModule\n", False),
+    ("roles/r/library/m.py", "from ansible.module_utils.ufcctl_systemd import unit_state\n", False),
+    ("roles/r/library/m.py", "from ufcctl.domain.etcd import rule\n", True),
+    ("roles/r/library/m.py", "import yaml\n", True),
+    ("roles/r/library/m.py", "from ansible.plugins.action import ActionBase\n", True),
+    ("roles/r/module_utils/ufcctl_x.py", "import requests\n", True),
+    ("roles/r/filter_plugins/f.py", "import yaml\nfrom ufcctl.domain.images import mirrors\n", False),
+    ("roles/r/filter_plugins/f.py", "from ufcctl.engine.runner import run_playbook\n", True),
+    ("roles/r/lookup_plugins/l.py", "from ufcctl.engine.pki_files import bytes_of\n", False),
+    ("roles/r/action_plugins/a.py", "from ufcctl.app import deploy\n", True),
+    ("roles/r/action_plugins/a.py", "from ufcctl.errors import UfcError\n", False),
+    ("playbooks/action_plugins/g.py", "from ufcctl.rollout import gate\n", True),
+    ("playbooks/action_plugins/g.py", "import socket\nfrom ansible.plugins.action import ActionBase\n",
+     False),
+])
+def test_the_role_plugin_rules_catch_violations(tmp_path: Path, rel: str, text: str, broken: bool) -> None:
+    (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / rel).write_text(text)
+    assert bool(role_plugin_violations(tmp_path)) is broken, role_plugin_violations(tmp_path)
+
+
+def test_module_utils_shared_with_the_package_are_domain_files() -> None:
+    """A module_utils file the controller needs too is a symlink to a pure ufcctl/domain module (one
+    implementation; the node-side rule above then holds for that domain module)."""
+    links = [p for p in (REPO / "roles").glob("*/module_utils/*.py") if p.is_symlink()]
+    assert links, "roles/ufc_common/module_utils/ufcctl_manifest.py is one"
+    for link in links:
+        target = link.resolve()
+        assert target.is_relative_to(PACKAGE / "domain") and target.is_file(), (link, target)
+        assert not Path(link.readlink()).is_absolute(), f"{link}: a relative link survives a copy of the tree"

@@ -8,18 +8,12 @@ size, with the reason.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from ufcctl.domain.images import manifest
 from ufcctl.domain.urls import mask
 from ufcctl.engine.http_get import HttpError, request
 
-MANIFEST_TYPES = (
-    "application/vnd.oci.image.manifest.v1+json",
-    "application/vnd.oci.image.index.v1+json",
-    "application/vnd.docker.distribution.manifest.v2+json",
-    "application/vnd.docker.distribution.manifest.list.v2+json",
-)
 MAX_MANIFEST = 4 << 20
 
 
@@ -31,19 +25,15 @@ def _manifest(base: str, repository: str, reference: str, timeout: float) -> dic
     url = f"{base.rstrip('/')}/v2/{repository}/manifests/{reference}"
     try:  # one deadline for the whole GET, the answer capped (engine/http_get.py)
         answer = request(url, deadline=timeout, max_bytes=MAX_MANIFEST,
-                         headers={"Accept": ", ".join(MANIFEST_TYPES)})
+                         headers={"Accept": manifest.ACCEPT})
     except HttpError as err:
         raise RegistryError(f"GET {err}") from None
     if answer.status >= 400:
         raise RegistryError(f"GET {mask(url)}: HTTP {answer.status}")
-    body = answer.body
     try:
-        doc = json.loads(body)
-    except ValueError:
-        raise RegistryError(f"GET {mask(url)}: not JSON") from None
-    if not isinstance(doc, dict):
-        raise RegistryError(f"GET {mask(url)}: not a JSON object")
-    return doc
+        return manifest.parse(answer.body)
+    except manifest.ManifestError as err:
+        raise RegistryError(f"GET {mask(url)}: {err}") from None
 
 
 def image_size(base: str, repository: str, reference: str, *, platform: str = "linux/amd64",
@@ -51,22 +41,12 @@ def image_size(base: str, repository: str, reference: str, *, platform: str = "l
     """(bytes of config + layers for one platform, or None; why not, when None)."""
     try:
         doc = _manifest(base, repository, reference, timeout)
-        if "manifests" in doc:
-            listed = doc["manifests"] if isinstance(doc["manifests"], list) else []
-            entries = [m for m in listed if isinstance(m, dict) and isinstance(m.get("digest"), str)]
-            os_name, _, arch = platform.partition("/")
-            chosen = [m for m in entries if isinstance(m.get("platform"), dict)
-                      and m["platform"].get("os") == os_name and m["platform"].get("architecture") == arch]
-            chosen = chosen or (entries if len(entries) == 1 else [])
-            if not chosen:
+        if manifest.is_index(doc):
+            chosen = manifest.platform_digest(manifest.index_entries(doc), platform)
+            if chosen is None:
                 return None, f"index has no {platform} entry"
-            doc = _manifest(base, repository, str(chosen[0]["digest"]), timeout)
-        layers = doc.get("layers") or []
-        parts: list[Any] = [doc.get("config"), *(layers if isinstance(layers, list) else [None])]
-        sizes: list[int] = [p["size"] for p in parts
-                            if isinstance(p, dict) and isinstance(p.get("size"), int)]
-        if len(sizes) != len(parts) or any(s < 0 for s in sizes):
-            return None, "manifest lists no sizes"
-        return sum(sizes), ""
+            doc = _manifest(base, repository, chosen, timeout)
+        size = manifest.total_size(doc)
+        return (None, "manifest lists no sizes") if size is None else (size, "")
     except RegistryError as err:
         return None, str(err)

@@ -9,17 +9,11 @@ machines; these wrappers only translate Ansible's shapes (groups, hostvars) to i
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
-try:
-    from ufcctl.domain.controlplane import addresses, haproxy, vrrp
-except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from ufcctl.domain.controlplane import addresses, haproxy, vrrp
+from ufcctl.domain.controlplane import addresses, haproxy, vrrp
 
 
 def _get(hostvars: Any, host: str, key: str) -> Any:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.ufcctl_packages import missing_packages
+from ansible.module_utils.ufcctl_systemd import is_active, is_enabled, unit_states
 
 DOCUMENTATION = r"""
 module: apiserver_lb_probe
@@ -64,28 +66,10 @@ def hard_nofile() -> str:
     return ""
 
 
-def missing_packages(module: AnsibleModule, packages: list) -> list | None:
-    dpkg = module.get_bin_path("dpkg-query")
-    if dpkg:
-        rc, out, _ = module.run_command([dpkg, "-W", "-f", "${Package} ${db:Status-Status}\\n", *packages])
-        installed = {line.split()[0] for line in out.splitlines() if line.endswith(" installed")}
-        return [p for p in packages if p not in installed]
-    rpm = module.get_bin_path("rpm")
-    if rpm:
-        return [p for p in packages if module.run_command([rpm, "-q", p])[0] != 0]
-    return None
-
-
 def services(module: AnsibleModule, units: list) -> dict:
-    systemctl = module.get_bin_path("systemctl")
-    states = {}
-    for unit in units:
-        active = enabled = False
-        if systemctl:
-            active = module.run_command([systemctl, "is-active", "--quiet", unit])[0] == 0
-            enabled = module.run_command([systemctl, "is-enabled", "--quiet", unit])[0] == 0
-        states[unit] = {"active": active, "enabled": enabled}
-    return states
+    """unit -> {active, enabled} as booleans (what `systemctl is-active/is-enabled --quiet` answer)."""
+    return {unit: {"active": is_active(state), "enabled": is_enabled(state)}
+            for unit, state in unit_states(module, units).items()}
 
 
 def main() -> None:

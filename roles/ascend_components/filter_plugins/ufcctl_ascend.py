@@ -5,20 +5,13 @@ The logic lives in ufcctl/domain/addons/, so tests and ufcctl compute the same C
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-try:
-    from ufcctl.domain.addons import compat, labels, tor
-    from ufcctl.domain.placement.profiles import chips_by_type
-except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from ufcctl.domain.addons import compat, labels, tor
-    from ufcctl.domain.placement.profiles import chips_by_type
+from ufcctl.domain.addons import compat, labels, tor
+from ufcctl.domain.placement.profiles import chips_by_type
 
 _TOPOLOGY_KEYS = (
     "npu_tor_id",

@@ -24,6 +24,8 @@ short_description: Install or upgrade the Ascend NPU driver and firmware on one 
 description:
   - Called by the C(ufc_ascend_driver) action plugin (roles/ascend_driver/action_plugins), which
     checks the settings on the controller first; the role calls the action, not this module.
+  - The action decides the installs (I(plan), from ufcctl/domain/npu/driver_plan.py) for each state
+    the node can be in; this module reads the state and runs that state's steps.
   - Holds the node's install lock (I(lock)) for the whole run. Reads the installed versions, refuses
     a run user or group whose IDs differ from the fleet's, creates them when missing, downloads the
     packages that are needed and verifies their sha256, runs the installers in the order of the CANN
@@ -129,36 +131,12 @@ def checksum_from_file(text, package):
     return ""
 
 
-def package_names(chip, driver, firmware, arch):
-    return (f"Ascend-hdk-{chip}-npu-driver_{driver}_linux-{arch}.run",
-            f"Ascend-hdk-{chip}-npu-firmware_{firmware}.run")
-
-
-def plan(installed_driver, installed_firmware, want_driver, want_firmware, firmware_enabled, force,
-         user, group):
-    """The installs a node needs, in order: [(kind, target version, installer flags)].
-
-    Flags as ascend-deployer uses them (docs/reference/ascend.md §6): a first driver install is
-    --full --install-for-all with the run user (--install-for-all lets non-root tools such as the
-    NPU exporter use the driver), an upgrade --upgrade. CANN install guide: a first install goes
-    driver then firmware, an upgrade or reinstall firmware then driver; the firmware goes first only
-    when both are installed already."""
-    needs_driver = force or installed_driver != want_driver
-    needs_firmware = firmware_enabled and (force or installed_firmware != want_firmware)
-    if installed_driver:
-        driver_flags = ["--nox11", "--upgrade", "--quiet"]
-    else:
-        driver_flags = ["--nox11", "--full", "--install-for-all", "--install-username=" + user,
-                        "--install-usergroup=" + group, "--quiet"]
-    firmware_flags = ["--nox11", "--upgrade" if installed_firmware else "--full", "--quiet"]
-    steps = []
-    if needs_driver:
-        steps.append(("driver", want_driver, driver_flags))
-    if needs_firmware:
-        firmware = ("firmware", want_firmware, firmware_flags)
-        first = installed_driver != "" and installed_firmware != ""
-        steps.insert(0, firmware) if first else steps.append(firmware)
-    return steps
+def steps_for(plan, driver, firmware, want_driver, want_firmware):
+    """The controller's steps (ufcctl/domain/npu/driver_plan.py) for what this node has installed:
+    [(kind, target version, installer flags)] in order."""
+    def state(installed, want):
+        return "none" if not installed else "current" if installed == want else "other"
+    return [tuple(step) for step in plan[state(driver, want_driver) + "/" + state(firmware, want_firmware)]]
 
 
 def install_failure(kind, package, rc, limit, output):
@@ -379,10 +357,8 @@ def converge_locked(node, result, lock_fd):
     arch = p["arch"] or os.uname()[4]
     result["before"] = {"driver": driver, "firmware": firmware, "arch": arch}
     result["user_created"] = node.run_user()
-    steps = plan(driver, firmware, p["version"], p["firmware_version"], p["firmware_enabled"], p["force"],
-                 p["user"], p["group"])
-    names = dict(zip(("driver", "firmware"),
-                     package_names(p["chip"], p["version"], p["firmware_version"], arch)))
+    steps = steps_for(p["plan"], driver, firmware, p["version"], p["firmware_version"])
+    names = dict((kind, name.replace("{arch}", arch)) for kind, name in p["package_names"].items())
     packages = [names[kind] for kind in ("driver", "firmware") if kind in [s[0] for s in steps]]
     result["packages"] = packages
     if node.check:
@@ -437,9 +413,13 @@ def main():
             expected_chips=dict(type="int", default=0),
             lock=dict(type="path"),
             npu_smi=dict(type="path", required=True),
+            # the controller's decisions (the action plugin, ufcctl/domain/npu/driver_plan.py)
+            plan=dict(type="dict"),
+            package_names=dict(type="dict"),
         ),
         required_if=[("mode", "install", ["chip", "artifact_url", "download_dir", "install_path", "user",
-                                          "group", "uid", "gid", "install_timeout", "lock"])],
+                                          "group", "uid", "gid", "install_timeout", "lock", "plan",
+                                          "package_names"])],
         supports_check_mode=True,
     )
     result = {"changed": False, "before": {}, "packages": [], "installed": [],

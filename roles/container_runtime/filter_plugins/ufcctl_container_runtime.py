@@ -3,18 +3,12 @@ ufcctl/domain/images/mirrors.py (a node's registry mirrors from the inventory's 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-try:
-    from ufcctl.domain.images import mirrors as cache_mirrors
-    from ufcctl.domain.runtime import containerd
-except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from ufcctl.domain.images import mirrors as cache_mirrors
-    from ufcctl.domain.runtime import containerd
+from ufcctl.domain.images import mirrors as cache_mirrors
+from ufcctl.domain.runtime import containerd
 
 try:
     from ansible.errors import AnsibleFilterError

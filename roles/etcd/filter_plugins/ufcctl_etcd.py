@@ -6,16 +6,10 @@ control-plane role compute member URLs and --etcd-servers(-overrides) from one i
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-try:
-    from ufcctl.domain.etcd import pki, rule, topology
-except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from ufcctl.domain.etcd import pki, rule, topology
+from ufcctl.domain.etcd import pki, rule, topology
 
 
 def _groups(groups: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:

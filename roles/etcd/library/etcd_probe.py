@@ -12,6 +12,9 @@ import stat
 import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.ufcctl_packages import DPKG_STATUS, dpkg_status, is_installed
+from ansible.module_utils.ufcctl_packages import package_version as installed_else_candidate
+from ansible.module_utils.ufcctl_systemd import unit_states
 
 DOCUMENTATION = r"""
 module: etcd_probe
@@ -55,76 +58,17 @@ certs:
   returned: always
 """
 
-DPKG_STATUS = "/var/lib/dpkg/status"
 HEALTH_TIMEOUT = 3
-
-
-def dpkg_fields(name):
-    """dpkg's status fields of package `name` ({} when dpkg does not list it)."""
-    if not name:
-        return {}
-    try:
-        with open(DPKG_STATUS, encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
-    except OSError:
-        return {}
-    for block in text.split("\n\n"):
-        lines = [line for line in block.splitlines() if ": " in line and not line[0].isspace()]
-        fields = dict(line.split(": ", 1) for line in lines)
-        if fields.get("Package") == name:
-            return fields
-    return {}
 
 
 def package_installed(name):
     """Whether dpkg lists `name` as installed (the state apt's `present` ensures)."""
-    return dpkg_fields(name).get("Status", "").endswith(" installed")
-
-
-def apt_candidate(text):
-    """The Candidate line of `apt-cache policy` ("" for none)."""
-    for line in text.splitlines():
-        key, _, value = line.strip().partition(":")
-        if key == "Candidate" and value.strip() != "(none)":
-            return value.strip()
-    return ""
+    return is_installed(dpkg_status([name], DPKG_STATUS).get(name, {}))
 
 
 def package_version(module, name):
-    """What roles/etcd's kubeadm version check compares: the installed version, else what apt would
-    install (read-only: `apt-cache policy` reads apt's lists)."""
-    if not name:
-        return ""
-    fields = dpkg_fields(name)
-    if fields.get("Status", "").endswith(" installed"):
-        return fields.get("Version", "")
-    apt_cache = module.get_bin_path("apt-cache")
-    if not apt_cache:
-        return ""
-    rc, out, _err = module.run_command([apt_cache, "policy", name])
-    return apt_candidate(out) if rc == 0 else ""
-
-
-def unit_states(module, units):
-    """unit -> {active, enabled} from one `systemctl show` (blocks come back in the order asked)."""
-    if not units:
-        return {}
-    systemctl = module.get_bin_path("systemctl")
-    if not systemctl:
-        return {u: {"active": "unknown", "enabled": "unknown"} for u in units}
-    command = [systemctl, "show", "--property=Id,ActiveState,UnitFileState", "--", *units]
-    rc, out, _ = module.run_command(command)
-    states = {u: {"active": "unknown", "enabled": "unknown"} for u in units}
-    if rc != 0:
-        return states
-    for block in out.strip().split("\n\n"):
-        fields = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
-        if fields.get("Id") in states:
-            states[fields["Id"]] = {
-                "active": fields.get("ActiveState", ""),
-                "enabled": fields.get("UnitFileState", ""),
-            }
-    return states
+    """What roles/etcd's kubeadm version check compares: the installed version, else apt's candidate."""
+    return installed_else_candidate(module, name, DPKG_STATUS)
 
 
 def healthy(check):

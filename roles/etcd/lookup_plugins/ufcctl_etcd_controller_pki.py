@@ -9,19 +9,13 @@ a converged run skips the seven tasks that would only confirm them.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 from ansible.plugins.lookup import LookupBase
 
-try:
-    from ufcctl.domain.etcd.pki import ControllerFiles, controller_problems
-    from ufcctl.engine.pki_files import bytes_of, mode_of, modes_of
-except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from ufcctl.domain.etcd.pki import ControllerFiles, controller_problems
-    from ufcctl.engine.pki_files import bytes_of, mode_of, modes_of
+from ufcctl.domain.etcd.pki import ControllerFiles, controller_problems
+from ufcctl.engine.pki_files import bytes_of, mode_of, modes_of
 
 FILES = ("ca.key", "ca.crt", "ufcctl.key", "ufcctl.crt")
 

@@ -4,12 +4,20 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import ssl
 import urllib.error
 import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.ufcctl_manifest import (
+    ACCEPT,
+    ManifestError,
+    blobs,
+    index_entries,
+    is_index,
+    parse,
+    platform_digest,
+)
 
 DOCUMENTATION = r"""
 module: ufc_registry_warm
@@ -31,13 +39,6 @@ options:
   timeout: {type: int, default: 60, description: Seconds per HTTP read before the fetch fails.}
 """
 
-MANIFEST_TYPES = (
-    "application/vnd.oci.image.manifest.v1+json",
-    "application/vnd.oci.image.index.v1+json",
-    "application/vnd.docker.distribution.manifest.v2+json",
-    "application/vnd.docker.distribution.manifest.list.v2+json",
-)
-INDEX_TYPES = MANIFEST_TYPES[1], MANIFEST_TYPES[3]
 CHUNK = 1 << 20
 
 
@@ -58,32 +59,26 @@ def _open(url, accept, timeout, context):
 def fetch_manifest(base, repository, reference, timeout=60, context=None):
     """(media type, digest, parsed body) of one manifest; a digest reference is verified."""
     url = f"{base}/v2/{repository}/manifests/{reference}"
-    with _open(url, ", ".join(MANIFEST_TYPES), timeout, context) as response:
+    with _open(url, ACCEPT, timeout, context) as response:
         body = response.read()
         header_type = response.headers.get("Content-Type", "").split(";")[0].strip()
     digest = "sha256:" + hashlib.sha256(body).hexdigest()
     if reference.startswith("sha256:") and digest != reference:
         raise WarmError(f"manifest {repository}@{reference}: content hashes to {digest}")
     try:
-        doc = json.loads(body)
-    except ValueError:
-        raise WarmError(f"manifest {repository}:{reference} is not JSON") from None
-    if not isinstance(doc, dict):
-        raise WarmError(f"manifest {repository}:{reference} is not a JSON object")
+        doc = parse(body)
+    except ManifestError as err:
+        raise WarmError(f"manifest {repository}:{reference} is {err}") from None
     return doc.get("mediaType") or header_type, digest, doc, len(body)
 
 
 def choose_platform(index, platform):
     """The digest of the index entry for platform (os/arch), or of its only entry."""
-    entries = [m for m in index.get("manifests") or [] if isinstance(m, dict) and m.get("digest")]
-    os_name, _, arch = platform.partition("/")
-    for entry in entries:
-        plat = entry.get("platform") or {}
-        if plat.get("os") == os_name and plat.get("architecture") == arch:
-            return entry["digest"]
-    if len(entries) == 1:
-        return entries[0]["digest"]
-    raise WarmError(f"index has no {platform} entry among {len(entries)} manifests")
+    entries = index_entries(index)
+    chosen = platform_digest(entries, platform)
+    if chosen is None:
+        raise WarmError(f"index has no {platform} entry among {len(entries)} manifests")
+    return chosen
 
 
 def fetch_blob(base, repository, digest, timeout=60, context=None):
@@ -104,28 +99,19 @@ def fetch_blob(base, repository, digest, timeout=60, context=None):
     return size
 
 
-def blobs_of(manifest):
-    """Config first, then the layers: (digest, expected size)."""
-    found = []
-    for item in [manifest.get("config")] + list(manifest.get("layers") or []):
-        if isinstance(item, dict) and item.get("digest"):
-            found.append((item["digest"], item.get("size")))
-    return found
-
-
 def warm(base, repository, reference, platform="linux/amd64", timeout=60, context=None):
     """Everything the module reports; raises WarmError on the first failure that stops the image."""
     base = base.rstrip("/")
     media, digest, doc, size = fetch_manifest(base, repository, reference, timeout, context)
     result = {"digest": digest, "media_type": media, "manifest_bytes": size, "blobs": [],
               "bytes_fetched": size}
-    if media in INDEX_TYPES or "manifests" in doc:
+    if is_index(doc, media):
         chosen = choose_platform(doc, platform)
         media, chosen_digest, doc, size = fetch_manifest(base, repository, chosen, timeout, context)
         result.update(platform_digest=chosen_digest, media_type=media)
         result["bytes_fetched"] += size
     failed = []
-    for blob, expected in blobs_of(doc):
+    for blob, expected in blobs(doc):
         try:
             got = fetch_blob(base, repository, blob, timeout, context)
         except WarmError as err:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import glob
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,19 +25,11 @@ except ImportError:  # ansible-core < 2.19 templates every string
     def trust_as_template(value: Any) -> Any:
         return value
 
-try:
-    from ufcctl.domain.manifests.apply import COMPONENT_NAME, decide_apply, report_line
-    from ufcctl.domain.manifests.component import prepare_component
-    from ufcctl.domain.manifests.preapply import label_target_problems, planned_nodes
-    from ufcctl.engine.k8s_schemas import KubernetesSchemas
-    from ufcctl.errors import UfcError
-except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from ufcctl.domain.manifests.apply import COMPONENT_NAME, decide_apply, report_line
-    from ufcctl.domain.manifests.component import prepare_component
-    from ufcctl.domain.manifests.preapply import label_target_problems, planned_nodes
-    from ufcctl.engine.k8s_schemas import KubernetesSchemas
-    from ufcctl.errors import UfcError
+from ufcctl.domain.manifests.apply import COMPONENT_NAME, decide_apply, report_line
+from ufcctl.domain.manifests.component import prepare_component
+from ufcctl.domain.manifests.preapply import label_target_problems, planned_nodes
+from ufcctl.engine.k8s_schemas import KubernetesSchemas
+from ufcctl.errors import UfcError
 
 # The role's variables this action reads (k8s_manifests/defaults/main.yml), templated in the task's context.
 SETTINGS = (

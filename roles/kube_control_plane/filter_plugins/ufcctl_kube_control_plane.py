@@ -6,18 +6,11 @@ these wrappers translate Ansible's shapes and turn domain errors into problem li
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-try:
-    from ufcctl.domain.controlplane import addresses, flags, kubeadm, schema
-    from ufcctl.domain.etcd import topology
-except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from ufcctl.domain.controlplane import addresses, flags, kubeadm, schema
-    from ufcctl.domain.etcd import topology
+from ufcctl.domain.controlplane import addresses, flags, kubeadm, schema
+from ufcctl.domain.etcd import topology
 
 
 def ufcctl_kcp_address(explicit: Any, ansible_host: Any, fact_address: Any, host: str) -> str:

@@ -8,19 +8,13 @@ of problems is returned) and judges them with ufcctl/domain/controlplane/pki.py.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 from ansible.plugins.lookup import LookupBase
 
-try:
-    from ufcctl.domain.controlplane.pki import MODES, CaFiles, ca_problems
-    from ufcctl.engine.pki_files import bytes_of, mode_of, modes_of
-except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from ufcctl.domain.controlplane.pki import MODES, CaFiles, ca_problems
-    from ufcctl.engine.pki_files import bytes_of, mode_of, modes_of
+from ufcctl.domain.controlplane.pki import MODES, CaFiles, ca_problems
+from ufcctl.engine.pki_files import bytes_of, mode_of, modes_of
 
 
 def problems(directory: str) -> list[str]:

@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-try:
-    from ufcctl.domain.addons import labels
-    from ufcctl.domain.controlplane import join, kubeadm, schema
-except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from ufcctl.domain.addons import labels
-    from ufcctl.domain.controlplane import join, kubeadm, schema
-
+from ufcctl.domain.addons import labels
+from ufcctl.domain.controlplane import join, kubeadm, schema
 
 SAMPLE = "abcdef.0123456789abcdef"  # kubeadm's documented example token
 

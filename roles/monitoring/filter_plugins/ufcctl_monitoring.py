@@ -6,20 +6,13 @@ in alert annotations reach vmalert as written.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-try:
-    from ufcctl.domain.inventory.values import plain as _plain
-    from ufcctl.domain.monitoring import dashboards, rules, scrape
-except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from ufcctl.domain.inventory.values import plain as _plain
-    from ufcctl.domain.monitoring import dashboards, rules, scrape
+from ufcctl.domain.inventory.values import plain as _plain
+from ufcctl.domain.monitoring import dashboards, rules, scrape
 
 
 def ufcctl_monitoring_rules(for_overrides: Mapping[str, str] | None = None, group_interval: str | None = None,

@@ -6,16 +6,10 @@ plan says.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-try:
-    from ufcctl.domain.nfs import plan
-except ImportError:  # plain ansible-playbook from a checkout without `pip install -e .`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from ufcctl.domain.nfs import plan
+from ufcctl.domain.nfs import plan
 
 
 def ufcctl_nfs_server_plan(settings: Mapping[str, Any]) -> dict[str, Any]:

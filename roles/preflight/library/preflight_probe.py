@@ -10,6 +10,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.facts.system.distribution import DistributionFactCollector
 from ansible.module_utils.facts.virtual.linux import LinuxVirtualCollector
+from ansible.module_utils.ufcctl_systemd import unit_states
 
 DOCUMENTATION = r"""
 module: preflight_probe
@@ -321,12 +322,11 @@ def check_distribution(name: str, version: str, allowed: list[str]) -> list[str]
 
 
 def service_states(module: AnsibleModule, names: list[str]) -> dict[str, str]:
-    """`systemctl is-active` prints one state per unit, in order; missing units are 'inactive'."""
-    systemctl = module.get_bin_path("systemctl")
-    if not names or not systemctl:
+    """unit -> its ActiveState ("active", "inactive", "failed", ...; systemd says "inactive" for a
+    unit it does not know); {} without systemctl."""
+    if not names or not module.get_bin_path("systemctl"):
         return {}
-    _rc, out, _err = module.run_command([systemctl, "is-active", "--", *names], check_rc=False)
-    return dict(zip(names, out.split()))  # noqa: B905 - zip(strict=) needs Python 3.10
+    return {name: state["active"] for name, state in unit_states(module, names).items()}
 
 
 def node_facts(module: AnsibleModule) -> dict:

@@ -27,6 +27,7 @@ if str(ROOT) not in sys.path:  # the emulators (lab/) are imported from the repo
     sys.path.insert(0, str(ROOT))
 
 from tests.lab_standins.npu_emulator import npu_smi  # noqa: E402
+from ufcctl.domain.npu import driver_plan  # noqa: E402
 
 ROLE = ROOT / "roles" / "ascend_driver"
 mod = load_file(ROLE / "library" / "ufc_ascend_driver.py", "ufc_ascend_driver_module")
@@ -108,7 +109,8 @@ def test_checksum_file_lookup(package: str, digest: str) -> None:
 
 
 def _plan(driver: str, firmware: str, *, enabled: bool = True, force: bool = False) -> list[tuple[str, str]]:
-    steps = mod.plan(driver, firmware, "24.1.rc3", "7.5.0.2.220", enabled, force, "HwHiAiUser", "HwHiAiUser")
+    steps = driver_plan.plan(driver, firmware, "24.1.rc3", "7.5.0.2.220", enabled, force, "HwHiAiUser",
+                             "HwHiAiUser")
     return [(kind, " ".join(flags)) for kind, _target, flags in steps]
 
 
@@ -256,8 +258,9 @@ def _me() -> tuple[str, str, int, int]:
 
 
 def _params(tmp_path: Path, **overrides: Any) -> dict[str, Any]:
+    """The module's arguments as the action passes them (the plan decided on the controller)."""
     name, group, uid, gid = _me()
-    return {
+    params = {
         "mode": "install", "version": "24.1.rc3", "firmware_version": "", "firmware_enabled": False,
         "chip": "910b", "arch": "x86_64", "artifact_url": "http://127.0.0.1:1/hdk", "checksums": {},
         "checksum_file": "SHA256SUMS", "download_dir": str(tmp_path / "cache"),
@@ -265,6 +268,7 @@ def _params(tmp_path: Path, **overrides: Any) -> dict[str, Any]:
         "reboot": "auto", "install_timeout": 30, "force": False, "health_gate": False, "expected_chips": 8,
         "lock": str(tmp_path / "lock"), "npu_smi": str(tmp_path / "no-npu-smi"), **overrides,
     }
+    return {**params, **driver_plan.node_plan(params)}
 
 
 def test_a_resumed_run_waits_for_the_orphaned_install_and_installs_nothing(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import pytest
 import yaml
 
@@ -53,6 +54,12 @@ def runtime_filters() -> Any:
     )
 
 
+def _rendered(entry: dict[str, Any]) -> str:
+    """A ufc_files entry's file as the action renders it: the role's template with the entry's vars."""
+    env = jinja2.Environment(trim_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    return env.from_string((ROLE / "templates" / entry["template"]).read_text()).render(entry["vars"])
+
+
 def _settings(**over: Any) -> dict[str, Any]:
     return {
         "upstreams": UPSTREAMS,
@@ -90,8 +97,12 @@ def test_every_instance_gets_its_config_and_the_secret_ones_stay_secret(cache_fi
     assert hub["storage"]["filesystem"]["rootdirectory"] == "/var/lib/rc/dockerhub"
     key = files["/etc/ufcctl/registry-cache/tls.key"]
     assert (key["mode"], key["secret"], key["src"]) == ("0600", True, "/pki/k.pem")
-    assert 'INSTANCES="dockerhub site"' in files["/etc/default/ufcctl-registry-cache-prune"]["content"]
-    assert "MAX_GIB=100" in files["/etc/default/ufcctl-registry-cache-prune"]["content"]
+    prune_default = _rendered(files["/etc/default/ufcctl-registry-cache-prune"])
+    assert 'INSTANCES="dockerhub site"' in prune_default
+    assert "MAX_GIB=100" in prune_default
+    assert "STORAGE_DIR=/var/lib/rc\n" in prune_default
+    timer = _rendered(files["/etc/systemd/system/ufcctl-registry-cache-prune.timer"])
+    assert "OnUnitActiveSec=15min\n" in timer
     assert [i["unit"] for i in out["instances"]] == [
         "ufcctl-registry-cache@dockerhub.service",
         "ufcctl-registry-cache@site.service",

@@ -23,6 +23,7 @@ import pytest
 
 from tests.helpers.pyimports import load_file
 from tests.helpers.role_tasks import ROLES, ROOT, TaskRef, all_tasks, expressions, role_vars
+from ufcctl.domain.npu import driver_plan
 
 SHELL_MODULES = {"ansible.builtin.shell", "ansible.builtin.raw", "ansible.builtin.command"}
 SCRIPT_TEMPLATES = sorted(p for role in ROLES for p in (role / "templates").rglob("*.sh.j2"))
@@ -136,7 +137,7 @@ def test_the_driver_module_passes_odd_values_as_single_words(tmp_path: Path) -> 
     installer.write_text(FAKE_INSTALLER)
     installer.chmod(0o700)
     user, group = "Hw User; touch pwned", "$(touch pwned)"
-    [(_, _, flags)] = module.plan("", "", "24.1.rc3", "", False, False, user, group)
+    [(_, _, flags)] = driver_plan.plan("", "", "24.1.rc3", "", False, False, user, group)
 
     class Params:
         params = {"install_timeout": 60}

@@ -1,0 +1,1 @@
+../../../ufcctl/domain/images/manifest.py

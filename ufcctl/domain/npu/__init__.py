@@ -1,0 +1,1 @@
+"""Decisions about a node's Ascend NPU software (driver, firmware) that the roles take on the controller."""
