@@ -16,6 +16,7 @@ import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.ufcctl_files import replace, write_atomically
 from ansible.module_utils.urls import fetch_url
 
 DOCUMENTATION = r"""
@@ -284,7 +285,7 @@ class Node:
             if got != sha256:
                 raise Failure(f"checksum mismatch for {url}: sha256 {got}, expected {sha256}")
             os.chmod(tmp, 0o700)
-            os.rename(tmp, dest)
+            replace(tmp, dest)
         finally:
             if fd >= 0:
                 os.close(fd)
@@ -328,11 +329,7 @@ class Node:
         }
         os.makedirs(p["install_path"], mode=0o755, exist_ok=True)
         path = os.path.join(p["install_path"], "ufcctl-install.json")
-        fd, tmp = tempfile.mkstemp(prefix=".ufcctl-install.", dir=p["install_path"])
-        with os.fdopen(fd, "w") as fh:
-            fh.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
-        os.chmod(tmp, 0o644)
-        os.rename(tmp, path)
+        write_atomically(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode(), 0o644)
 
 
 def converge(node, result):

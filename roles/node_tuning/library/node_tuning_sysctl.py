@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import errno
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.facts.virtual.linux import LinuxVirtualCollector
+from ansible.module_utils.ufcctl_files import write_atomically
 
 DOCUMENTATION = r"""
 module: node_tuning_sysctl
@@ -199,11 +199,7 @@ def persist(module: AnsibleModule, path: str, content: str) -> tuple[bool, dict]
     diff = {"before_header": path, "after_header": path, "before": before or "", "after": content}
     changed = before != content
     if changed and not module.check_mode:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".ufcctl-sysctl-")
-        with os.fdopen(fd, "w") as handle:
-            handle.write(content)
-        os.chmod(tmp, 0o644)
-        module.atomic_move(tmp, path)
+        write_atomically(path, content.encode(), 0o644)
     if os.path.exists(path):  # in check mode a new file does not exist yet: nothing to compare
         attributes = module.load_file_common_arguments(
             {"path": path, "owner": "root", "group": "root", "mode": "0644"}

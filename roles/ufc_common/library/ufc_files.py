@@ -9,9 +9,9 @@ import os
 import pwd
 import shlex
 import stat
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.ufcctl_files import fsync_directory, stage_beside
 
 DOCUMENTATION = r"""
 module: ufc_files
@@ -187,18 +187,7 @@ def plan_file(entry, check_mode, want_diff, new_directories):
 
 def stage(plan):
     """Write the new content to a temporary file beside dest, with its final attributes."""
-    parent = os.path.dirname(plan["dest"]) or "."
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(plan['dest'])}.", suffix=".ufc", dir=parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(plan["data"])
-            handle.flush()
-            os.fsync(handle.fileno())
-        set_attributes(tmp, plan["uid"], plan["gid"], plan["mode"])
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    plan["tmp"] = tmp
+    plan["tmp"] = stage_beside(plan["dest"], plan["data"], plan["mode"], plan["uid"], plan["gid"])
 
 
 def validate(module, plan):
@@ -217,14 +206,6 @@ def validate(module, plan):
     else:
         failure["output"] = (out + err).strip()
     return failure
-
-
-def fsync_directory(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def discard(plans):
@@ -250,7 +231,7 @@ def write_files(module, plans):
     for plan in staged:
         os.replace(plan.pop("tmp"), plan["dest"])
     for parent in sorted({os.path.dirname(p["dest"]) or "." for p in staged}):
-        fsync_directory(parent)
+        fsync_directory(parent)  # once per directory, after every rename
     for plan in plans:
         if plan["result"]["attributes"] and not plan["result"]["content"]:
             set_attributes(plan["dest"], plan["uid"], plan["gid"], plan["mode"])

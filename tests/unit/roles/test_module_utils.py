@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import stat
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,7 +12,7 @@ import pytest
 from tests.helpers.pyimports import add_role_module_utils
 
 add_role_module_utils()
-from ansible.module_utils import ufcctl_packages, ufcctl_systemd  # noqa: E402
+from ansible.module_utils import ufcctl_files, ufcctl_packages, ufcctl_systemd  # noqa: E402
 
 
 class FakeModule:
@@ -93,3 +96,35 @@ def test_missing_packages_from_dpkg_status_else_rpm(tmp_path: Any) -> None:
     assert rpm.commands == [["/usr/bin/rpm", "-q", "haproxy"]]
     nothing = FakeModule("", systemctl=None)
     assert ufcctl_packages.missing_packages(nothing, ["a"], str(tmp_path / "none")) is None
+
+
+def test_an_atomic_write_replaces_the_file_whole_with_its_mode(tmp_path: Path) -> None:
+    dest = tmp_path / "record.json"
+    dest.write_text("old")
+    before = dest.stat().st_ino
+    ufcctl_files.write_atomically(str(dest), b"new\n", 0o640)
+    assert dest.read_bytes() == b"new\n" and stat.S_IMODE(dest.stat().st_mode) == 0o640
+    assert dest.stat().st_ino != before  # a new file renamed over the old one, not rewritten in place
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["record.json"]
+
+
+def test_a_failed_rename_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dest = tmp_path / "sysctl.conf"
+    dest.write_text("old")
+
+    def broken(src: str, dst: str) -> None:
+        raise OSError("rename failed")
+
+    monkeypatch.setattr(os, "replace", broken)
+    with pytest.raises(OSError, match="rename failed"):
+        ufcctl_files.write_atomically(str(dest), b"new", 0o644)
+    assert dest.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["sysctl.conf"]
+
+
+def test_a_staged_file_sits_beside_its_destination_until_replaced(tmp_path: Path) -> None:
+    dest = tmp_path / "a.conf"
+    tmp = ufcctl_files.stage_beside(str(dest), b"x", 0o600)
+    assert Path(tmp).parent == tmp_path and Path(tmp).name.startswith(".a.conf.") and not dest.exists()
+    assert stat.S_IMODE(os.stat(tmp).st_mode) == 0o600
+    ufcctl_files.replace(tmp, str(dest))
+    assert dest.read_bytes() == b"x" and not Path(tmp).exists()
