@@ -22,8 +22,9 @@ def module(name: str) -> str:
 STACK = [module(m) for m in sorted(STACK_MODULES)]
 ROLLOUT_LABS = [module("test_upgrade_drivers_lab.py"), module("test_workers_lab.py")]
 # kube_node and monitoring_agent: shared scenarios
-UFC_COMMON_USERS = ["apiserver_lb", "container_runtime", "etcd", "image_preheat", "kube_control_plane",
-                    "monitoring", "nfs_server", "preflight", "registry_cache"]
+UFC_COMMON_USERS = ["apiserver_lb", "ascend_driver", "container_runtime", "etcd", "image_preheat",
+                    "kube_control_plane", "monitoring", "nfs_server", "node_tuning", "preflight",
+                    "registry_cache"]
 
 CASES = [
     (["README.md", "docs/architecture.md", "tests/unit/report/test_width80.py"], []),
