@@ -18,6 +18,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+# what a node has of one package: nothing, the wanted version, another one (the module's steps_for
+# in roles/ascend_driver/library/ufc_ascend_driver.py tells them apart on the node)
 STATES = ("none", "current", "other")
 ARCH = "{arch}"  # in node_plan's package names: the node's `uname -m` when the settings name no arch
 
@@ -94,11 +96,6 @@ def plan(installed_driver: str, installed_firmware: str, want_driver: str, want_
         else:
             steps.append(firmware)
     return steps
-
-
-def state(installed: str, want: str) -> str:
-    """What the node has of one package: "none", "current" (the wanted version) or "other"."""
-    return "none" if not installed else "current" if installed == want else "other"
 
 
 def _example(which: str, want: str) -> str:
