@@ -11,7 +11,7 @@ import shlex
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.ufcctl_files import fsync_directory, stage_beside
+from ansible.module_utils.ufcctl_files import fsync_directory, set_attributes, stage_beside
 
 DOCUMENTATION = r"""
 module: ufc_files
@@ -122,11 +122,6 @@ def attributes_differ(st, uid, gid, mode):
         or (gid is not None and st.st_gid != gid)
         or stat.S_IMODE(st.st_mode) != mode
     )
-
-
-def set_attributes(path, uid, gid, mode):
-    os.chown(path, -1 if uid is None else uid, -1 if gid is None else gid)
-    os.chmod(path, mode)
 
 
 def ensure_directory(entry, check_mode):

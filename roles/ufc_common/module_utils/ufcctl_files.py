@@ -14,6 +14,12 @@ import os
 import tempfile
 
 
+def set_attributes(path, uid, gid, mode):
+    """Owner (None: unchanged) and mode of `path`."""
+    os.chown(path, -1 if uid is None else uid, -1 if gid is None else gid)
+    os.chmod(path, mode)
+
+
 def stage_beside(dest, data, mode, uid=None, gid=None, prefix=None):
     """A new temporary file in dest's directory holding `data` (bytes), on disk, with its final
     owner (None: unchanged) and mode; the caller renames it (replace) or removes it."""
@@ -24,8 +30,7 @@ def stage_beside(dest, data, mode, uid=None, gid=None, prefix=None):
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chown(tmp, -1 if uid is None else uid, -1 if gid is None else gid)
-        os.chmod(tmp, mode)
+        set_attributes(tmp, uid, gid, mode)
     except BaseException:
         os.unlink(tmp)
         raise
