@@ -33,13 +33,15 @@ STATUS_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True)
-class _Target:
+class Target:
     cluster: EtcdCluster
     client: ClusterClient
     hostvars: dict[str, Any]
 
 
-def _targets(inventory_dir: Path, only: str | None) -> list[_Target]:
+def cluster_targets(inventory_dir: Path, only: str | None) -> list[Target]:
+    """Each etcd cluster of the inventory (or only `only`): its topology, a client with ufcctl's
+    certificate, and the vars of its first member."""
     inventory = load_inventory(inventory_dir)
     clusters = etcd_clusters(inventory)
     if not clusters:
@@ -56,7 +58,7 @@ def _targets(inventory_dir: Path, only: str | None) -> list[_Target]:
             )
     tls = _tls(inventory, clusters[0])
     return [
-        _Target(c, ClusterClient(c.name, c.client_urls, tls), dict(inventory.hosts[c.members[0].host].vars))
+        Target(c, ClusterClient(c.name, c.client_urls, tls), dict(inventory.hosts[c.members[0].host].vars))
         for c in clusters
     ]
 
@@ -121,7 +123,7 @@ def etcd_status(
     `timeout` however many members are down (members added since the inventory was written are
     asked in a second round, once some member has listed them).
     """
-    targets = _targets(inventory_dir, cluster)
+    targets = cluster_targets(inventory_dir, cluster)
 
     def answered(probe: EndpointProbe) -> None:
         if observer:
@@ -171,7 +173,7 @@ def etcd_defrag(
 ) -> list[RunReport]:
     """The agents' procedure run from the controller on whole clusters: followers, then the leader."""
     reports = []
-    for target in _targets(inventory_dir, cluster):
+    for target in cluster_targets(inventory_dir, cluster):
         try:
             config = defrag_config(target.hostvars, target.cluster.name)
         except SettingsError as err:

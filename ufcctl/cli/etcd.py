@@ -1,4 +1,4 @@
-"""`ufcctl etcd status|defrag|prune`: flags and printing for the etcd maintenance use cases."""
+"""`ufcctl etcd status|defrag|prune|backup|restore`: flags and printing for the etcd maintenance use cases."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ufcctl.app.etcd_backup import DEFAULT_BUMP, etcd_backup, etcd_restore
 from ufcctl.app.etcd_maint import STATUS_TIMEOUT, etcd_defrag, etcd_prune, etcd_status
 from ufcctl.cli import numbers
 from ufcctl.cli.options import inventory_option, output_option
@@ -18,7 +19,7 @@ CLUSTERS = click.Choice(["core", "events", "pods"])
 
 @click.group()
 def etcd() -> None:
-    """Status and maintenance of the three etcd clusters (core, events, pods)."""
+    """Status, maintenance, snapshots and restore of the three etcd clusters (core, events, pods)."""
 
 
 @etcd.command()
@@ -80,6 +81,55 @@ def prune(inventory: Path, cluster: str, yes: bool, output: str) -> None:
         print_json({"cluster": result.cluster, "counts": result.counts, "deleted": result.deleted})
         return
     print_prune(result, yes)
+
+
+@etcd.command()
+@inventory_option()
+@click.option("--cluster", type=CLUSTERS, default=None, help="Only this cluster (default: all three).")
+@click.option(
+    "--dest", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Directory for <cluster>/<cluster>-<UTC time>.db and its .sha256 (default: .ufc/backups/etcd).",
+)
+@output_option()
+def backup(inventory: Path, cluster: str | None, dest: Path | None, output: str) -> None:
+    """Take a snapshot of each cluster now, onto this machine: streamed from a healthy follower through
+    etcd's gateway, checked against etcd's sha256 trailer, with a .sha256 beside it.
+
+    The members also take one every hour themselves (etcd_backup_* in roles/etcd).
+    """
+    snapshots = etcd_backup(inventory, cluster, dest, log=lambda line: click.echo(line, err=output == "json"))
+    if output == "json":
+        print_json([s.to_json() for s in snapshots])
+
+
+@etcd.command()
+@inventory_option()
+@click.option("--cluster", type=CLUSTERS, required=True, help="The cluster to rebuild.")
+@click.option(
+    "--from", "source", type=click.Path(dir_okay=False, exists=True, path_type=Path), required=True,
+    help="The snapshot (`ufcctl etcd backup`, a member's timer, or `etcdctl snapshot save`).",
+)
+@click.option(
+    "--bump-revision", type=click.IntRange(0, 10**12), default=DEFAULT_BUMP, show_default=True,
+    help="Raise the restored revision by this much and mark it compacted, so no watch cache or informer "
+    "sees a revision twice (0: neither; only for a cluster no Kubernetes client ever read).",
+)
+@output_option()
+def restore(inventory: Path, cluster: str, source: Path, bump_revision: int, output: str) -> None:
+    """Rebuild a lost cluster from one snapshot: every kube-apiserver stopped, every member restored
+    with a new cluster token and the revision bumped, started, checked, the apiservers started again.
+
+    Refuses a snapshot that fails its checksums and a cluster any member of which still answers.
+    The old data directories are kept beside the new ones (<data_dir>.before-restore-<time>).
+    """
+    result = etcd_restore(inventory, cluster, source, bump_revision,
+                          log=lambda line: click.echo(line, err=output == "json"))
+    if output == "json":
+        print_json(result.to_json())
+        return
+    print_etcd_status([result.status])
+    click.echo(f"restored cluster {cluster} from {result.snapshot} in {result.seconds:.0f} s "
+               f"(token {result.token}, revision bumped by {result.bump_revision})")
 
 
 COMMANDS = [etcd]

@@ -19,7 +19,7 @@ import socket
 import ssl
 import time
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,6 +124,48 @@ def request(url: str, *, deadline: float, max_bytes: int, method: str = "GET", b
             method, body = "GET", None
         current = target
     raise HttpError(url, f"more than {MAX_REDIRECTS} redirects")
+
+
+def stream_lines(url: str, sink: Callable[[bytes], None], *, deadline: float, max_line: int,
+                 method: str = "POST", body: bytes | None = None, headers: Mapping[str, str] | None = None,
+                 context: ssl.SSLContext | None = None) -> int:
+    """Hand every line of a 200 answer's body to `sink` as it arrives (a streamed body of any size, read
+    in lines of at most `max_line` bytes); returns the status. Any other status reads its body (capped
+    at `max_line`) into one HttpError. No redirects: the streamed endpoints (etcd's gateway) send none.
+    """
+    if has_credentials(url):
+        raise HttpError(url, "credentials in the URL are not supported; remove user:password@")
+    clock = _Deadline(deadline)
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise HttpError(url, "not an http(s) URL")
+    try:
+        port = parts.port
+    except ValueError:
+        raise HttpError(url, "the port is not a number from 0 to 65535") from None
+    try:
+        conn, sock = _connect(parts.scheme, parts.hostname, port, clock, context)
+        try:
+            conn.request(method, parts.path or "/", body=body, headers=dict(headers or {}))
+            response = conn.getresponse()
+            if response.status != 200:
+                text = _read(url, response, max_line, clock).decode("utf-8", "replace").strip()
+                raise HttpError(url, f"HTTP {response.status}: {text[:200]}")
+            while line := response.readline(max_line + 1):
+                if len(line) > max_line and not line.endswith(b"\n"):
+                    raise HttpError(url, f"a line of the answer is over {max_line} bytes")
+                clock.left()
+                sink(line)
+        finally:
+            conn.close()
+            sock.close()
+    except TimeoutError:
+        raise HttpTimeout(url, f"not all of the answer within {deadline:g} s") from None
+    except ConnectionRefusedError:
+        raise HttpError(url, "connection refused") from None
+    except (OSError, http.client.HTTPException) as err:
+        raise HttpError(url, f"{type(err).__name__}: {err}") from None
+    return response.status
 
 
 def _once(url: str, clock: _Deadline, seconds: float, max_bytes: int, method: str, body: bytes | None,

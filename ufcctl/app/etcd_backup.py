@@ -1,0 +1,140 @@
+"""Use cases `ufcctl etcd backup` and `ufcctl etcd restore`.
+
+backup: the controller streams a snapshot of each cluster from the member the timers would pick (the
+first healthy follower) through etcd's gateway with ufcctl's client certificate, into the state
+directory (`.ufc/backups/etcd/<cluster>/`), checked and with its `.sha256` (ufcctl/nodeside/etcd_backup.py,
+the same code as the members' timers).
+
+restore: checks on the controller first (the snapshot's trailer and `.sha256`, that no member of the
+cluster answers), then playbooks/etcd-restore.yml rebuilds every member from the one snapshot with
+every kube-apiserver stopped meanwhile, and the cluster's status is read back.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ufcctl.app.etcd_maint import cluster_targets, etcd_status
+from ufcctl.app.inventory import load_inventory
+from ufcctl.domain.etcd.status import ClusterStatus
+from ufcctl.engine.etcd_client import EtcdError
+from ufcctl.engine.etcd_probe import probe_all
+from ufcctl.engine.runner import RunOptions, run_playbook
+from ufcctl.errors import InputError, RunFailed
+from ufcctl.nodeside.etcd_backup import Snapshot, SnapshotError, check, take, taker
+from ufcctl.paths import playbook, state_dir
+
+# etcd's recovery guide: 1,000,000,000 covers about a week of revisions at 1,500 writes/s, more than
+# any snapshot ufcctl keeps is old (hourly, a day kept)
+DEFAULT_BUMP = 1_000_000_000
+# seconds each member has to answer the "is it still running" probe before a restore
+RUNNING_PROBE_TIMEOUT = 3.0
+
+
+def backup_dir() -> Path:
+    return state_dir() / "backups" / "etcd"
+
+
+def etcd_backup(inventory_dir: Path, cluster: str | None = None, dest: Path | None = None,
+                log: Callable[[str], None] = print) -> list[Snapshot]:
+    """One snapshot of each cluster (or of `cluster`) into `dest`/<cluster>/ (default: the state dir)."""
+    root = dest or backup_dir()
+    if root.exists() and not root.is_dir():
+        raise InputError(f"--dest {root}: not a directory", "give a directory (it is made if missing)")
+    taken = []
+    for target in cluster_targets(inventory_dir, cluster):
+        name = target.cluster.name
+        try:
+            view = target.client.view(with_last=False)
+        except EtcdError as err:
+            raise RunFailed(f"etcd cluster {name}: {err}",
+                            f"check `ufcctl etcd status --cluster {name}`") from err
+        member = taker(view)
+        found = view.member(member) if member else None
+        if found is None or not found.endpoint:
+            raise RunFailed(f"etcd cluster {name}: no healthy member under a leader to take a snapshot from",
+                            f"check `ufcctl etcd status --cluster {name}`")
+        log(f"cluster {name}: streaming a snapshot from {member} ({found.endpoint})")
+        try:
+            snapshot = take(target.client, found.endpoint, member or "", str(root / name), name)
+        except SnapshotError as err:
+            raise RunFailed(str(err), "run it again; `ufcctl etcd status` shows the members' health") from err
+        log(f"cluster {name}: {snapshot.path} ({snapshot.size} bytes, {snapshot.seconds:.1f} s)")
+        taken.append(snapshot)
+    return taken
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    cluster: str
+    snapshot: str
+    size: int
+    sha256: str
+    token: str
+    bump_revision: int
+    seconds: float
+    run_dir: str
+    status: ClusterStatus
+
+    def to_json(self) -> dict[str, object]:
+        return {"cluster": self.cluster, "snapshot": self.snapshot, "size": self.size, "sha256": self.sha256,
+                "token": self.token, "bump_revision": self.bump_revision, "seconds": round(self.seconds, 1),
+                "run_dir": self.run_dir, "status": self.status.to_json()}
+
+
+def etcd_restore(inventory_dir: Path, cluster: str, source: Path, bump_revision: int = DEFAULT_BUMP,
+                 log: Callable[[str], None] = print) -> RestoreResult:
+    """Rebuild `cluster` from the snapshot `source`; refuses (InputError, nothing touched) a snapshot
+    that fails its checksums and a cluster any member of which still answers."""
+    if bump_revision < 0:
+        raise InputError(f"--bump-revision {bump_revision}: must be 0 or more")
+    (target,) = cluster_targets(inventory_dir, cluster)
+    try:
+        checked = check(str(source.resolve()))
+    except SnapshotError as err:
+        raise InputError(str(err), "restore from another snapshot (`ls .ufc/backups/etcd/*/`)") from err
+    asked = [(cluster, url) for url in target.cluster.client_urls]
+    answering = [url for (_, url), probe in probe_all(asked, target.client.tls, RUNNING_PROBE_TIMEOUT).items()
+                 if probe.status is not None]
+    if answering:
+        running = [m.host for m in target.cluster.members if m.client_url in answering]
+        raise InputError(
+            f"etcd cluster {cluster} is running: {', '.join(running)} answer(s) at {', '.join(answering)}; a "
+            "restore replaces all of its data",
+            f"restore only a lost cluster; to replace a live one on purpose, stop etcd-{cluster}.service on "
+            f"every member first ({', '.join(m.host for m in target.cluster.members)})")
+    inventory = load_inventory(inventory_dir)
+    members = [m.host for m in target.cluster.members]
+    planes = inventory.group_hosts("kube_control_plane")
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    token = f"{cluster}-restored-{stamp.lower()}-{secrets.token_hex(3)}"
+    log(f"restoring etcd cluster {cluster} on {', '.join(members)} from {checked.path} ({checked.size} "
+        f"bytes, sha256 {checked.sha256[:12]}...); every kube-apiserver ({', '.join(planes) or 'none'}) "
+        "stops meanwhile")
+    run_hosts = inventory.subset(list(dict.fromkeys([*members, *planes])))
+    began = time.monotonic()
+    result = run_playbook(playbook("etcd-restore.yml"), run_hosts, RunOptions(
+        forks=max(len(run_hosts), 1),
+        extravars={"etcd_restore_cluster": cluster, "etcd_restore_snapshot": checked.path,
+                   "etcd_restore_snapshot_sha256": checked.sha256, "etcd_restore_token": token,
+                   "etcd_restore_bump_revision": bump_revision, "etcd_restore_stamp": stamp}))
+    seconds = time.monotonic() - began
+    bad = sorted(h.name for h in run_hosts
+                 if h.name not in result.hosts or not result.hosts[h.name].succeeded)
+    if bad:
+        first = result.hosts.get(bad[0])
+        why = (first.message if first and first.message else None) or "; ".join(result.output_tail[-3:])
+        raise RunFailed(f"etcd restore of cluster {cluster} failed on {', '.join(bad)}: {why}",
+                        f"details in {result.run_dir}; old data directories are kept beside each member's "
+                        f"(<data_dir>.before-restore-{stamp})")
+    (status,) = etcd_status(inventory_dir, cluster)
+    if not status.healthy:
+        raise RunFailed(f"etcd cluster {cluster} restored but not healthy: {'; '.join(status.problems)}",
+                        f"check `ufcctl etcd status --cluster {cluster}`")
+    return RestoreResult(cluster, checked.path, checked.size, checked.sha256, token, bump_revision, seconds,
+                         str(result.run_dir), status)
+

@@ -1,0 +1,311 @@
+"""etcd snapshots: taken through one member's gateway, checked, stored with their sha256, pruned.
+
+Two callers run this same code:
+- the `ufcctl-etcd-backup@<cluster>` timer on every member (`python3 -m ufcctl.nodeside.etcd_backup
+  --config FILE`, the agent's config roles/etcd wrote): every member's timer fires, and only the
+  member `taker()` picks takes the snapshot, so one is taken per cluster and run, from a healthy
+  member other than the leader when there is one (the leader carries every write);
+- `ufcctl etcd backup` on the controller (ufcctl/app/etcd_backup.py), into the state directory.
+
+A snapshot is written beside its final name as `.<name>.part` (0600: core's snapshot holds every
+Kubernetes Secret), its etcd trailer checked while it streams, flushed, renamed into place, and only
+then is its `.sha256` written and older snapshots pruned: a crash leaves a `.part` file (removed by
+the next run) but never a file under a snapshot's name that is not whole.
+
+Runs on the nodes: imports follow the rule in ufcctl/nodeside/__init__.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ufcctl.domain.etcd import backup
+from ufcctl.domain.etcd.defrag import ClusterView, status_errors
+from ufcctl.engine.etcd_client import ClusterClient, EtcdError, TlsFiles
+
+# a .part file this old is a crashed run's (a snapshot of the 8 GiB quota streams in minutes)
+STALE_PART_SECONDS = 6 * 3600
+
+
+class SnapshotError(Exception):
+    """A snapshot that must not be used (or could not be taken): the file and what is wrong, one line."""
+
+
+class _Digests:
+    """sha256 of the whole file, and of all but its last 32 bytes (what etcd's trailer holds)."""
+
+    def __init__(self) -> None:
+        self.whole = hashlib.sha256()
+        self.body = hashlib.sha256()
+        self.size = 0
+        self._held = b""
+
+    def feed(self, data: bytes) -> None:
+        self.whole.update(data)
+        self.size += len(data)
+        pending = self._held + data
+        self.body.update(pending[: -backup.TRAILER])
+        self._held = pending[-backup.TRAILER :]
+
+    def trailer_ok(self) -> bool:
+        return len(self._held) == backup.TRAILER and self.body.digest() == self._held
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    path: str
+    cluster: str
+    member: str  # the member it was streamed from
+    size: int
+    sha256: str  # of the whole file, as in the .sha256 beside it
+    taken_at: float
+    seconds: float
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.path, "cluster": self.cluster, "member": self.member, "size": self.size,
+                "sha256": self.sha256, "taken_at": round(self.taken_at, 3), "seconds": round(self.seconds, 3)}
+
+
+def take(client: ClusterClient, endpoint: str, member: str, directory: str, cluster: str,
+         clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic) -> Snapshot:
+    """Stream `endpoint`'s snapshot into `directory` (made 0700 if missing); SnapshotError if it fails."""
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    taken_at, began = clock(), monotonic()
+    name = backup.file_name(cluster, taken_at)
+    final = os.path.join(directory, name)
+    part = os.path.join(directory, f".{name}.part")
+    digests = _Digests()
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as out:
+
+            def write(data: bytes) -> None:
+                out.write(data)
+                digests.feed(data)
+
+            client.gateway(endpoint).snapshot(write)
+            out.flush()
+            os.fsync(out.fileno())
+        if not backup.has_trailer_size(digests.size) or not digests.trailer_ok():
+            raise SnapshotError(f"{endpoint}: the snapshot streamed ({digests.size} bytes) fails etcd's "
+                                "sha256 trailer: not kept")
+        os.replace(part, final)
+        part = ""
+        whole = digests.whole.hexdigest()
+        _write_small(final + backup.SUM_SUFFIX, backup.sum_line(whole, name))
+        _fsync_dir(directory)
+    except EtcdError as err:
+        raise SnapshotError(f"snapshot of cluster {cluster} from {member}: {err}") from err
+    except OSError as err:
+        raise SnapshotError(f"snapshot of cluster {cluster} into {directory}: {err}") from err
+    finally:
+        if part:
+            _remove(part)
+    return Snapshot(final, cluster, member, digests.size, whole, taken_at, monotonic() - began)
+
+
+@dataclass(frozen=True)
+class Checked:
+    path: str
+    size: int
+    sha256: str
+    sum_file: bool  # a .sha256 beside it was found and matched
+
+
+def check(path: str) -> Checked:
+    """A snapshot file fit to restore: etcd's trailer matches, and so does the .sha256 beside it if
+    there is one. SnapshotError (file and reason, one line) otherwise."""
+    digests = _Digests()
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                digests.feed(chunk)
+    except OSError as err:
+        raise SnapshotError(f"{path}: cannot read: {err.strerror}") from err
+    if not backup.has_trailer_size(digests.size):
+        raise SnapshotError(f"{path}: not an etcd snapshot with a sha256 trailer ({digests.size} bytes; a "
+                            "copied member/snap/db or a truncated file)")
+    if not digests.trailer_ok():
+        raise SnapshotError(f"{path}: fails etcd's sha256 trailer (the file is corrupt)")
+    whole = digests.whole.hexdigest()
+    sums = path + backup.SUM_SUFFIX
+    found = False
+    if os.path.exists(sums):
+        with open(sums, encoding="utf-8", errors="replace") as fh:
+            want = backup.parse_sum(fh.read(), os.path.basename(path))
+        if want is None:
+            raise SnapshotError(f"{sums}: no sha256 for {os.path.basename(path)} in it")
+        if want != whole:
+            raise SnapshotError(f"{path}: sha256 {whole} differs from {want} in {sums}")
+        found = True
+    return Checked(path, digests.size, whole, found)
+
+
+def prune(directory: str, cluster: str, keep: int, clock: Callable[[], float] = time.time) -> list[str]:
+    """Delete the snapshots of `cluster` retention drops (and stale .part files); the names deleted."""
+    names = os.listdir(directory)
+    gone = []
+    for name in backup.retention(names, cluster, keep).delete:
+        for path in (os.path.join(directory, name), os.path.join(directory, name + backup.SUM_SUFFIX)):
+            _remove(path)
+        gone.append(name)
+    for name in names:
+        path = os.path.join(directory, name)
+        if name.startswith(f".{cluster}-") and name.endswith(".part"):
+            try:
+                if clock() - os.stat(path).st_mtime > STALE_PART_SECONDS:
+                    _remove(path)
+                    gone.append(name)
+            except OSError:
+                pass
+    return gone
+
+
+def taker(view: ClusterView) -> str | None:
+    """The member that takes this run's snapshot: the first healthy follower by name, else the leader
+    (a one-member cluster); None when no member is healthy and under a leader (a member without quorum
+    may hold stale data). Every member's timer computes the same answer from the same member list, so
+    one snapshot is taken per run."""
+    healthy = sorted(name for name, status in view.statuses.items()
+                     if not status_errors(status) and status.leader_id not in ("", "0"))
+    followers = [name for name in healthy if not view.statuses[name].is_leader]
+    chosen = followers or healthy
+    return chosen[0] if chosen else None
+
+
+def _write_small(path: str, text: str) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+# --- the timer's command line -----------------------------------------------------------------
+
+
+METRIC = "ufcctl_etcd_backup_"
+HELP = {
+    "last_result": "Result of the last snapshot this member took: 1 ok, 0 failed.",
+    "last_run_timestamp_seconds": "Start of the last snapshot run that acted on this member.",
+    "last_success_timestamp_seconds": "When this member last took a good snapshot (absent until one).",
+    "last_size_bytes": "Size of the last good snapshot this member took.",
+}
+
+
+def metrics_text(cluster: str, member: str, at: float, ok: bool, snapshot: Snapshot | None,
+                 previous_success: float | None) -> str:
+    """The member's last snapshot run as Prometheus text (node exporter textfile collector); the success
+    time carries over a failed run, so the Overdue alert keeps counting from the last good one."""
+    success = snapshot.taken_at if snapshot else previous_success
+    values: dict[str, float | None] = {
+        "last_result": 1 if ok else 0,
+        "last_run_timestamp_seconds": at,
+        "last_success_timestamp_seconds": success,
+        "last_size_bytes": snapshot.size if snapshot else None,
+    }
+    lines = []
+    for name, value in values.items():
+        if value is None:
+            continue
+        text = str(int(value)) if float(value).is_integer() else f"{value:.3f}"
+        lines += [f"# HELP {METRIC}{name} {HELP[name]}", f"# TYPE {METRIC}{name} gauge",
+                  f'{METRIC}{name}{{cluster="{cluster}",member="{member}"}} {text}']
+    return "\n".join(lines) + "\n"
+
+
+def _previous_success(path: str) -> float | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("ufcctl_etcd_backup_last_success_timestamp_seconds"):
+                    return float(line.rsplit(None, 1)[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def run_timer(raw: dict, client: ClusterClient, log: Callable[[str], None],
+              clock: Callable[[], float] = time.time) -> int:
+    """One timer run on a member: 0 when this member took a good snapshot or another member takes it,
+    1 when the snapshot failed or no member is healthy."""
+    cluster, member = str(raw["cluster"]), str(raw["member"])
+    directory = os.path.join(str(raw["backup_dir"]), cluster)
+    started = clock()
+    try:
+        view = client.view(with_last=False)
+    except EtcdError as err:
+        log(f"cluster={cluster} action=failed error={err}")
+        return 1
+    chosen = taker(view)
+    if chosen is None:
+        log(f"cluster={cluster} action=failed error=no healthy member to take a snapshot from")
+        return 1
+    if chosen != member:
+        log(f"cluster={cluster} action=skipped reason=member {chosen} takes this run's snapshot")
+        return 0
+    own = view.member(member)
+    endpoint = own.endpoint if own and own.endpoint else client.endpoints[0]
+    snapshot, ok = None, False
+    try:
+        snapshot = take(client, endpoint, member, directory, cluster, clock=clock)
+        gone = prune(directory, cluster, int(raw.get("backup_keep", 0)), clock)
+        log("result " + json.dumps({**snapshot.to_json(), "pruned": gone}, sort_keys=True))
+        ok = True
+    except SnapshotError as err:
+        log(f"cluster={cluster} action=failed error={err}")
+    textfile_dir = str(raw.get("textfile_dir") or "")
+    if textfile_dir:
+        path = os.path.join(textfile_dir, f"ufcctl-etcd-backup-{cluster}.prom")
+        try:
+            _write_small(path, metrics_text(cluster, member, started, ok, snapshot, _previous_success(path)))
+            os.chmod(path, 0o644)  # the node exporter's copier runs as another user
+        except OSError as err:
+            log(f"cluster={cluster} action=metrics-not-written path={path} error={err}")
+    return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ufcctl-etcd-backup", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True, help="agent config (JSON) written by roles/etcd")
+    args = parser.parse_args(argv)
+    try:
+        with open(args.config, encoding="utf-8") as fh:
+            raw = json.load(fh)
+        tls = TlsFiles(raw["ca"], raw["cert"], raw["key"]) if raw.get("ca") else None
+        client = ClusterClient(str(raw["cluster"]), tuple(raw["endpoints"]), tls)
+        raw["backup_dir"], raw["member"]  # noqa: B018 - both required
+    except OSError as err:
+        print(f"{args.config}: cannot read: {err.strerror}", file=sys.stderr)
+        return 2
+    except (ValueError, KeyError, TypeError, EtcdError) as err:
+        print(f"{args.config}: bad config: {type(err).__name__}: {err}", file=sys.stderr)
+        return 2
+    return run_timer(raw, client, lambda line: print(line, flush=True))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
