@@ -264,3 +264,81 @@ def test_prune_counts_then_deletes_orphans_in_core(lab: Lab) -> None:
         "/registry/pods/": 1,
     }
     assert core.get_prefix("/registry/") == {"/registry/configmaps/default/keep": "{}"}
+
+
+def test_member_timers_take_one_checked_snapshot_per_cluster(lab: Lab) -> None:
+    """Every member's `ufcctl-etcd-backup@events` runs; exactly one (the first healthy follower) takes a
+    snapshot, which `sha256sum -c` accepts on the member, and it writes its textfile metrics."""
+    directory = "/var/backups/ufcctl-etcd/events"
+    before = {m: _exec(lab.env, m, f"ls {directory} 2>/dev/null || true").split() for m in MEMBERS}
+    for member in MEMBERS:
+        _exec(lab.env, member, "systemctl start ufcctl-etcd-backup@events.service")
+    after = {m: _exec(lab.env, m, f"ls {directory} 2>/dev/null || true").split() for m in MEMBERS}
+    new = {m: sorted(set(after[m]) - set(before[m])) for m in MEMBERS}
+    takers = [m for m in MEMBERS if new[m]]
+    assert len(takers) == 1, new
+    taker = takers[0]
+    db = next(n for n in new[taker] if n.endswith(".db"))
+    assert f"{db}.sha256" in new[taker], new
+    assert _exec(lab.env, taker, f"cd {directory} && sha256sum -c {db}.sha256").strip() == f"{db}: OK"
+    assert _exec(lab.env, taker, f"stat -c %a {directory}/{db}").strip() == "600"  # Secrets in core
+    prom = _exec(lab.env, taker, "cat /var/lib/ufcctl-etcd-defrag/ufcctl-etcd-backup-events.prom")
+    assert f'ufcctl_etcd_backup_last_result{{cluster="events",member="{taker}"}} 1' in prom, prom
+    others = [m for m in MEMBERS if m != taker]
+    log = _exec(lab.env, others[0], "journalctl -u ufcctl-etcd-backup@events.service -o cat -n 5 --no-pager")
+    assert f"member {taker} takes this run's snapshot" in log, log
+
+
+def test_restore_drill_brings_back_every_acknowledged_key_and_the_api(lab: Lab, tmp_path: Path) -> None:
+    """Keys written, `ufcctl etcd backup`, more keys, every member's data of core destroyed,
+    `ufcctl etcd restore`: every key acknowledged before the snapshot is back with its value, none
+    written after it, the revision is bumped, the old data is kept aside and the API answers again.
+    Bad input first: a live cluster, a corrupt and a truncated snapshot are exit 2 with nothing touched."""
+    core = lab.client("core")
+    prefix = f"/ufc-drill/{time.time_ns()}/"  # this run's keys only
+    acked = {f"{prefix}k{i:03d}": f"v{i}" for i in range(200)}
+    for key, value in acked.items():
+        core.first("put", key, value)
+    backup = _ufcctl(["etcd", "backup", "--inventory", str(lab.inventory), "--cluster", "core",
+                      "--output", "json"], lab.env)
+    assert backup.returncode == 0, backup.stderr
+    (snapshot,) = json.loads(backup.stdout)
+    source = Path(snapshot["path"])
+    assert source.stat().st_mode & 0o777 == 0o600
+    for i in range(20):
+        core.first("put", f"{prefix}late{i}", "after the snapshot")
+    revision = core.first("status").revision
+
+    def restore(path: Path) -> subprocess.CompletedProcess[str]:
+        return _ufcctl(["etcd", "restore", "--inventory", str(lab.inventory), "--cluster", "core",
+                        "--from", str(path)], lab.env)
+
+    live = restore(source)
+    assert live.returncode == 2, live.stdout + live.stderr
+    assert "etcd cluster core is running" in live.stderr, live.stderr
+    corrupt = tmp_path / "corrupt.db"
+    data = bytearray(source.read_bytes())
+    data[4096] ^= 0xFF
+    corrupt.write_bytes(bytes(data))
+    assert "fails etcd's sha256 trailer" in restore(corrupt).stderr
+    truncated = tmp_path / "truncated.db"
+    truncated.write_bytes(source.read_bytes()[:100_000])
+    assert restore(truncated).returncode == 2
+    assert core.first("status").revision == revision  # nothing touched
+
+    for member in MEMBERS:  # the disaster: every member of core loses its data
+        _exec(lab.env, member, "systemctl stop etcd-core.service && rm -rf /var/lib/etcd-core/member")
+    restored = restore(source)
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert core.first("get_prefix", f"{prefix}k") == acked
+    assert core.first("count_prefix", f"{prefix}late") == 0
+    assert core.first("status").revision > 1_000_000_000
+    for member in MEMBERS:
+        aside = _exec(lab.env, member, "ls -d /var/lib/etcd-core.before-restore-*").split()
+        assert aside, member
+    nodes = subprocess.run(["podman", "exec", f"{LAB}-cp1", "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf",
+                            "get", "nodes", "--output=name"], env=lab.env, capture_output=True, text=True,
+                           timeout=120, check=False)
+    assert nodes.returncode == 0, nodes.stderr
+    assert f"node/{LAB}-cp1" in nodes.stdout.split()
+    assert all(row["health"] == "healthy" for c in _status(lab, "--cluster", "core") for row in c["members"])

@@ -15,6 +15,7 @@ import sys
 import urllib.parse
 from pathlib import Path
 
+from tests.lab_standins import etcd_restore_tool
 from tests.lab_standins.kube_emulator import packages as kube_packages
 from tests.lab_standins.npu_emulator.lab import (
     IMAGE,
@@ -67,6 +68,13 @@ def _setup(args: argparse.Namespace) -> int:
     state = Path(os.environ.get("UFC_STATE_DIR", ".ufc"))
     workdir = args.workdir or state / "lab" / f"{args.lab}-npu-emulator"
     mirror = prepare(network, workdir, name, RELEASES, args.ip, args.image, labels)
+    # Debian 13's real etcdutl beside the packages: what `ufcctl etcd restore` needs of a packaged etcd
+    # 3.4 (tests/lab_standins/etcd_restore_tool.py); without it a restore refuses, naming the fix.
+    try:
+        restore_vars = etcd_restore_tool.lab_vars(mirror.root, etcd_restore_tool.build(workdir))
+    except (OSError, LookupError, ValueError) as err:
+        print(f"etcd restore tool not on the mirror: {err}", file=sys.stderr)
+        restore_vars = {}
     # The mirror container also serves the LAB UPSTREAM REGISTRY (tests/lab_standins/upstream_registry), the
     # upstream of the lab's registry caches: it must answer before a deploy starts them.
     registry.ensure_running(name, urllib.parse.urlsplit(mirror.url).hostname or "")
@@ -84,7 +92,7 @@ def _setup(args: argparse.Namespace) -> int:
         print(json.dumps({
             "mirror": {"name": mirror.name, "url": mirror.url, "changed": mirror.changed},
             "npu_node_vars": npu_node_vars(mirror, RELEASES[0]),
-            "all_vars": {"ufc_artifact_url": mirror.root, **kube_packages.lab_vars()},
+            "all_vars": {"ufc_artifact_url": mirror.root, **kube_packages.lab_vars(), **restore_vars},
             "group_vars_file": str(written) if written else None,
         }))
     else:
