@@ -336,9 +336,9 @@ def test_restore_drill_brings_back_every_acknowledged_key_and_the_api(lab: Lab, 
     for member in MEMBERS:
         aside = _exec(lab.env, member, "ls -d /var/lib/etcd-core.before-restore-*").split()
         assert aside, member
-    nodes = subprocess.run(["podman", "exec", f"{LAB}-cp1", "kubectl", "--kubeconfig=/etc/kubernetes/admin.conf",
-                            "get", "nodes", "--output=name"], env=lab.env, capture_output=True, text=True,
-                           timeout=120, check=False)
+    nodes = subprocess.run(["podman", "exec", f"{LAB}-cp1", "kubectl",
+                            "--kubeconfig=/etc/kubernetes/admin.conf", "get", "nodes", "--output=name"],
+                           env=lab.env, capture_output=True, text=True, timeout=120, check=False)
     assert nodes.returncode == 0, nodes.stderr
     assert f"node/{LAB}-cp1" in nodes.stdout.split()
     assert all(row["health"] == "healthy" for c in _status(lab, "--cluster", "core") for row in c["members"])

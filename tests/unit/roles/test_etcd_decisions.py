@@ -38,10 +38,12 @@ def role_vars() -> dict[str, Any]:
 def _units(**states: dict[str, str]) -> dict[str, dict[str, str]]:
     """Every member unit and timer running and enabled, except those named (cluster_kind=state)."""
     units = {f"etcd-{c}.service": dict(RUNNING) for c in CLUSTERS}
-    units |= {f"ufcctl-etcd-defrag@{c}.timer": dict(RUNNING) for c in CLUSTERS}
+    units |= {f"ufcctl-etcd-{k}@{c}.timer": dict(RUNNING) for c in CLUSTERS for k in ("defrag", "backup")}
+    names = {"unit": "etcd-{}.service", "timer": "ufcctl-etcd-defrag@{}.timer",
+             "backup": "ufcctl-etcd-backup@{}.timer"}
     for key, state in states.items():
         cluster, kind = key.split("_")
-        units[f"etcd-{cluster}.service" if kind == "unit" else f"ufcctl-etcd-defrag@{cluster}.timer"] = state
+        units[names[kind].format(cluster)] = state
     return units
 
 
@@ -186,32 +188,48 @@ def test_members_to_wait_for(role_vars) -> None:
     assert _evaluate(role_vars, "{{ __etcd_to_wait }}") == []
 
 
+def _defrag(*clusters: str, want: bool = True) -> list[dict[str, Any]]:
+    return [{"unit": f"ufcctl-etcd-defrag@{c}.timer", "want": want} for c in clusters]
+
+
+def _backup(*clusters: str, want: bool = True) -> list[dict[str, Any]]:
+    return [{"unit": f"ufcctl-etcd-backup@{c}.timer", "want": want} for c in clusters]
+
+
 @pytest.mark.parametrize(
-    ("units", "overrides", "written", "check", "expected"),
+    ("units", "overrides", "backup", "written", "check", "expected"),
     [
-        pytest.param({}, {}, [], False, [], id="as-wanted"),
-        pytest.param({"events_timer": STOPPED}, {}, [], False, ["events"], id="stopped-timer"),
-        pytest.param({}, {"pods": {"defrag_enabled": False}}, [], False, ["pods"], id="disabled-by-override"),
+        pytest.param({}, {}, True, [], False, [], id="as-wanted"),
+        pytest.param({"events_timer": STOPPED}, {}, True, [], False, _defrag("events"), id="stopped-timer"),
+        pytest.param({"pods_backup": STOPPED}, {}, True, [], False, _backup("pods"),
+                     id="stopped-backup-timer"),
+        pytest.param({}, {"pods": {"defrag_enabled": False}}, True, [], False, _defrag("pods", want=False),
+                     id="disabled-by-override"),
         pytest.param(
-            {"pods_timer": STOPPED}, {"pods": {"defrag_enabled": False}}, [], False, [], id="already-disabled"
+            {"pods_timer": STOPPED}, {"pods": {"defrag_enabled": False}}, True, [], False, [],
+            id="already-disabled"
         ),
+        pytest.param({}, {}, False, [], False, _backup(*CLUSTERS, want=False), id="backups-disabled"),
         pytest.param(
             {},
             {},
-            ["/etc/systemd/system/ufcctl-etcd-defrag@.timer"],
+            True,
+            ["/etc/systemd/system/ufcctl-etcd-backup@.timer"],
             False,
-            CLUSTERS,
+            [t for c in CLUSTERS for t in (*_defrag(c), *_backup(c))],
             id="unit-changed-reload-all",
         ),
         pytest.param(
-            {}, {}, ["/etc/systemd/system/ufcctl-etcd-defrag@.timer"], True, [], id="unit-changed-check-mode"
+            {}, {}, True, ["/etc/systemd/system/ufcctl-etcd-defrag@.timer"], True, [],
+            id="unit-changed-check-mode"
         ),
     ],
 )
-def test_timers_to_change(role_vars, units, overrides, written, check, expected) -> None:
+def test_timers_to_change(role_vars, units, overrides, backup, written, check, expected) -> None:
     facts = {
         "__etcd_state": _state(units=_units(**units)),
         "etcd_cluster_overrides": overrides,
+        "etcd_backup_enabled": backup,
         "__etcd_written": {"changed_paths": written},
         "ansible_check_mode": check,
     }
@@ -281,7 +299,11 @@ def test_the_files_of_a_member(role_vars) -> None:
     assert by_dest["/usr/local/sbin/ufcctl-etcd-member"]["vars"]["__etcd_launcher"]["module"] == (
         "ufcctl.nodeside.etcd_join"
     )
-    assert len(files) == 3 * 3 + 5
+    assert by_dest["/usr/local/sbin/ufcctl-etcd-backup"]["vars"]["__etcd_launcher"]["module"] == (
+        "ufcctl.nodeside.etcd_backup"
+    )
+    # per cluster: agent config, settings, unit; once: zip, 3 launchers, 2 template units x 2 timers
+    assert len(files) == 3 * 3 + 8
     directories = {d["path"]: d for d in _evaluate(role_vars, "{{ __etcd_directories }}")}
     assert (directories["/var/lib/etcd-pods"]["owner"], directories["/var/lib/etcd-pods"]["mode"]) == (
         "etcd",
