@@ -226,7 +226,8 @@ def test_snapshot_decodes_the_streamed_messages_and_stops_at_an_error() -> None:
     from tests.helpers.raw_http import raw_server
 
     def message(blob: bytes) -> bytes:
-        return json.dumps({"result": {"blob": base64.b64encode(blob).decode(), "remaining_bytes": "1"}}).encode()
+        result = {"blob": base64.b64encode(blob).decode(), "remaining_bytes": "1"}
+        return json.dumps({"result": result}).encode()
 
     head = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
     good = head + message(b"abc") + b"\n" + message(b"def") + b"\n"
