@@ -16,7 +16,7 @@ import pytest
 import yaml
 from etcd_writer import Writer
 
-from tests.helpers.lab import STACK_LAB, Stack
+from tests.helpers.lab import ROOT, STACK_LAB, Stack
 from tests.helpers.lab import ufcctl as _ufcctl
 from ufcctl.engine.etcd_client import ClusterClient, Gateway, TlsFiles
 
@@ -283,7 +283,7 @@ def test_member_timers_take_one_checked_snapshot_per_cluster(lab: Lab) -> None:
     assert _exec(lab.env, taker, f"cd {directory} && sha256sum -c {db}.sha256").strip() == f"{db}: OK"
     assert _exec(lab.env, taker, f"stat -c %a {directory}/{db}").strip() == "600"  # Secrets in core
     prom = _exec(lab.env, taker, "cat /var/lib/ufcctl-etcd-defrag/ufcctl-etcd-backup-events.prom")
-    assert f'ufcctl_etcd_backup_last_result{{cluster="events",member="{taker}"}} 1' in prom, prom
+    assert f'ufcctl_etcd_backup_last_result{{etcd_cluster="events",member="{taker}"}} 1' in prom, prom
     others = [m for m in MEMBERS if m != taker]
     log = _exec(lab.env, others[0], "journalctl -u ufcctl-etcd-backup@events.service -o cat -n 5 --no-pager")
     assert f"member {taker} takes this run's snapshot" in log, log
@@ -299,30 +299,33 @@ def test_restore_drill_brings_back_every_acknowledged_key_and_the_api(lab: Lab, 
     acked = {f"{prefix}k{i:03d}": f"v{i}" for i in range(200)}
     for key, value in acked.items():
         core.first("put", key, value)
-    backup = _ufcctl(["etcd", "backup", "--inventory", str(lab.inventory), "--cluster", "core",
-                      "--output", "json"], lab.env)
-    assert backup.returncode == 0, backup.stderr
-    (snapshot,) = json.loads(backup.stdout)
-    source = Path(snapshot["path"])
-    assert source.stat().st_mode & 0o777 == 0o600
+    backup = _ufcctl(["etcd", "backup", "--inventory", "lab"], lab.env)  # the README's command, as written
+    assert backup.returncode == 0, backup.stdout + backup.stderr
+    taken = {c: sorted((Path(lab.env["UFC_STATE_DIR"]) / "backups" / "etcd" / c).glob(f"{c}-*.db"))[-1]
+             for c in PORTS}
+    for cluster, path in taken.items():
+        assert f"cluster {cluster}: {path} (" in backup.stdout, backup.stdout
+        assert path.stat().st_mode & 0o777 == 0o600
+    # the README's restore, with the file the backup just wrote (relative to the checkout root)
+    source = taken["core"].relative_to(ROOT)
     for i in range(20):
         core.first("put", f"{prefix}late{i}", "after the snapshot")
     revision = core.first("status").revision
 
     def restore(path: Path) -> subprocess.CompletedProcess[str]:
-        return _ufcctl(["etcd", "restore", "--inventory", str(lab.inventory), "--cluster", "core",
-                        "--from", str(path)], lab.env)
+        return _ufcctl(["etcd", "restore", "--inventory", "lab", "--cluster", "core", "--from", str(path)],
+                       lab.env)
 
     live = restore(source)
     assert live.returncode == 2, live.stdout + live.stderr
     assert "etcd cluster core is running" in live.stderr, live.stderr
     corrupt = tmp_path / "corrupt.db"
-    data = bytearray(source.read_bytes())
+    data = bytearray((ROOT / source).read_bytes())
     data[4096] ^= 0xFF
     corrupt.write_bytes(bytes(data))
     assert "fails etcd's sha256 trailer" in restore(corrupt).stderr
     truncated = tmp_path / "truncated.db"
-    truncated.write_bytes(source.read_bytes()[:100_000])
+    truncated.write_bytes((ROOT / source).read_bytes()[:100_000])
     assert restore(truncated).returncode == 2
     assert core.first("status").revision == revision  # nothing touched
 

@@ -233,7 +233,7 @@ def metrics_text(cluster: str, member: str, at: float, ok: bool, snapshot: Snaps
             continue
         text = str(int(value)) if float(value).is_integer() else f"{value:.3f}"
         lines += [f"# HELP {METRIC}{name} {HELP[name]}", f"# TYPE {METRIC}{name} gauge",
-                  f'{METRIC}{name}{{cluster="{cluster}",member="{member}"}} {text}']
+                  f'{METRIC}{name}{{etcd_cluster="{cluster}",member="{member}"}} {text}']
     return "\n".join(lines) + "\n"
 
 

@@ -146,9 +146,10 @@ def test_the_timer_run_of_the_taker_snapshots_prunes_and_writes_metrics(tmp_path
     newest = backup.file_name("core", 9000)  # keep 1: the first run's snapshot is gone
     assert sorted(os.listdir(tmp_path / "b" / "core")) == [newest, f"{newest}.sha256"]
     prom = (tmp_path / "ufcctl-etcd-backup-core.prom").read_text()
-    assert 'ufcctl_etcd_backup_last_result{cluster="core",member="m1"} 1' in prom
-    assert 'ufcctl_etcd_backup_last_success_timestamp_seconds{cluster="core",member="m1"} 9000' in prom
-    assert f'ufcctl_etcd_backup_last_size_bytes{{cluster="core",member="m1"}} {len(snapshot_bytes())}' in prom
+    assert 'ufcctl_etcd_backup_last_result{etcd_cluster="core",member="m1"} 1' in prom
+    assert 'ufcctl_etcd_backup_last_success_timestamp_seconds{etcd_cluster="core",member="m1"} 9000' in prom
+    size = len(snapshot_bytes())
+    assert f'ufcctl_etcd_backup_last_size_bytes{{etcd_cluster="core",member="m1"}} {size}' in prom
 
 
 def test_the_timer_run_of_another_member_takes_nothing_and_a_failure_keeps_the_last_success(
@@ -161,11 +162,12 @@ def test_the_timer_run_of_another_member_takes_nothing_and_a_failure_keeps_the_l
     assert not (tmp_path / "b").exists() and "member m1 takes this run's snapshot" in lines[-1]
     raw["member"] = "m1"
     (tmp_path / "ufcctl-etcd-backup-core.prom").write_text(
-        'ufcctl_etcd_backup_last_success_timestamp_seconds{cluster="core",member="m1"} 500\n')
+        'ufcctl_etcd_backup_last_success_timestamp_seconds{etcd_cluster="core",member="m1"} 500\n')
     broken = FakeClient(FakeGateway(snapshot_bytes(), fail_after=0), view)
     assert run_timer(raw, broken, lines.append, clock=lambda: 800.0) == 1
     prom = (tmp_path / "ufcctl-etcd-backup-core.prom").read_text()
-    assert 'last_result{cluster="core",member="m1"} 0' in prom and "last_success_timestamp_seconds" in prom
+    assert 'last_result{etcd_cluster="core",member="m1"} 0' in prom
+    assert "last_success_timestamp_seconds" in prom
     assert 'member="m1"} 500' in prom and "last_size_bytes" not in prom
 
 

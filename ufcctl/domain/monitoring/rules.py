@@ -58,6 +58,11 @@ def _p99(bucket: str) -> str:
             f'(rate({bucket}{{job="etcd"}}[5m])))')
 
 
+# Three hourly snapshot runs missed (roles/etcd etcd_backup_on_calendar): an hour of writes is what a
+# restore loses by design; three is something broken.
+BACKUP_OVERDUE_SECONDS = 3 * 3600
+
+
 def _rules(defrag_overdue_seconds: int) -> tuple[AlertRule, ...]:
     return (
         AlertRule(
@@ -114,6 +119,20 @@ def _rules(defrag_overdue_seconds: int) -> tuple[AlertRule, ...]:
             "etcd {{ $labels.etcd_cluster }}/{{ $labels.member }}: no successful defrag run for "
             f"{defrag_overdue_seconds} s",
             "ufcctl: DEFRAG_OVERDUE_SECONDS, a multiple of the agent's schedule (roles/etcd defaults)"),
+        AlertRule(
+            "EtcdBackupFailing", "ufcctl_etcd_backup_last_result == 0", "90m", "warning", "etcd",
+            "etcd {{ $labels.etcd_cluster }}: the last snapshot {{ $labels.member }} took failed",
+            "ufcctl: 90m spans the next hourly run (etcd_backup_on_calendar), so a failure it repairs does "
+            "not fire"),
+        AlertRule(
+            "EtcdBackupOverdue",
+            "time() - max by (etcd_cluster) (ufcctl_etcd_backup_last_success_timestamp_seconds) > "
+            f"{BACKUP_OVERDUE_SECONDS}",
+            "15m", "warning", "etcd",
+            "etcd {{ $labels.etcd_cluster }}: no good snapshot for over "
+            f"{BACKUP_OVERDUE_SECONDS // 3600} h",
+            "ufcctl: BACKUP_OVERDUE_SECONDS, three runs of the hourly timer; max over members because the "
+            "member that takes the snapshot changes with the leader"),
         AlertRule(
             "HaproxyBackendDown", 'haproxy_backend_active_servers{job="haproxy"} == 0', "1m", "critical",
             "lb",

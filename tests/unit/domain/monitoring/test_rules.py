@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[4]
 CONTRACT_ALERTS = {
     "ApiserverTooManyRequests", "ApiserverErrors", "EtcdDatabaseQuotaLowSpace", "EtcdHighFsyncDurations",
     "EtcdHighCommitDurations", "EtcdHighNumberOfLeaderChanges", "EtcdNoLeader", "EtcdMemberDown",
-    "EtcdDefragFailing", "EtcdDefragOverdue", "HaproxyBackendDown", "HaproxyDown", "VipNotHeld",
+    "EtcdDefragFailing", "EtcdDefragOverdue", "EtcdBackupFailing", "EtcdBackupOverdue",
+    "HaproxyBackendDown", "HaproxyDown", "VipNotHeld",
     "VipHeldTwice", "NodeExporterDown", "NfsServerDown", "NpuChipUnhealthy",
 }
 VMALERT_REL = Path("opt/victoria-metrics/usr/bin/vmalert")
