@@ -345,3 +345,28 @@ def test_restore_drill_brings_back_every_acknowledged_key_and_the_api(lab: Lab, 
     assert nodes.returncode == 0, nodes.stderr
     assert f"node/{LAB}-cp1" in nodes.stdout.split()
     assert all(row["health"] == "healthy" for c in _status(lab, "--cluster", "core") for row in c["members"])
+
+
+def test_member_replace_rejoins_a_dead_member_empty_with_a_new_id(lab: Lab) -> None:
+    """events on cp3 loses its data; `ufcctl etcd member replace` stops it, keeps the rest aside,
+    removes it, and roles/etcd joins it again: a new member id, every key served by cp3 itself.
+    A healthy member is refused first (exit 2, nothing touched)."""
+    member = MEMBERS[2]
+    args = ["etcd", "member", "replace", "--inventory", "lab", "--cluster", "events", "--member", member]
+    events = lab.client("events")
+    before = {m.name: m.member_id for m in events.first("members")}
+    healthy = _ufcctl(args, lab.env)
+    assert healthy.returncode == 2 and f"member {member} of etcd cluster events is healthy" in healthy.stderr
+    prefix = f"/ufc-replace/{time.time_ns()}/"
+    keys = {f"{prefix}k{i}": f"v{i}" for i in range(50)}
+    for key, value in keys.items():
+        events.first("put", key, value)
+    _exec(lab.env, member, "systemctl stop etcd-events.service && rm -rf /var/lib/etcd-events/member")
+    replaced = _ufcctl(args, lab.env)
+    assert replaced.returncode == 0, replaced.stdout + replaced.stderr
+    after = {m.name: m.member_id for m in events.first("members")}
+    assert set(after) == set(MEMBERS) and after[member] != before[member]
+    assert {n: i for n, i in after.items() if n != member} == {n: i for n, i in before.items() if n != member}
+    own = Gateway(lab.endpoints("events")[2], lab.tls)  # cp3's own endpoint
+    assert own.get_prefix(prefix) == keys
+    assert _exec(lab.env, member, "ls -d /var/lib/etcd-events.replaced-*").strip()

@@ -1,4 +1,5 @@
-"""`ufcctl etcd status|defrag|prune|backup|restore`: flags and printing for the etcd maintenance use cases."""
+"""`ufcctl etcd status|defrag|prune|backup|restore|member replace`: flags and printing for the etcd
+maintenance use cases."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import click
 
 from ufcctl.app.etcd_backup import DEFAULT_BUMP, etcd_backup, etcd_restore
 from ufcctl.app.etcd_maint import STATUS_TIMEOUT, etcd_defrag, etcd_prune, etcd_status
+from ufcctl.app.etcd_member import etcd_member_replace
 from ufcctl.cli import numbers
 from ufcctl.cli.options import inventory_option, output_option
 from ufcctl.errors import RunFailed
@@ -130,6 +132,26 @@ def restore(inventory: Path, cluster: str, source: Path, bump_revision: int, out
     print_etcd_status([result.status])
     click.echo(f"restored cluster {cluster} from {result.snapshot} in {result.seconds:.0f} s "
                f"(token {result.token}, revision bumped by {result.bump_revision})")
+
+
+@etcd.group()
+def member() -> None:
+    """Membership changes, one member at a time."""
+
+
+@member.command()
+@inventory_option()
+@click.option("--cluster", type=CLUSTERS, required=True, help="The cluster the member belongs to.")
+@click.option("--member", "host", required=True, help="The member's inventory host name.")
+def replace(inventory: Path, cluster: str, host: str) -> None:
+    """Replace one dead or broken member: stopped, its data kept aside, removed from the cluster, and
+    joined again empty by roles/etcd (new member id), synced from the leader.
+
+    Refuses a healthy member and a cluster that would lose quorum (then: `ufcctl etcd restore`).
+    """
+    status = etcd_member_replace(inventory, cluster, host, log=click.echo)
+    print_etcd_status([status])
+    click.echo(f"member {host} of cluster {cluster} replaced")
 
 
 COMMANDS = [etcd]

@@ -210,6 +210,10 @@ class Gateway:
         """Add a member by its peer URL; returns the new member list (the new one has no name yet)."""
         return list(self.call("cluster/member/add", {"peerURLs": [peer_url]}).get("members", ()))
 
+    def member_remove(self, member_id: str) -> None:
+        """Remove a member by its id (the decimal string of the member list)."""
+        self.call("cluster/member/remove", {"ID": member_id})
+
     def member_list_raw(self) -> list[dict[str, Any]]:
         return list(self.call("cluster/member/list").get("members", ()))
 

@@ -266,3 +266,32 @@ def test_restore_of_a_lost_cluster_runs_the_playbook_on_members_and_control_plan
     assert extravars["etcd_restore_snapshot"] == str(snapshot.resolve())
     assert extravars["etcd_restore_snapshot_sha256"] == hashlib.sha256(snapshot.read_bytes()).hexdigest()
     assert extravars["etcd_restore_token"].startswith("core-restored-")
+
+
+def _view(health: dict[str, bool]):
+    from ufcctl.domain.etcd.defrag import ClusterView, Member, MemberStatus
+
+    members = tuple(Member(str(i), name, (f"https://{name}:1",)) for i, name in enumerate(health, 1))
+    statuses = {m.name: MemberStatus(m.member_id, "1", 1, 1, 1, 1, 1) for m in members if health[m.name]}
+    return ClusterView("core", members, statuses, {}, (), {})
+
+
+@pytest.mark.parametrize(("member", "health", "message"), [
+    ("m9", None, "Error: --member m9: not a member of etcd cluster core"),
+    ("m1", None, "Error: etcd cluster core does not answer"),
+    ("m2", {"m1": True, "m2": True, "m3": True}, "Error: member m2 of etcd cluster core is healthy"),
+    ("m2", {"m1": True, "m2": False, "m3": False},
+     "Error: etcd cluster core: 1 healthy member(s) of 2 without m2, no quorum"),
+])
+def test_member_replace_refuses_and_touches_nothing(tmp_path: Path, monkeypatch, member, health,
+                                                    message) -> None:
+    from ufcctl.app import etcd_member
+    from ufcctl.engine.etcd_client import ClusterClient
+
+    if health is not None:
+        monkeypatch.setattr(ClusterClient, "view", lambda self, with_last=True: _view(health))
+    monkeypatch.setattr(etcd_member, "run_playbook", lambda *a, **k: pytest.fail("a playbook ran"))
+    code, out = _run("etcd", "member", "replace", "-i", str(_inventory(tmp_path)), "--cluster", "core",
+                     "--member", member)
+    assert code == 2, out
+    assert message in out

@@ -1,0 +1,90 @@
+"""Use case `ufcctl etcd member replace`: one dead or broken member of a cluster with quorum, replaced.
+
+etcd's runtime reconfiguration guide, one member at a time: the member is stopped and its data kept
+aside (playbooks/etcd-member-replace.yml), removed from the cluster through a healthy member, and
+the etcd play of deploy.yml runs on every etcd host and control plane: the host has no data and the
+cluster answers, so roles/etcd joins it (member add, start with state `existing`), with a new
+member id, and syncs it from the leader.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ufcctl.app.deploy import deploy_cluster
+from ufcctl.app.etcd_maint import cluster_targets, etcd_status
+from ufcctl.app.inventory import load_inventory
+from ufcctl.domain.etcd.defrag import status_errors
+from ufcctl.domain.etcd.status import ClusterStatus
+from ufcctl.domain.etcd.topology import KINDS_BY_NAME
+from ufcctl.engine.etcd_client import EtcdError
+from ufcctl.engine.run_result import RunResult
+from ufcctl.engine.runner import RunOptions, run_playbook
+from ufcctl.errors import InputError, RunFailed
+from ufcctl.paths import playbook
+
+# the hosts the etcd play of deploy.yml runs on (every member must be in the run: roles/etcd README)
+ETCD_PLAY_GROUPS = (*(kind.group for kind in KINDS_BY_NAME.values()), "kube_control_plane")
+
+
+def _failed(result: RunResult, what: str) -> None:
+    bad = sorted(h for h, r in result.hosts.items() if not r.succeeded) or result.not_run
+    if result.status != "successful" or bad:
+        first = result.hosts.get(bad[0]) if bad else None
+        why = (first.message if first and first.message else None) or "; ".join(result.output_tail[-3:])
+        raise RunFailed(f"{what} failed on {', '.join(bad) or 'the run'}: {why}",
+                        f"details in {result.run_dir}")
+
+
+def etcd_member_replace(inventory_dir: Path, cluster: str, host: str,
+                        log: Callable[[str], None] = print) -> ClusterStatus:
+    """Replace member `host` of `cluster`; refuses (InputError, nothing touched) a host that is not a
+    member in the inventory, a member that is healthy, and a cluster that would lose quorum."""
+    (target,) = cluster_targets(inventory_dir, cluster)
+    names = [m.host for m in target.cluster.members]
+    if host not in names:
+        raise InputError(f"--member {host}: not a member of etcd cluster {cluster} in {inventory_dir}",
+                         f"members of group {target.cluster.kind.group}: {', '.join(names)}")
+    try:
+        view = target.client.view(with_last=False)
+    except EtcdError as err:
+        raise InputError(f"etcd cluster {cluster} does not answer: {err}",
+                         "without quorum no member can be replaced: `ufcctl etcd restore` rebuilds the "
+                         "cluster from a snapshot") from err
+    status = view.statuses.get(host)
+    if status is not None and not status_errors(status):
+        raise InputError(f"member {host} of etcd cluster {cluster} is healthy: replace only a dead or broken "
+                         "member", f"`ufcctl etcd status --cluster {cluster}` shows each member's health")
+    listed = view.member(host)
+    remaining = len(view.members) - (1 if listed else 0)
+    healthy = [n for n, s in view.statuses.items() if n != host and not status_errors(s)]
+    if len(healthy) < remaining // 2 + 1:
+        raise InputError(f"etcd cluster {cluster}: {len(healthy)} healthy member(s) of {remaining} without "
+                         f"{host}, no quorum to remove and add a member",
+                         "bring the other members back first, or rebuild the cluster with "
+                         "`ufcctl etcd restore`")
+    inventory = load_inventory(inventory_dir)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    log(f"stopping member {host} of cluster {cluster}; its data goes aside")
+    extravars = {"etcd_replace_cluster": cluster, "etcd_replace_stamp": stamp}
+    _failed(run_playbook(playbook("etcd-member-replace.yml"), inventory.subset([host]),
+                         RunOptions(extravars=extravars)), f"stopping member {host}")
+    if listed is not None:
+        log(f"removing member {host} (id {int(listed.member_id):x}) from cluster {cluster}")
+        try:
+            target.client.first("member_remove", listed.member_id, avoid=listed.endpoint)
+        except EtcdError as err:
+            raise RunFailed(f"etcd cluster {cluster}: member remove of {host}: {err}",
+                            f"its data is aside on {host}; run the command again") from err
+    hosts = list(dict.fromkeys(h for group in ETCD_PLAY_GROUPS for h in inventory.group_hosts(group)))
+    log(f"joining {host} again: the etcd play of deploy.yml on {len(hosts)} host(s)")
+    _failed(deploy_cluster(inventory_dir, inventory, hosts, RunOptions(tags=("etcd",), forks=len(hosts))),
+            "the etcd play")
+    (after,) = etcd_status(inventory_dir, cluster)
+    if not after.healthy or host not in [m.member for m in after.members]:
+        problems = "; ".join(after.problems) or "not listed"
+        raise RunFailed(f"etcd cluster {cluster} after replacing {host}: {problems}",
+                        f"check `ufcctl etcd status --cluster {cluster}`")
+    return after
