@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.helpers.lab import STACK_LAB, STACK_STATE, Stack
+from tests.helpers.lab import ROOT, STACK_LAB, STACK_STATE, Stack
 from ufcctl.app.inventory import load_inventory
 
 pytestmark = pytest.mark.integration
@@ -139,3 +139,32 @@ def test_every_worker_registered_labelled_and_admitted(deployed: Stack) -> None:
         keys = {t["key"] for t in nodes[name]["spec"].get("taints") or []}
         assert "ufcctl.io/npu-health-pending" in keys, (name, keys)
 
+
+
+# The README's `plan upgrade-cluster` lines, as written (run from the checkout root by a shell).
+PLAN_UPGRADE = ("podman cp ufc-cp1:/etc/kubernetes/admin.conf .ufc/lab/admin.conf",
+                "KUBECONFIG=.ufc/lab/admin.conf ufcctl plan upgrade-cluster --inventory lab "
+                "--version v1.32.0")
+
+
+def _shell(deployed: Stack, line: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-c", line], cwd=ROOT, env=deployed.env, capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def test_plan_upgrade_cluster_reads_every_version_and_applies_the_skew_policy(deployed: Stack) -> None:
+    copied = _shell(deployed, PLAN_UPGRADE[0])
+    assert copied.returncode == 0, copied.stderr
+    plan = _shell(deployed, PLAN_UPGRADE[1])
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert "upgrade-cluster plan: v1.31.4 -> v1.32.0" in plan.stdout
+    assert f"{STACK_LAB}-cp1 (kubeadm upgrade apply v1.32.0)" in plan.stdout
+    assert "kubelet versions from: .ufc/lab/admin.conf" in plan.stdout  # every Node read through the VIP
+    # the lab's Debian etcd 3.4.23 is let through only because the lab ignores ExternalEtcdVersion
+    assert "older than 3.5.11" in plan.stdout and "lets it through" in plan.stdout
+    skip = _shell(deployed, PLAN_UPGRADE[1].replace("v1.32.0", "v1.33.0") + " --output json")
+    assert skip.returncode == 2, skip.stdout + skip.stderr
+    assert json.loads(skip.stdout)["refusals"][0].startswith("v1.33.0 skips a minor")
+    assert "Error: upgrade to v1.33.0 refused: v1.33.0 skips a minor" in skip.stderr
+    down = _shell(deployed, PLAN_UPGRADE[1].replace("v1.32.0", "v1.30.0"))
+    assert down.returncode == 2 and "downgrades are not supported" in down.stderr

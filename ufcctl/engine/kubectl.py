@@ -65,6 +65,13 @@ class Kubectl:
                 pods.append(f"{meta.get('namespace', '?')}/{meta.get('name', '?')}")
         return pods
 
+    def kubelet_versions(self) -> dict[str, str]:
+        """node name -> the kubelet version its Node object reports."""
+        out = self._call("get", "nodes", "-o", "json", timeout=120)
+        return {str(n.get("metadata", {}).get("name", "?")):
+                str(n.get("status", {}).get("nodeInfo", {}).get("kubeletVersion", ""))
+                for n in json.loads(out or "{}").get("items", [])}
+
     def cordon(self, node: str) -> None:
         self._call("cordon", node, timeout=120)
 

@@ -1,0 +1,105 @@
+"""Use case `ufcctl plan upgrade-cluster`: what an upgrade to a Kubernetes version would do, and whether
+Kubernetes' version-skew policy allows it (ufcctl/domain/controlplane/skew.py). Touches nothing.
+
+The versions it reads, each from the component itself:
+- every control plane's kube-apiserver: GET /version on its secure port, verified against the
+  cluster CA on the controller (anonymous access to /version is kube-apiserver's default);
+- every kubelet: the Nodes' kubeletVersion, through the operator's kubeconfig (KUBECONFIG or
+  ~/.kube/config), as `upgrade-drivers` drains with it; without one the kubelets' skew is not checked
+  and the plan says so;
+- every etcd member: its status (`ufcctl etcd status`).
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+
+from ufcctl.app.etcd_maint import etcd_status
+from ufcctl.app.inventory import load_inventory
+from ufcctl.domain.controlplane import skew
+from ufcctl.domain.etcd.settings import controller_pki_dir
+from ufcctl.domain.inventory.model import Inventory
+from ufcctl.engine.http_get import HttpError
+from ufcctl.engine.http_get import request as http_request
+from ufcctl.engine.kubectl import Kubectl, find_kubeconfig, find_kubectl
+from ufcctl.errors import InputError, RunFailed
+from ufcctl.paths import state_dir
+
+CONTROL_PLANE = "kube_control_plane"
+WORKERS = "kube_node"
+VERSION_TIMEOUT = 5.0
+
+
+@dataclass(frozen=True)
+class UpgradePlan:
+    verdict: skew.Verdict
+    control_planes: tuple[str, ...]
+    workers: int
+    kubelets_from: str  # the kubeconfig read, or why none was
+    kubelets_read: bool
+
+    def to_json(self) -> dict[str, object]:
+        v = self.verdict
+        return {"target": v.target, "current": v.current, "allowed": v.allowed,
+                "nothing_to_do": v.nothing_to_do,
+                "refusals": list(v.refusals), "warnings": list(v.warnings),
+                "control_planes": list(self.control_planes), "workers": self.workers,
+                "kubelets_from": self.kubelets_from}
+
+
+def _apiserver_versions(inventory: Inventory, hosts: list[str]) -> dict[str, str | None]:
+    first = inventory.hosts[hosts[0]].vars
+    explicit = first.get("kube_control_plane_pki_controller_dir")
+    pki = Path(str(explicit)) if isinstance(explicit, str) and "{{" not in explicit else \
+        controller_pki_dir(first, state_dir()).parent / "kubernetes"
+    ca = pki / "ca.crt"
+    if not ca.is_file():
+        raise InputError(f"no Kubernetes CA on this machine: {ca} is missing",
+                         "deploy the control plane first (roles/kube_control_plane makes it)")
+    context = ssl.create_default_context(cafile=str(ca))
+    versions: dict[str, str | None] = {}
+    for host in hosts:
+        hostvars = inventory.hosts[host].vars
+        address = str(hostvars.get("ansible_host") or host)
+        port = hostvars.get("kube_control_plane_apiserver_port", 6443)
+        try:
+            answer = http_request(f"https://{address}:{port}/version", deadline=VERSION_TIMEOUT,
+                                  max_bytes=1 << 16, context=context)
+            versions[host] = str(json.loads(answer.body).get("gitVersion")) if answer.status == 200 else None
+        except (HttpError, ValueError, AttributeError):
+            versions[host] = None
+    return versions
+
+
+def _kubelet_versions() -> tuple[dict[str, str], str]:
+    kubeconfig = find_kubeconfig()
+    if kubeconfig is None:
+        return {}, "no kubeconfig (KUBECONFIG unset or missing, no ~/.kube/config)"
+    binary = find_kubectl()
+    if binary is None:
+        return {}, f"kubectl is not installed (a kubeconfig exists: {kubeconfig})"
+    try:
+        return Kubectl(binary, kubeconfig).kubelet_versions(), str(kubeconfig)
+    except (RunFailed, ValueError) as err:
+        return {}, f"the Node list could not be read with {kubeconfig}: {err}"
+
+
+def plan_upgrade_cluster(inventory_dir: Path, version: str) -> UpgradePlan:
+    if skew.parse(version) is None:
+        raise InputError(f"--version {version!r}: not a Kubernetes version",
+                         "use vMAJOR.MINOR.PATCH, e.g. v1.32.0")
+    inventory = load_inventory(inventory_dir)
+    planes = inventory.group_hosts(CONTROL_PLANE)
+    if not planes:
+        raise InputError(f"inventory {inventory_dir}: no hosts in {CONTROL_PLANE}")
+    apiservers = _apiserver_versions(inventory, planes)
+    kubelets, source = _kubelet_versions()
+    etcd = {f"{c.cluster}/{m.member}": m.version for c in etcd_status(inventory_dir)
+            for m in c.members if m.version}
+    ignored = inventory.hosts[planes[0]].vars.get("kube_control_plane_ignore_preflight_errors") or []
+    verdict = skew.check(version, skew.Versions(
+        apiservers, kubelets, etcd, frozenset(str(i) for i in ignored if isinstance(ignored, list))))
+    return UpgradePlan(verdict, tuple(planes), len(inventory.group_hosts(WORKERS)), source, bool(kubelets))
