@@ -112,7 +112,7 @@ def backup(inventory: Path, cluster: str | None, dest: Path | None, output: str)
     help="The snapshot (`ufcctl etcd backup`, a member's timer, or `etcdctl snapshot save`).",
 )
 @click.option(
-    "--bump-revision", type=click.IntRange(0, 10**12), default=DEFAULT_BUMP, show_default=True,
+    "--bump-revision", type=numbers.integer(0, 10**12), default=DEFAULT_BUMP, show_default=True,
     help="Raise the restored revision by this much and mark it compacted, so no watch cache or informer "
     "sees a revision twice (0: neither; only for a cluster no Kubernetes client ever read).",
 )
