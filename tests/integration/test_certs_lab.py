@@ -1,14 +1,22 @@
-"""`ufcctl certs check` on the deployed lab, run as the README says: every certificate the catalog
-expects on each host is listed with more than 300 days left and the command exits 0; a threshold
-above every lifetime exits 1. Read-only; shares the deployed stack (tests/integration/conftest.py)."""
+"""Certificates on the deployed lab. `ufcctl certs check`, run as the README says: every certificate
+the catalog expects on each host is listed with more than 300 days left and the command exits 0; a
+threshold above every lifetime exits 1. The expiry metric of the etcd certificates reaches
+VictoriaMetrics with the same notAfter, and an expiring one (a test series on one worker) fires
+CertificateExpiresSoon, shown by `ufcctl health`, then resolves. Shares the deployed stack
+(tests/integration/conftest.py) and leaves it as it found it."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import subprocess
+import time
+import urllib.parse
+import urllib.request
 
 import pytest
 
-from tests.helpers.lab import STACK_STATE, Stack, ufcctl
+from tests.helpers.lab import STACK_LAB, STACK_STATE, Stack, ufcctl
 from ufcctl.app.certs import controller_dirs
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.certs.catalog import expected_on_controller, expected_on_host
@@ -18,6 +26,9 @@ pytestmark = pytest.mark.integration
 # the lab's newest certificates last a year (the kube emulator's apiserver.crt, as kubeadm's), the
 # etcd ones 730 days and the CAs ten years: a fresh lab has far more than this left
 FRESH_DAYS = 300
+METRIC = "ufcctl_certificate_not_after_timestamp_seconds"
+TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"  # roles/monitoring_agent's default
+HANG_GUARD = 240  # seconds: far above the ~30 s a scrape and an alert need here; only stops a hung test
 
 
 @pytest.fixture(scope="module")
@@ -53,3 +64,73 @@ def test_a_threshold_above_every_lifetime_exits_1(lab: Stack) -> None:
     proc = ufcctl(["certs", "check", "--inventory", "lab", "--warn-days", "100000"], lab.env, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "expires soon" in proc.stdout and proc.stderr.startswith("Error:")
+
+
+def _vm(lab: Stack) -> str:
+    inventory = load_inventory(lab.inventory)
+    first = inventory.hosts[inventory.group_hosts("monitoring")[0]]
+    return f"http://{first.vars['ansible_host']}:8428"
+
+
+def _query(vm: str, expr: str) -> list[dict]:
+    url = f"{vm}/api/v1/query?{urllib.parse.urlencode({'query': expr})}"
+    with urllib.request.urlopen(url, timeout=10) as answer:  # noqa: S310 (a test-owned lab address)
+        data = json.load(answer)
+    assert data["status"] == "success", data
+    return data["data"]["result"]
+
+
+def _wait(what: str, check, deadline: float = HANG_GUARD):  # noqa: ANN001, ANN202
+    start = time.monotonic()
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() - start < deadline, f"{what}: not within {deadline} s"
+        time.sleep(2)
+
+
+def _exec(lab: Stack, node: str, command: str) -> None:
+    proc = subprocess.run(["podman", "exec", node, "sh", "-c", command], env=lab.env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0, f"{node}: {command}: {proc.stdout}{proc.stderr}"
+
+
+def test_the_expiry_metric_of_every_etcd_certificate_reaches_victoriametrics(lab: Stack) -> None:
+    """ufcctl-cert-metrics ran on the etcd members at deploy (the monitoring_agent play comes after
+    etcd's); its values are the notAfter `certs check` reads."""
+    proc = ufcctl(["certs", "check", "--inventory", "lab", "--output", "json"], lab.env, timeout=300)
+    checked = json.loads(proc.stdout)["certificates"]
+    vm = _vm(lab)
+    for path in ("/etc/etcd/pki/member.crt", "/etc/etcd/pki/agent.crt", "/etc/etcd/pki/ca.crt"):
+        want = sorted(int(dt.datetime.fromisoformat(c["not_after"]).timestamp()) for c in checked
+                      if c["path"] == path and c["host"] != "controller")
+        assert len(want) == 3, (path, want)
+        series = _wait(f"{METRIC}{{path={path!r}}} from 3 members",
+                       lambda p=path: (r := _query(vm, f'{METRIC}{{path="{p}"}}')) and len(r) == 3 and r)
+        assert sorted(int(float(r["value"][1])) for r in series) == want
+        assert all(r["metric"]["subject"].startswith("CN=") for r in series)
+
+
+def test_an_expiring_certificate_fires_and_health_shows_it(lab: Stack) -> None:
+    """A series as ufcctl-cert-metrics writes it, 5 days from expiry, in a textfile of one worker:
+    CertificateExpiresSoon fires (the lab's `for` is 10 s), `ufcctl health` lists it and exits 1, and
+    it resolves once the file is gone."""
+    node = f"{STACK_LAB}-w01"
+    path = "/lab/test-expiring.crt"
+    textfile = f"{TEXTFILE_DIR}/ufcctl-certificates-labtest.prom"
+    not_after = int(time.time()) + 5 * 86400
+    line = f'{METRIC}{{path="{path}",subject="CN=lab test"}} {not_after}'
+    vm = _vm(lab)
+    firing = f'ALERTS{{alertname="CertificateExpiresSoon",alertstate="firing",path="{path}"}}'
+    try:
+        _exec(lab, node, f"printf '%s\\n' '{line}' > {textfile}.tmp && mv {textfile}.tmp {textfile}")
+        _wait("CertificateExpiresSoon firing", lambda: _query(vm, firing))
+        health = ufcctl(["health", "--inventory", "lab", "--output", "json"], lab.env, timeout=120)
+        assert health.returncode == 1, health.stdout + health.stderr
+        alerts = json.loads(health.stdout)["alerts"]
+        assert any(a["alertname"] == "CertificateExpiresSoon" and a["labels"].get("path") == path
+                   for a in alerts), alerts
+    finally:
+        _exec(lab, node, f"rm -f {textfile} {textfile}.tmp")
+    _wait("CertificateExpiresSoon resolved", lambda: not _query(vm, firing) or None)
