@@ -11,12 +11,11 @@ import datetime as dt
 import json
 import subprocess
 import time
-import urllib.parse
-import urllib.request
 
 import pytest
 
 from tests.helpers.lab import STACK_LAB, STACK_STATE, Stack, ufcctl
+from tests.helpers.victoria_query import query, wait_for
 from ufcctl.app.certs import controller_dirs
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.certs.catalog import expected_on_controller, expected_on_host
@@ -72,22 +71,8 @@ def _vm(lab: Stack) -> str:
     return f"http://{first.vars['ansible_host']}:8428"
 
 
-def _query(vm: str, expr: str) -> list[dict]:
-    url = f"{vm}/api/v1/query?{urllib.parse.urlencode({'query': expr})}"
-    with urllib.request.urlopen(url, timeout=10) as answer:  # noqa: S310 (a test-owned lab address)
-        data = json.load(answer)
-    assert data["status"] == "success", data
-    return data["data"]["result"]
-
-
-def _wait(what: str, check, deadline: float = HANG_GUARD):  # noqa: ANN001, ANN202
-    start = time.monotonic()
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() - start < deadline, f"{what}: not within {deadline} s"
-        time.sleep(2)
+def _wait(what: str, check):  # noqa: ANN001, ANN202
+    return wait_for(what, check, HANG_GUARD, step=2)[0]
 
 
 def _exec(lab: Stack, node: str, command: str) -> None:
@@ -107,7 +92,7 @@ def test_the_expiry_metric_of_every_etcd_certificate_reaches_victoriametrics(lab
                       if c["path"] == path and c["host"] != "controller")
         assert len(want) == 3, (path, want)
         series = _wait(f"{METRIC}{{path={path!r}}} from 3 members",
-                       lambda p=path: (r := _query(vm, f'{METRIC}{{path="{p}"}}')) and len(r) == 3 and r)
+                       lambda p=path: (r := query(vm, f'{METRIC}{{path="{p}"}}')) and len(r) == 3 and r)
         assert sorted(int(float(r["value"][1])) for r in series) == want
         assert all(r["metric"]["subject"].startswith("CN=") for r in series)
 
@@ -125,7 +110,7 @@ def test_an_expiring_certificate_fires_and_health_shows_it(lab: Stack) -> None:
     firing = f'ALERTS{{alertname="CertificateExpiresSoon",alertstate="firing",path="{path}"}}'
     try:
         _exec(lab, node, f"printf '%s\\n' '{line}' > {textfile}.tmp && mv {textfile}.tmp {textfile}")
-        _wait("CertificateExpiresSoon firing", lambda: _query(vm, firing))
+        _wait("CertificateExpiresSoon firing", lambda: query(vm, firing))
         health = ufcctl(["health", "--inventory", "lab", "--output", "json"], lab.env, timeout=120)
         assert health.returncode == 1, health.stdout + health.stderr
         alerts = json.loads(health.stdout)["alerts"]
@@ -133,4 +118,4 @@ def test_an_expiring_certificate_fires_and_health_shows_it(lab: Stack) -> None:
                    for a in alerts), alerts
     finally:
         _exec(lab, node, f"rm -f {textfile} {textfile}.tmp")
-    _wait("CertificateExpiresSoon resolved", lambda: not _query(vm, firing) or None)
+    _wait("CertificateExpiresSoon resolved", lambda: not query(vm, firing) or None)
