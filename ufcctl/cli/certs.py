@@ -14,8 +14,9 @@ from ufcctl.errors import RunFailed
 from ufcctl.report.certs import print_certs
 from ufcctl.report.output import print_json
 
-# a bound only against absurd input (datetime's range); 100000 days is still accepted
-MAX_WARN_DAYS = 1_000_000
+# a bound only against absurd input (datetime's range ends in 9999): a threshold above every
+# lifetime (e.g. 100000, which makes every certificate "expires soon") is still accepted
+MAX_WARN_DAYS = 999_999
 
 
 @click.group()
