@@ -24,3 +24,15 @@ def make_pem(cn: str, not_after: dt.datetime, *, with_key: bool = False) -> str:
         pem += key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                  serialization.NoEncryption()).decode()
     return pem
+
+
+def kubeconfig(cert_and_key_pem: str) -> str:
+    """A kubeconfig as kubeadm writes admin.conf: the client certificate and key embedded (base64)."""
+    import base64
+
+    cert = cert_and_key_pem[:cert_and_key_pem.index("-----END CERTIFICATE-----") + 26]
+    key = cert_and_key_pem[len(cert):]
+    b64 = lambda text: base64.b64encode(text.encode()).decode()  # noqa: E731
+    return ("apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    certificate-authority-data: "
+            f"{b64('not this one')}\n    server: https://10.0.0.10:6443\n  name: k\nusers:\n- name: admin\n"
+            f"  user:\n    client-certificate-data: {b64(cert)}\n    client-key-data: {b64(key)}\n")

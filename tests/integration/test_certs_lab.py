@@ -52,7 +52,8 @@ def test_check_lists_every_expected_certificate_fresh(lab: Stack) -> None:
     assert not missing, missing
     # the lab has every kind the catalog requires of it: etcd members, control planes, workers
     assert {"/etc/etcd/pki/member.crt", "/etc/kubernetes/pki/apiserver.crt",
-            "/etc/kubernetes/pki/apiserver-etcd-client.crt"} <= {p for _, p in listed}
+            "/etc/kubernetes/pki/apiserver-etcd-client.crt",
+            "/etc/kubernetes/admin.conf"} <= {p for _, p in listed}
     stale = {k: c["days_left"] for k, c in listed.items()
              if c["status"] != "ok" or c["days_left"] <= FRESH_DAYS}
     assert not stale, stale

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
-from tests.helpers.certs import make_pem
+from tests.helpers.certs import kubeconfig, make_pem
 
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "roles" / "monitoring_agent" / "files" / "ufcctl-cert-metrics"
@@ -68,15 +68,19 @@ def test_textfile_lists_present_certificates_only(tmp_path: Path, capsys: pytest
     good.write_text(make_pem("ufc-cp1", later))
     kubelet = tmp_path / 'odd"name.pem'  # a quote in a path is escaped in the label
     kubelet.write_text(make_pem("system:node:w1", later, with_key=True))
+    admin = tmp_path / "admin.conf"
+    admin.write_text(kubeconfig(make_pem("kubernetes-admin", later, with_key=True)))
     broken = tmp_path / "broken.crt"
     broken.write_text("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
-    text = script.metrics([str(good), str(tmp_path / "absent.crt"), str(kubelet), str(broken)])
+    text = script.metrics([str(good), str(tmp_path / "absent.crt"), str(kubelet), str(admin), str(broken)])
     lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
     stamp = int(later.timestamp())
     assert lines == [
         f'ufcctl_certificate_not_after_timestamp_seconds{{path="{good}",subject="CN=ufc-cp1"}} {stamp}',
         f'ufcctl_certificate_not_after_timestamp_seconds{{path="{tmp_path}/odd\\"name.pem",'
         f'subject="CN=system:node:w1"}} {stamp}',
+        f'ufcctl_certificate_not_after_timestamp_seconds{{path="{admin}",'
+        f'subject="CN=kubernetes-admin"}} {stamp}',
     ]
     assert "# TYPE ufcctl_certificate_not_after_timestamp_seconds gauge" in text
     assert "broken.crt" in capsys.readouterr().err

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.certs import make_pem
+from tests.helpers.certs import kubeconfig, make_pem
 from tests.helpers.pyimports import load_file
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -26,12 +26,23 @@ def test_a_file_with_certificate_and_key_returns_only_the_certificate(tmp_path: 
         assert "PRIVATE KEY" not in got["pem"] and got["pem"].rstrip().endswith("-----END CERTIFICATE-----")
 
 
+def test_a_kubeconfig_gives_its_client_certificate_only(tmp_path: Path) -> None:
+    pem = make_pem("kubernetes-admin", LATER, with_key=True)
+    path = tmp_path / "admin.conf"
+    path.write_text(kubeconfig(pem))
+    got = module.read_one(str(path))
+    assert got["error"] == "" and got["pem"] == pem[:pem.index("-----END CERTIFICATE-----") + 25] + "\n"
+    assert "PRIVATE KEY" not in got["pem"]
+
+
 @pytest.mark.parametrize(
     ("make", "pem", "error"),
     [
         pytest.param(lambda p: None, None, "", id="absent"),
         pytest.param(lambda p: p.mkdir(), None, "not a regular file", id="directory"),
         pytest.param(lambda p: p.write_text("hello"), None, "no PEM certificate in the file", id="no-pem"),
+        pytest.param(lambda p: p.write_text("- user:\n    client-certificate-data: bm90IGEgY2VydA==\n"),
+                     None, "no PEM certificate in the file", id="kubeconfig-without-a-certificate"),
         pytest.param(lambda p: p.write_bytes(b"x" * (module.MAX_BYTES + 1)), None, "larger than",
                      id="too-large"),
     ],

@@ -81,6 +81,14 @@ CATALOG: tuple[CertFile, ...] = (
              required=False),
     CertFile(f"{KUBEADM_PKI}/front-proxy-ca.crt", "front proxy CA", "kubeadm", _CP, required=False),
     CertFile(f"{KUBEADM_PKI}/front-proxy-client.crt", "front proxy client", "kubeadm", _CP, required=False),
+    # kubeconfigs with an embedded client certificate (kubeadm certs check-expiration lists them):
+    # admin.conf on init and every control-plane join; the others kubeadm makes, the emulator not
+    CertFile("/etc/kubernetes/admin.conf", "admin kubeconfig's client", "kubeadm", _CP),
+    CertFile("/etc/kubernetes/super-admin.conf", "super-admin kubeconfig's client (first control plane)",
+             "kubeadm", _CP, required=False),
+    CertFile("/etc/kubernetes/controller-manager.conf", "kube-controller-manager's client", "kubeadm", _CP,
+             required=False),
+    CertFile("/etc/kubernetes/scheduler.conf", "kube-scheduler's client", "kubeadm", _CP, required=False),
     # kubeadm join writes the CA it discovered on every worker
     CertFile(f"{KUBEADM_PKI}/ca.crt", "Kubernetes CA (from kubeadm join)", "kubeadm-join", (KUBE_NODE,)),
     # the kubelet's own (client rotation; the serving one is self-signed unless serverTLSBootstrap)
