@@ -13,7 +13,8 @@ tests/unit, scripts):
 - molecule/<scenario>/** -> that scenario; other files of molecule/ (conftest.py) -> every scenario.
 - ufcctl/lab/** -> test_lab.py; ufcctl/rollout/** and domain/rollout/** -> the driver and worker
   labs; etcd code -> test_etcd_lab.py; monitoring/health -> test_monitoring_lab.py; images ->
-  test_images_lab.py; domain/inventory/** -> test_inventory_differential.py.
+  test_images_lab.py; domain/inventory/** -> test_inventory_differential.py; certificates
+  (domain/certs, app/certs.py, playbooks/certs-check.yml) -> test_certs_lab.py.
 - playbooks/**, ufcctl/engine/**, ufcctl/app/** and the rest of ufcctl/domain/** ->
   test_deploy_lab.py (a deploy of the shared lab: its setup alone takes about 9 min here).
   ufcctl/cli/** and ufcctl/report/** -> unit lane only (their tests are CliRunner unit tests).
@@ -56,6 +57,9 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ufcctl/domain/images/*", ("test_images_lab.py",)),
     ("ufcctl/engine/registry_client.py", ("test_images_lab.py",)),
     ("ufcctl/domain/inventory/*", ("test_inventory_differential.py",)),
+    ("ufcctl/domain/certs/*", ("test_certs_lab.py",)),
+    ("ufcctl/app/certs.py", ("test_certs_lab.py",)),
+    ("playbooks/certs-check.yml", ("test_certs_lab.py",)),
     ("playbooks/*", ("test_deploy_lab.py",)),
     ("ufcctl/*", ("test_deploy_lab.py",)),
     ("tests/integration/conftest.py", (STACK,)),

@@ -38,7 +38,8 @@ def ufcctl(args: list[str], env: dict[str, str], timeout: int = 2400) -> subproc
 STACK_LAB = DEFAULT_LAB
 STACK_SUBNET = DEFAULT_SUBNET
 STACK_WORKERS = DEFAULT_WORKERS
-STACK_MODULES = frozenset({"test_cluster_objects_lab.py", "test_deploy_lab.py", "test_etcd_lab.py",
+STACK_MODULES = frozenset({"test_certs_lab.py", "test_cluster_objects_lab.py", "test_deploy_lab.py",
+                           "test_etcd_lab.py",
                            "test_images_lab.py",
                            "test_main_job_lab.py",
                            "test_monitoring_lab.py", "test_nfs_lab.py", "test_vip_failover.py",

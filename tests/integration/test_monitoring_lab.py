@@ -16,13 +16,12 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
 
 from tests.helpers.lab import STACK_LAB, STACK_WORKERS, Stack, ufcctl
+from tests.helpers.victoria_query import query, wait_for
 from ufcctl.app.inventory import load_inventory
 
 pytestmark = pytest.mark.integration
@@ -56,21 +55,11 @@ def latencies(lab: Stack) -> Iterator[dict[str, dict[str, float]]]:
 
 
 def _query(vm: str, expr: str) -> list[dict]:
-    url = f"{vm}/api/v1/query?{urllib.parse.urlencode({'query': expr})}"
-    with urllib.request.urlopen(url, timeout=10) as answer:  # noqa: S310 (a test-owned lab address)
-        data = json.load(answer)
-    assert data["status"] == "success", data
-    return data["data"]["result"]
+    return query(vm, expr)
 
 
 def _wait(what: str, check, deadline: float = HANG_GUARD):  # noqa: ANN001, ANN202
-    start = time.monotonic()
-    while True:
-        value = check()
-        if value:
-            return value, time.monotonic() - start
-        assert time.monotonic() - start < deadline, f"{what}: not within {deadline} s"
-        time.sleep(1)
+    return wait_for(what, check, deadline)
 
 
 def _exec(env: dict[str, str], node: str, command: str) -> str:

@@ -18,10 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ufcctl.app.inventory import load_inventory
+from ufcctl.app.inventory import load_inventory, select_limit
 from ufcctl.domain.inventory.model import KUBE_NODE, Inventory
 from ufcctl.domain.inventory.names import name_problem
-from ufcctl.domain.inventory.patterns import PatternError, select_hosts
 from ufcctl.domain.inventory.phases import split_phases
 from ufcctl.domain.rollout.summary import RolloutSummary
 from ufcctl.engine.locks import hold_nodes
@@ -29,7 +28,7 @@ from ufcctl.engine.playbook_tags import SPECIAL_TAGS, playbook_tags, unknown_tag
 from ufcctl.engine.run_events import RunObserver
 from ufcctl.engine.run_result import RunResult
 from ufcctl.engine.runner import RunOptions, new_run_id, run_playbook
-from ufcctl.errors import InputError, shown
+from ufcctl.errors import InputError
 from ufcctl.paths import ROLES_DIR, playbook
 from ufcctl.rollout import runs
 from ufcctl.rollout.job import SKIPPED_STEP, RolloutObserver
@@ -72,17 +71,6 @@ def is_lab_inventory(inventory_dir: Path) -> bool:
     return (inventory_dir / LAB_MARKER).is_file()
 
 
-def _select(inventory: Inventory, inventory_dir: Path, limit: str | None) -> list[str]:
-    try:
-        names = select_hosts(inventory, limit)
-    except PatternError as err:
-        raise InputError(f"--limit {shown(limit)}: {err}",
-                         "use host names, group names, globs, ! and &") from err
-    if not names:
-        raise InputError(f"--limit {shown(limit)} selects no host of {inventory_dir}")
-    return names
-
-
 def deploy(
     inventory_dir: Path,
     options: RunOptions,
@@ -104,7 +92,7 @@ def deploy(
     check_tags(path, options)
     inventory_name(inventory_dir, options)
     inventory = load_inventory(inventory_dir)
-    phases = split_phases(inventory, _select(inventory, inventory_dir, limit))
+    phases = split_phases(inventory, select_limit(inventory, inventory_dir, limit))
     result = DeployResult()
     if phase in ("all", "cluster"):
         if phases.cluster:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ufcctl.app.gcpause import cyclic_gc_paused
 from ufcctl.domain.inventory.model import Inventory
+from ufcctl.domain.inventory.patterns import PatternError, select_hosts
 from ufcctl.domain.inventory.ranges import compact_host_names
 from ufcctl.domain.inventory.resolve import resolve
 from ufcctl.domain.inventory.sources import Problem
@@ -15,7 +16,7 @@ from ufcctl.domain.inventory.summary import GroupSummary, InventorySummary
 from ufcctl.domain.inventory.topology import count_topology
 from ufcctl.domain.inventory.validate import validate
 from ufcctl.engine.inventory_files import read_inventory_dir
-from ufcctl.errors import InputError
+from ufcctl.errors import InputError, shown
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,18 @@ def load_inventory(path: Path) -> Inventory:
     if not result.valid or result.inventory is None:
         raise result.error()
     return result.inventory
+
+
+def select_limit(inventory: Inventory, inventory_dir: Path, limit: str | None) -> list[str]:
+    """The hosts `--limit` selects (every host without it), or InputError naming the pattern."""
+    try:
+        names = select_hosts(inventory, limit)
+    except PatternError as err:
+        raise InputError(f"--limit {shown(limit)}: {err}",
+                         "use host names, group names, globs, ! and &") from err
+    if not names:
+        raise InputError(f"--limit {shown(limit)} selects no host of {inventory_dir}")
+    return names
 
 
 def summarize(inv: Inventory) -> InventorySummary:

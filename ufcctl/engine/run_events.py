@@ -16,7 +16,7 @@ import logging
 import re
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -54,12 +54,19 @@ class RunObserver(Protocol):
     def run_finished(self, result: RunResult) -> None: ...
 
 
+# Gets each successful host-task's result as it arrives (host, result): a read-only command's data
+# (`ufcctl certs check`), folded at once so a run over 16,000 hosts never holds every result.
+ResultHandler = Callable[[str, Mapping[str, Any]], None]
+
+
 class EventSink:
     """Folds ansible-runner events into per-host results; keeps only failures on disk."""
 
-    def __init__(self, run_id: str, run_dir: Path, observer: RunObserver | None):
+    def __init__(self, run_id: str, run_dir: Path, observer: RunObserver | None,
+                 on_result: ResultHandler | None = None):
         self.run_id = run_id
         self.observer = observer
+        self.on_result = on_result
         self.hosts: dict[str, HostResult] = {}
         self.stats: dict[str, dict[str, int]] | None = None
         self.task = ""
@@ -137,6 +144,8 @@ class EventSink:
                 line = {"host": host, "task": task, "status": status, "message": message}
                 self._failures.write(json.dumps(line) + "\n")
                 self._failures.flush()
+        if self.on_result and kind == "runner_on_ok" and not _no_log(res):
+            self.on_result(host, res)
         if self.observer:
             self.observer.host_task_done(self.run_id, host, task, status, message)
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from ufcctl.domain.inventory.model import Host
 from ufcctl.engine import ansible_cfg, proctree, statedir, stops
-from ufcctl.engine.run_events import EventSink, RunObserver
+from ufcctl.engine.run_events import EventSink, ResultHandler, RunObserver
 from ufcctl.engine.run_inventory import context_limit, write_inventory
 from ufcctl.engine.run_result import RunResult
 from ufcctl.errors import EnvironmentMissing, InputError
@@ -103,12 +103,14 @@ def run_playbook(
     observer: RunObserver | None = None,
     cancel: Callable[[], bool] | None = None,
     env: Mapping[str, str] | None = None,
+    on_result: ResultHandler | None = None,
 ) -> RunResult:
     """Run `playbook` on exactly `hosts` and return one HostResult per host that reported.
 
     The inventory lists the hosts in the order given (host_pinned plays start them in that
     order). `env` adds variables for the play's own plugins, such as the rollout gate's socket
-    (engine/gate.py); Ansible's settings come from ansible.cfg alone.
+    (engine/gate.py); Ansible's settings come from ansible.cfg alone. `on_result` gets each
+    successful host-task's result as it arrives (a read-only command's data).
 
     Stopping: when `cancel()` turns true, or (with no `cancel`) when ufcctl gets SIGINT/SIGTERM
     (engine/stops.py), every process of the run is stopped and waited for (engine/proctree.py)
@@ -121,7 +123,7 @@ def run_playbook(
             "run the same command again to continue (the roles are idempotent)")
     with statedir.private_files(), stops.stopping(what):
         return _run_playbook(playbook, hosts, options, run_id=run_id, observer=observer, cancel=cancel,
-                             env=env or {})
+                             env=env or {}, on_result=on_result)
 
 
 def _run_playbook(
@@ -133,6 +135,7 @@ def _run_playbook(
     observer: RunObserver | None,
     cancel: Callable[[], bool] | None,
     env: Mapping[str, str],
+    on_result: ResultHandler | None = None,
 ) -> RunResult:
     import ansible_runner  # the only import of ansible_runner in the package
 
@@ -149,7 +152,7 @@ def _run_playbook(
     envvars.update(proctree.marker_env(marker))
 
     names = [h.name for h in hosts]
-    sink = EventSink(run_id, run_dir, observer)
+    sink = EventSink(run_id, run_dir, observer, on_result)
     if observer:
         observer.run_started(run_id, names)
     started = time.monotonic()

@@ -39,7 +39,8 @@ def test_vmagent_scrapes_every_target_up(host):
 
 def test_vmalert_loaded_the_rule_groups(host):
     groups = json.loads(_get(host, "http://127.0.0.1:8880/api/v1/rules"))["data"]["groups"]
-    assert {g["name"] for g in groups} == {f"ufcctl-{c}" for c in ("apiserver", "etcd", "lb", "nodes", "nfs", "npu")}
+    assert {g["name"] for g in groups} == {f"ufcctl-{c}" for c in ("apiserver", "etcd", "lb", "nodes", "nfs", "npu",
+                                                                   "certs")}
 
 
 def test_victoria_metrics_and_alertmanager_answer(host):
@@ -51,3 +52,14 @@ def test_victoria_metrics_and_alertmanager_answer(host):
 def test_dashboards_are_copied(host):
     names = host.run("ls /etc/ufcctl/monitoring/dashboards").stdout.split()
     assert names == ["apiserver-lb.json", "etcd.json", "nodes.json", "npu.json"]
+
+
+def test_certificate_metrics_are_written_and_their_timer_runs(host):
+    assert host.service("ufcctl-cert-metrics.timer").is_enabled
+    assert host.run("systemctl is-active ufcctl-cert-metrics.timer").stdout.strip() == "active"
+    metrics = _get(host, "http://127.0.0.1:9100/metrics")
+    line = ('ufcctl_certificate_not_after_timestamp_seconds{path="/usr/share/ca-certificates/mozilla/'
+            'ISRG_Root_X1.crt",subject="CN=ISRG Root X1,O=Internet Security Research Group,C=US"}')
+    assert line in metrics
+    assert float(metrics.split(line, 1)[1].split()[0]) == 2064567878  # 2035-06-04 11:04:38 UTC
+    assert "/etc/absent.crt" not in metrics

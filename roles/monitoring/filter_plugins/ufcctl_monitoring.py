@@ -16,10 +16,11 @@ from ufcctl.domain.monitoring import dashboards, rules, scrape
 
 
 def ufcctl_monitoring_rules(for_overrides: Mapping[str, str] | None = None, group_interval: str | None = None,
-                            defrag_overdue_seconds: int = rules.DEFRAG_OVERDUE_SECONDS) -> str:
+                            defrag_overdue_seconds: int = rules.DEFRAG_OVERDUE_SECONDS,
+                            cert_warn_days: int = rules.CERT_WARN_DAYS) -> str:
     """The vmalert rule file; `for_overrides` is `monitoring_alert_for` (alert name -> duration)."""
     return rules.render_rules(_plain(for_overrides) or None, _plain(group_interval) or None,
-                              int(defrag_overdue_seconds))
+                              int(defrag_overdue_seconds), int(cert_warn_days))
 
 
 def ufcctl_monitoring_dashboards(_: Any = None) -> dict[str, str]:

@@ -48,3 +48,15 @@ def test_a_hosts_failure_keeps_the_items_reason(kind: str, res: dict[str, Any], 
     assert (sink.hosts["n1"].failed_task, sink.hosts["n1"].message) == ("install packages", message)
     line = json.loads((tmp_path / "failures.jsonl").read_text())
     assert line["message"] == message
+
+
+def test_on_result_gets_each_successful_result_and_never_a_no_log_one(tmp_path: Path) -> None:
+    got: list[tuple[str, Any]] = []
+    sink = EventSink("run-1", tmp_path, None, lambda host, res: got.append((host, dict(res))))
+    sink({"event": "runner_on_ok", "event_data": {"host": "n1", "task": "read", "res": {"ufc_certs": [1]}}})
+    sink({"event": "runner_on_failed", "event_data": {"host": "n2", "task": "read", "res": {"msg": "x"}}})
+    hidden = {"censored": "the output has been hidden"}
+    sink({"event": "runner_on_ok", "event_data": {"host": "n3", "task": "read", "res": hidden}})
+    sink({"event": "runner_on_skipped", "event_data": {"host": "n4", "task": "read", "res": {}}})
+    sink.close()
+    assert got == [("n1", {"ufc_certs": [1]})]

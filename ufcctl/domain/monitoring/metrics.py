@@ -34,6 +34,7 @@ REGISTRY: dict[str, frozenset[str]] = {
         "ufcctl_etcd_backup_last_result",
         "ufcctl_vip_held",
         "ufcctl_service_active",
+        "ufcctl_certificate_not_after_timestamp_seconds",
     }),
     "etcd": frozenset({
         "etcd_server_has_leader",

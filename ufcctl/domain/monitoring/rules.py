@@ -12,16 +12,21 @@ from dataclasses import dataclass
 
 import yaml
 
+from ufcctl.domain.certs.check import DEFAULT_WARN_DAYS
 from ufcctl.errors import InputError
 
 # A Prometheus/vmalert duration with one unit, as the lab's group_vars write them ("30s", "2m").
 DURATION = re.compile(r"^\d+(ms|s|m|h|d|w)$")
 # Components, in the order their groups appear in the rule file.
-COMPONENTS = ("apiserver", "etcd", "lb", "nodes", "nfs", "npu")
+COMPONENTS = ("apiserver", "etcd", "lb", "nodes", "nfs", "npu", "certs")
 # The etcd defrag agent's timer fires every 10 min (roles/etcd/defaults: etcd_defrag_on_calendar
 # "*:0/10") and skips a member defragmented within etcd_defrag_min_interval (3600 s): 2 days is 48
 # such intervals, long enough that a busy week-end of skipped runs does not page anyone.
 DEFRAG_OVERDUE_SECONDS = 2 * 24 * 3600
+# CertificateExpiresSoon's threshold: `ufcctl certs check`'s default, for the same reason
+# (ufcctl/domain/certs/check.py DEFAULT_WARN_DAYS)
+CERT_WARN_DAYS = DEFAULT_WARN_DAYS
+_CERT_DAYS_LEFT = "(ufcctl_certificate_not_after_timestamp_seconds - time()) / 86400"
 
 
 class RuleSettingError(InputError, ValueError):
@@ -63,7 +68,7 @@ def _p99(bucket: str) -> str:
 BACKUP_OVERDUE_SECONDS = 3 * 3600
 
 
-def _rules(defrag_overdue_seconds: int) -> tuple[AlertRule, ...]:
+def _rules(defrag_overdue_seconds: int, cert_warn_days: int = CERT_WARN_DAYS) -> tuple[AlertRule, ...]:
     return (
         AlertRule(
             "ApiserverTooManyRequests", _apiserver_ratio('code="429"'), "15m", "warning", "apiserver",
@@ -168,6 +173,17 @@ def _rules(defrag_overdue_seconds: int) -> tuple[AlertRule, ...]:
             "NpuChipUnhealthy", "npu_chip_info_health_status == 0", "5m", "warning", "npu",
             "NPU chip {{ $labels.id }} on {{ $labels.instance }} is unhealthy",
             "MindCluster NPU Exporter: 1 healthy, 0 not; 5m rides out a probe glitch"),
+        AlertRule(
+            # $value is the days left; the node writes the series daily (roles/monitoring_agent)
+            "CertificateExpiresSoon", f"{_CERT_DAYS_LEFT} < {cert_warn_days} > 0", "1h", "warning", "certs",
+            "{{ $labels.instance }}: {{ $labels.path }} ({{ $labels.subject }}) expires in "
+            "{{ $value | humanize }} days",
+            "ufcctl: `ufcctl certs check`'s default threshold (CERT_WARN_DAYS); 1h because the value "
+            "only moves once a day"),
+        AlertRule(
+            "CertificateExpired", f"{_CERT_DAYS_LEFT} <= 0", "5m", "critical", "certs",
+            "{{ $labels.instance }}: {{ $labels.path }} ({{ $labels.subject }}) has expired",
+            "ufcctl: a peer or client using it is refused (etcd peers, kube-apiserver to etcd)"),
     )
 
 
@@ -195,7 +211,8 @@ def alert_for(for_overrides: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def rule_groups(for_overrides: Mapping[str, str] | None = None, group_interval: str | None = None,
-                defrag_overdue_seconds: int = DEFRAG_OVERDUE_SECONDS) -> dict[str, object]:
+                defrag_overdue_seconds: int = DEFRAG_OVERDUE_SECONDS,
+                cert_warn_days: int = CERT_WARN_DAYS) -> dict[str, object]:
     """The rule file as a mapping: one group per component, in COMPONENTS order."""
     durations = alert_for(for_overrides)
     if group_interval is not None:
@@ -204,6 +221,9 @@ def rule_groups(for_overrides: Mapping[str, str] | None = None, group_interval: 
             or defrag_overdue_seconds <= 0:
         raise RuleSettingError(f"defrag overdue seconds: {defrag_overdue_seconds!r} is not a positive number",
                                "give the number of seconds without a successful defrag, e.g. 172800")
+    if isinstance(cert_warn_days, bool) or not isinstance(cert_warn_days, int) or cert_warn_days <= 0:
+        raise RuleSettingError(f"certificate warning days: {cert_warn_days!r} is not a positive number",
+                               "give the days left below which CertificateExpiresSoon fires, e.g. 30")
     groups: list[dict[str, object]] = []
     for component in COMPONENTS:
         group: dict[str, object] = {"name": f"ufcctl-{component}"}
@@ -213,17 +233,18 @@ def rule_groups(for_overrides: Mapping[str, str] | None = None, group_interval: 
             {"alert": rule.name, "expr": rule.expr, "for": durations[rule.name],
              "labels": {"severity": rule.severity, "component": rule.component},
              "annotations": {"summary": rule.summary, "runbook": rule.runbook}}
-            for rule in _rules(defrag_overdue_seconds) if rule.component == component
+            for rule in _rules(defrag_overdue_seconds, cert_warn_days) if rule.component == component
         ]
         groups.append(group)
     return {"groups": groups}
 
 
 def render_rules(for_overrides: Mapping[str, str] | None = None, group_interval: str | None = None,
-                 defrag_overdue_seconds: int = DEFRAG_OVERDUE_SECONDS) -> str:
+                 defrag_overdue_seconds: int = DEFRAG_OVERDUE_SECONDS,
+                 cert_warn_days: int = CERT_WARN_DAYS) -> str:
     """The vmalert rule file (YAML). The role writes it with `copy: content=`, so the `{{ $labels.x }}`
     templates in annotations reach vmalert untouched by Jinja."""
     header = "# Generated by ufcctl (ufcctl/domain/monitoring/rules.py); edit the Python, not this file.\n"
-    body = yaml.safe_dump(rule_groups(for_overrides, group_interval, defrag_overdue_seconds),
+    body = yaml.safe_dump(rule_groups(for_overrides, group_interval, defrag_overdue_seconds, cert_warn_days),
                           sort_keys=False, width=1000, default_flow_style=False)
     return header + body

@@ -97,6 +97,19 @@ def test_a_firing_alert_alone_makes_the_report_unhealthy() -> None:
     assert not report.healthy and report.problems == ()
 
 
+def test_a_certificate_alert_is_shown_with_the_host_and_path() -> None:
+    results = _healthy()
+    results["alerts"] = [s(1, __name__="ALERTS", alertname="CertificateExpiresSoon", alertstate="firing",
+                           severity="warning", component="certs", instance="10.0.0.1:9100",
+                           path="/etc/etcd/pki/member.crt", subject="CN=cp1")]
+    report = build_report("u", results)
+    assert not report.healthy
+    assert report.alerts[0].to_json() == {
+        "alertname": "CertificateExpiresSoon", "severity": "warning",
+        "labels": {"component": "certs", "instance": "10.0.0.1:9100", "path": "/etc/etcd/pki/member.crt",
+                   "subject": "CN=cp1"}}
+
+
 @pytest.mark.parametrize(
     ("leader", "down", "problem"),
     [

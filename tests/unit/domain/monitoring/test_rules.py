@@ -19,7 +19,8 @@ CONTRACT_ALERTS = {
     "EtcdHighCommitDurations", "EtcdHighNumberOfLeaderChanges", "EtcdNoLeader", "EtcdMemberDown",
     "EtcdDefragFailing", "EtcdDefragOverdue", "EtcdBackupFailing", "EtcdBackupOverdue",
     "HaproxyBackendDown", "HaproxyDown", "VipNotHeld",
-    "VipHeldTwice", "NodeExporterDown", "NfsServerDown", "NpuChipUnhealthy",
+    "VipHeldTwice", "NodeExporterDown", "NfsServerDown", "NpuChipUnhealthy", "CertificateExpiresSoon",
+    "CertificateExpired",
 }
 VMALERT_REL = Path("opt/victoria-metrics/usr/bin/vmalert")
 
@@ -97,6 +98,18 @@ def test_defrag_overdue_threshold_is_configurable() -> None:
     exprs = {r["alert"]: r["expr"] for r in _rules(rules.render_rules(defrag_overdue_seconds=3600))}
     assert exprs["EtcdDefragOverdue"].endswith("> 3600")
     assert rules.RULES[[r.name for r in rules.RULES].index("EtcdDefragOverdue")].expr.endswith("> 172800")
+
+
+def test_certificate_threshold_is_configurable() -> None:
+    exprs = {r["alert"]: r["expr"] for r in _rules(rules.render_rules(cert_warn_days=45))}
+    assert exprs["CertificateExpiresSoon"] == (
+        "(ufcctl_certificate_not_after_timestamp_seconds - time()) / 86400 < 45 > 0")
+    assert exprs["CertificateExpired"].endswith("<= 0")
+    default = {r["alert"]: r["expr"] for r in _rules(rules.render_rules())}
+    assert "< 30 > 0" in default["CertificateExpiresSoon"]
+    for bad in (0, -1, True, "30"):
+        with pytest.raises(InputError, match="certificate warning days"):
+            rules.render_rules(cert_warn_days=bad)  # type: ignore[arg-type]
 
 
 BAD = [

@@ -1,0 +1,122 @@
+"""Certificates on the deployed lab. `ufcctl certs check`, run as the README says: every certificate
+the catalog expects on each host is listed with more than 300 days left and the command exits 0; a
+threshold above every lifetime exits 1. The expiry metric of the etcd certificates reaches
+VictoriaMetrics with the same notAfter, and an expiring one (a test series on one worker) fires
+CertificateExpiresSoon, shown by `ufcctl health`, then resolves. Shares the deployed stack
+(tests/integration/conftest.py) and leaves it as it found it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import time
+
+import pytest
+
+from tests.helpers.lab import STACK_LAB, STACK_STATE, Stack, ufcctl
+from tests.helpers.victoria_query import query, wait_for
+from ufcctl.app.certs import controller_dirs
+from ufcctl.app.inventory import load_inventory
+from ufcctl.domain.certs.catalog import expected_on_controller, expected_on_host
+
+pytestmark = pytest.mark.integration
+
+# the lab's newest certificates last a year (the kube emulator's apiserver.crt, as kubeadm's), the
+# etcd ones 730 days and the CAs ten years: a fresh lab has far more than this left
+FRESH_DAYS = 300
+METRIC = "ufcctl_certificate_not_after_timestamp_seconds"
+TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"  # roles/monitoring_agent's default
+HANG_GUARD = 240  # seconds: far above the ~30 s a scrape and an alert need here; only stops a hung test
+
+
+@pytest.fixture(scope="module")
+def lab(stack: Stack) -> Stack:
+    stack.require_deployed()
+    return stack
+
+
+def test_check_lists_every_expected_certificate_fresh(lab: Stack) -> None:
+    text = ufcctl(["certs", "check", "--inventory", "lab"], lab.env, timeout=300)  # README, as written
+    assert text.returncode == 0, text.stdout + text.stderr
+    assert "threshold 30 days: ok" in text.stdout
+    proc = ufcctl(["certs", "check", "--inventory", "lab", "--output", "json"], lab.env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    listed = {(c["host"], c["path"]): c for c in doc["certificates"]}
+    inventory = load_inventory(lab.inventory)
+    wanted = [e for h in inventory.hosts.values() for e in expected_on_host(h.name, h.groups, h.vars)
+              if e.required]
+    wanted += expected_on_controller(controller_dirs(inventory, STACK_STATE))
+    missing = [(e.host, e.path) for e in wanted if (e.host, e.path) not in listed]
+    assert not missing, missing
+    # the lab has every kind the catalog requires of it: etcd members, control planes, workers
+    assert {"/etc/etcd/pki/member.crt", "/etc/kubernetes/pki/apiserver.crt",
+            "/etc/kubernetes/pki/apiserver-etcd-client.crt",
+            "/etc/kubernetes/admin.conf"} <= {p for _, p in listed}
+    stale = {k: c["days_left"] for k, c in listed.items()
+             if c["status"] != "ok" or c["days_left"] <= FRESH_DAYS}
+    assert not stale, stale
+    assert all(c["subject"] and c["issuer"] and c["not_after"] for c in listed.values())
+
+
+def test_a_threshold_above_every_lifetime_exits_1(lab: Stack) -> None:
+    proc = ufcctl(["certs", "check", "--inventory", "lab", "--warn-days", "100000"], lab.env, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "expires soon" in proc.stdout and proc.stderr.startswith("Error:")
+
+
+def _vm(lab: Stack) -> str:
+    inventory = load_inventory(lab.inventory)
+    first = inventory.hosts[inventory.group_hosts("monitoring")[0]]
+    return f"http://{first.vars['ansible_host']}:8428"
+
+
+def _wait(what: str, check):  # noqa: ANN001, ANN202
+    return wait_for(what, check, HANG_GUARD, step=2)[0]
+
+
+def _exec(lab: Stack, node: str, command: str) -> None:
+    proc = subprocess.run(["podman", "exec", node, "sh", "-c", command], env=lab.env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0, f"{node}: {command}: {proc.stdout}{proc.stderr}"
+
+
+def test_the_expiry_metric_of_every_etcd_certificate_reaches_victoriametrics(lab: Stack) -> None:
+    """ufcctl-cert-metrics ran on the etcd members at deploy (the monitoring_agent play comes after
+    etcd's); its values are the notAfter `certs check` reads."""
+    proc = ufcctl(["certs", "check", "--inventory", "lab", "--output", "json"], lab.env, timeout=300)
+    checked = json.loads(proc.stdout)["certificates"]
+    vm = _vm(lab)
+    for path in ("/etc/etcd/pki/member.crt", "/etc/etcd/pki/agent.crt", "/etc/etcd/pki/ca.crt"):
+        want = sorted(int(dt.datetime.fromisoformat(c["not_after"]).timestamp()) for c in checked
+                      if c["path"] == path and c["host"] != "controller")
+        assert len(want) == 3, (path, want)
+        series = _wait(f"{METRIC}{{path={path!r}}} from 3 members",
+                       lambda p=path: (r := query(vm, f'{METRIC}{{path="{p}"}}')) and len(r) == 3 and r)
+        assert sorted(int(float(r["value"][1])) for r in series) == want
+        assert all(r["metric"]["subject"].startswith("CN=") for r in series)
+
+
+def test_an_expiring_certificate_fires_and_health_shows_it(lab: Stack) -> None:
+    """A series as ufcctl-cert-metrics writes it, 5 days from expiry, in a textfile of one worker:
+    CertificateExpiresSoon fires (the lab's `for` is 10 s), `ufcctl health` lists it and exits 1, and
+    it resolves once the file is gone."""
+    node = f"{STACK_LAB}-w01"
+    path = "/lab/test-expiring.crt"
+    textfile = f"{TEXTFILE_DIR}/ufcctl-certificates-labtest.prom"
+    not_after = int(time.time()) + 5 * 86400
+    line = f'{METRIC}{{path="{path}",subject="CN=lab test"}} {not_after}'
+    vm = _vm(lab)
+    firing = f'ALERTS{{alertname="CertificateExpiresSoon",alertstate="firing",path="{path}"}}'
+    try:
+        _exec(lab, node, f"printf '%s\\n' '{line}' > {textfile}.tmp && mv {textfile}.tmp {textfile}")
+        _wait("CertificateExpiresSoon firing", lambda: query(vm, firing))
+        health = ufcctl(["health", "--inventory", "lab", "--output", "json"], lab.env, timeout=120)
+        assert health.returncode == 1, health.stdout + health.stderr
+        alerts = json.loads(health.stdout)["alerts"]
+        assert any(a["alertname"] == "CertificateExpiresSoon" and a["labels"].get("path") == path
+                   for a in alerts), alerts
+    finally:
+        _exec(lab, node, f"rm -f {textfile} {textfile}.tmp")
+    _wait("CertificateExpiresSoon resolved", lambda: not query(vm, firing) or None)
