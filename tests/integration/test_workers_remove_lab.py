@@ -1,8 +1,10 @@
-"""`ufcctl remove-nodes` on the shared deployed lab, with the README's command as written: one worker is
-drained (the real kubectl on the first control plane, through the LAB API STAND-IN's Eviction API),
-reset (the LAB KUBE EMULATOR's `kubeadm reset -f`), its kubelet and containerd stopped and disabled, its
-join state wiped and its Node object deleted, its NPU driver left installed; the run is recorded; a second
-run changes nothing. Then `ufcctl add-nodes` joins it again and it is Ready, so the lab is left whole.
+"""`ufcctl remove-nodes` and `ufcctl reset` on the shared deployed lab, with the README's commands as
+written: one worker is drained (the real kubectl on the first control plane, through the LAB API
+STAND-IN's Eviction API), reset (the LAB KUBE EMULATOR's `kubeadm reset -f`), its kubelet and containerd
+stopped and disabled, its join state wiped and its Node object deleted, its Ascend files left as they
+were; the run is recorded; a second run changes nothing. Then `ufcctl add-nodes` joins it again and it
+is Ready, so the lab is left whole. `ufcctl reset` runs only as far as a shared lab allows: refused on a
+wrong name, and in check mode.
 
 A stack module (tests/helpers/lab.py STACK_MODULES): its file name sorts after test_workers_lab.py, so it
 runs last of them (file order on one worker, tests/integration/conftest.py) and takes a node out of no
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.lab import ROOT, STACK_LAB, Stack, ufcctl
+from tests.helpers.lab import ROOT, STACK_LAB, UFCCTL, Stack, ufcctl
 from ufcctl.rollout.store import StateStore
 
 pytestmark = pytest.mark.integration
@@ -35,12 +37,15 @@ JOIN_STATE = ("/etc/kubernetes/kubelet.conf", "/etc/kubernetes/pki", "/var/lib/k
 ASCEND = ("/usr/local/Ascend", "/usr/local/sbin")
 
 
-def readme_command(verb: str) -> list[str]:
-    """The README's `ufcctl <verb> --inventory lab ...` line, as written (its comment cut)."""
+def readme_command(start: str, *, exact: bool = False) -> list[str]:
+    """The README's first line starting `ufcctl <start> --inventory lab` (exact: that line and nothing
+    more), as written (its comment cut)."""
+    prefix = f"ufcctl {start} --inventory lab"
     for line in (ROOT / "README.md").read_text().splitlines():
-        if line.startswith(f"ufcctl {verb} --inventory lab "):
-            return shlex.split(line.split("#", 1)[0])
-    raise AssertionError(f"README.md has no `ufcctl {verb} --inventory lab ...` line")
+        words = line.split("#", 1)[0].strip()
+        if words == prefix or (not exact and words.startswith(prefix + " ")):
+            return shlex.split(words)
+    raise AssertionError(f"README.md has no `{prefix} ...` line")
 
 
 REMOVE = readme_command("remove-nodes")
@@ -142,3 +147,33 @@ def test_remove_one_worker_then_again_then_add_it_back(lab: Stack) -> None:
     assert ready.get("Ready") == "True", node["status"]
     units = _exec(lab, WORKER, "systemctl", "is-active", "kubelet", "containerd")
     assert units.stdout.split() == ["active", "active"], units.stdout
+
+
+def test_reset_refuses_a_wrong_name_and_its_check_mode_touches_nothing(lab: Stack) -> None:
+    """`ufcctl reset` as the README writes it, answered with a wrong name: exit 2, nothing run. Then
+    `--check` (the README's line) over all nine hosts: exit 0, every node, kubelet and etcd member as
+    before. The reset itself cannot run here: the lab is shared with every stack module."""
+    command = readme_command("reset", exact=True)
+    nodes = _exec(lab, CONTROL_PLANE, *KUBECTL, "get", "nodes", "-o", "name").stdout.split()
+    runs = Path(lab.env["UFC_STATE_DIR"]) / "runs"
+    before = set(runs.iterdir())
+    wrong = subprocess.run([UFCCTL, *command[1:]], input="not-the-name\n", env=lab.env, cwd=ROOT,
+                           capture_output=True, text=True, timeout=300, check=False)
+    assert wrong.returncode == 2, wrong.stdout + wrong.stderr
+    assert "is not the inventory's name 'lab': nothing was touched" in wrong.stderr
+    assert set(runs.iterdir()) == before  # no Ansible run at all
+    check_line = readme_command("reset")
+    assert check_line[4:] == ["--check"], check_line
+    check = ufcctl(check_line[1:], lab.env)
+    assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
+    assert _exec(lab, CONTROL_PLANE, *KUBECTL, "get", "nodes", "-o", "name").stdout.split() == nodes
+    for host in (CONTROL_PLANE, WORKER):
+        units = _exec(lab, host, "systemctl", "is-active", "kubelet", "containerd")
+        assert units.stdout.split() == ["active", "active"], (host, units.stdout)
+        assert _exec(lab, host, "test", "-f", "/etc/kubernetes/kubelet.conf").returncode == 0
+    etcd = _exec(lab, CONTROL_PLANE, "sh", "-c", "systemctl is-active etcd-core etcd-events etcd-pods; "
+                 "ls -d /var/lib/etcd-*")
+    found = etcd.stdout.split()
+    assert found[:3] == ["active"] * 3, etcd.stdout
+    assert {"/var/lib/etcd-core", "/var/lib/etcd-events", "/var/lib/etcd-pods"} <= set(found), etcd.stdout
+    assert not [d for d in found if ".reset-" in d], etcd.stdout  # no data directory moved aside

@@ -1,4 +1,5 @@
-"""`ufcctl remove-nodes`: take workers out of the cluster on the fleet engine."""
+"""`ufcctl remove-nodes` (workers out of the cluster, on the fleet engine) and `ufcctl reset` (a whole
+cluster down, after the user typed the inventory's name)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,15 @@ from pathlib import Path
 
 import click
 
+from ufcctl.app import reset as reset_app
+from ufcctl.app.inventory import load_inventory
 from ufcctl.cli.fleet import Fleet, fleet_options, rollout_request, run_inventory
 from ufcctl.cli.numbers import MAX_NODE_TIMEOUT, integer
 from ufcctl.cli.options import inventory_option, output_option
 from ufcctl.cli.rollout import summary_out
+from ufcctl.errors import RunFailed
+from ufcctl.report.output import print_run_summary
+from ufcctl.report.progress import RunProgress
 from ufcctl.report.rollout import RolloutProgress
 from ufcctl.rollout import runs
 from ufcctl.rollout.kinds import remove_nodes
@@ -52,4 +58,41 @@ def remove_nodes_command(inventory: Path, limit: str, fleet: Fleet, drain_timeou
     summary_out(summary, output)
 
 
-COMMANDS = [remove_nodes_command]
+
+def _ask(name: str, hosts: int) -> str:
+    try:
+        return str(click.prompt(f"ufcctl reset takes Kubernetes and etcd down on every one of the {hosts} "
+                                f"hosts of {name} (etcd data is moved aside, not deleted). Type the "
+                                "inventory's name to go on", default="", show_default=False, err=True))
+    except click.exceptions.Abort:  # no answer: end of input, Ctrl-C or Ctrl-D at the question
+        click.echo(err=True)  # the Error: line on a line of its own
+        return ""
+
+
+@click.command("reset")
+@inventory_option()
+@click.option("--check", "-C", is_flag=True,
+              help="Ansible check mode: report what would be reset, change nothing (no question asked).")
+@click.option("--confirm", metavar="NAME", default=None,
+              help="The inventory's name, for scripts: instead of typing it at the question.")
+def reset(inventory: Path, check: bool, confirm: str | None) -> None:
+    """Reset the whole cluster of INVENTORY: every node's kubeadm reset, kubelet and containerd stopped and
+    disabled, join state wiped; every etcd member stopped, its data directory moved aside (never deleted).
+    Asks for the inventory's name first; a wrong name exits 2 and touches nothing."""
+    loaded = load_inventory(inventory)
+    hosts = reset_app.reset_hosts(loaded, inventory)
+    if confirm is not None or not check:
+        typed = confirm if confirm is not None else _ask(reset_app.inventory_label(inventory), len(hosts))
+        reset_app.check_confirmation(inventory, typed)
+    with RunProgress() as progress:
+        result = reset_app.reset_cluster(loaded, hosts, check=check, observer=progress)
+    print_run_summary(result)
+    if not result.succeeded:
+        failed = result.failed_hosts
+        raise RunFailed(f"reset {result.status} on {len(failed)} of {len(result.hosts)} host(s)"
+                        + (f": {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}" if failed else ""),
+                        f"details in {result.run_dir}/failures.jsonl; fix and run it again (each step is "
+                        "idempotent)")
+
+
+COMMANDS = [remove_nodes_command, reset]
