@@ -69,17 +69,8 @@ def _remove(path: str) -> None:
         os.unlink(path)
 
 
-def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "paths": {"type": "list", "elements": "path", "required": True},
-            "services": {"type": "list", "elements": "str", "default": ["kubelet", "containerd"]},
-            "kubeadm": {"type": "str", "default": "kubeadm"},
-            "cri_socket": {"type": "str", "default": "unix:///run/containerd/containerd.sock"},
-            "allow_control_plane": {"type": "bool", "default": False},
-        },
-        supports_check_mode=True,
-    )
+def leave(module: AnsibleModule) -> dict:
+    """Probe, then (unless check mode or nothing to do) reset, stop and disable, wipe; the result."""
     params = module.params
     if not params["allow_control_plane"] and any(os.path.exists(p) for p in (ADMIN_CONF, APISERVER_MANIFEST)):
         module.fail_json(msg=f"this host is a control plane ({ADMIN_CONF} or {APISERVER_MANIFEST} exists): "
@@ -91,7 +82,7 @@ def main() -> None:
     result = {"changed": bool(joined or to_stop), "reset": bool(joined and kubeadm), "stopped": to_stop,
               "removed": joined}
     if module.check_mode or not result["changed"]:
-        module.exit_json(**result)
+        return result
     if joined and kubeadm:
         rc, out, err = module.run_command([kubeadm, "reset", "-f", f"--cri-socket={params['cri_socket']}"])
         if rc != 0:
@@ -107,7 +98,21 @@ def main() -> None:
     for path in params["paths"]:
         if os.path.lexists(path):
             _remove(path)
-    module.exit_json(**result)
+    return result
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "paths": {"type": "list", "elements": "path", "required": True},
+            "services": {"type": "list", "elements": "str", "default": ["kubelet", "containerd"]},
+            "kubeadm": {"type": "str", "default": "kubeadm"},
+            "cri_socket": {"type": "str", "default": "unix:///run/containerd/containerd.sock"},
+            "allow_control_plane": {"type": "bool", "default": False},
+        },
+        supports_check_mode=True,
+    )
+    module.exit_json(**leave(module))
 
 
 if __name__ == "__main__":
