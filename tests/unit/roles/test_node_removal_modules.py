@@ -128,9 +128,9 @@ def test_drain_changes_nothing_when_nothing_is_left_to_drain(answers: dict, chec
 
 
 def test_a_failed_drain_fails_with_kubectls_words() -> None:
+    refused = "cannot delete Pods that declare no controller (use --force to override)"
     module = _kubectl("drain", {"kubectl --kubeconfig=/k get node": (0, NODE, ""),
-                                "kubectl --kubeconfig=/k drain": (1, "", "cannot delete Pods that declare no "
-                                                                         "controller (use --force to override)")})
+                                "kubectl --kubeconfig=/k drain": (1, "", refused)})
     with pytest.raises(Failed, match="drain w1 \\(within 900 s\\) failed \\(rc 1\\): cannot delete Pods"):
         kubectl.drain(module)
 
