@@ -395,6 +395,15 @@ def test_system_namespaces_cannot_be_deleted(cluster: Cluster) -> None:
     assert proc.returncode == 1 and "this namespace may not be deleted" in proc.stderr
 
 
+def _budget(app: str, **rule: int) -> dict:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": app, "namespace": "ufc-test"},
+        "spec": {**rule, "selector": {"matchLabels": {"app": app}}},
+    }
+
+
 def test_kubectl_drain_evicts_through_the_eviction_subresource(cluster: Cluster) -> None:
     """kubectl drain as roles/k8s_manifests runs it: cordon, pods by spec.nodeName, DaemonSet pods left,
     the rest evicted (policy/v1) and replaced elsewhere, a PodDisruptionBudget honoured; then the Node
@@ -403,12 +412,7 @@ def test_kubectl_drain_evicts_through_the_eviction_subresource(cluster: Cluster)
         apiserver.register_node(cluster.api, name, "v1.31.4", {"drain-test": "yes"}, None, False)
     cluster.apply(NS, _cni_daemonset())
     app = _deployment("drained", {"drain-test": "yes"}, replicas=2, anti=False)
-    budget = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "drained", "namespace": "ufc-test"},
-        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "drained"}}},
-    }
+    budget = _budget("drained", maxUnavailable=1)
     assert cluster.apply(app, budget).returncode == 0
 
     def pods_on(node: str) -> list[dict]:
@@ -446,12 +450,7 @@ def test_an_eviction_a_budget_forbids_is_429(cluster: Cluster) -> None:
     apiserver.register_node(cluster.api, "pdb-w1", "v1.31.4", {"pdb-test": "yes"}, None, False)
     cluster.apply(NS, _cni_daemonset())
     app = _deployment("guarded", {"pdb-test": "yes"})
-    budget = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "guarded", "namespace": "ufc-test"},
-        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
-    }
+    budget = _budget("guarded", minAvailable=1)
     assert cluster.apply(app, budget).returncode == 0
     pod = json.loads(cluster.ok("get", "pods", "-n", "ufc-test", "-l", "app=guarded", "-o", "json"))["items"][
         0
