@@ -42,6 +42,17 @@ STACK = "stack"  # stands for every module of the shared lab
 
 # (path pattern, integration modules); fnmatch's * crosses "/", so "ufcctl/lab/*" is the whole tree.
 RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # node removal and reset: their own stack module (before the broader rules below: first match wins)
+    ("ufcctl/rollout/kinds/remove_nodes.py", ("test_workers_remove_lab.py",)),
+    ("ufcctl/app/reset.py", ("test_workers_remove_lab.py",)),
+    ("playbooks/remove-nodes.yml", ("test_workers_remove_lab.py",)),
+    ("playbooks/reset.yml", ("test_workers_remove_lab.py",)),
+    ("roles/kube_node/tasks/remove.yml", ("test_workers_remove_lab.py",)),
+    ("roles/kube_node/tasks/reset.yml", ("test_workers_remove_lab.py",)),
+    ("roles/kube_node/library/*", ("test_workers_remove_lab.py",)),
+    ("roles/k8s_manifests/tasks/drain.yml", ("test_workers_remove_lab.py",)),
+    ("roles/k8s_manifests/tasks/delete_node.yml", ("test_workers_remove_lab.py",)),
+    ("roles/etcd/tasks/reset.yml", ("test_workers_remove_lab.py",)),
     ("ufcctl/cli/*", ()),
     ("ufcctl/report/*", ()),
     ("ufcctl/lab/*", ("test_lab.py",)),
@@ -70,7 +81,8 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("scripts/setup.sh", (STACK,)),
     # the lab stand-ins, each with the lab modules that run it
     ("tests/lab_standins/npu_emulator/*", ("test_upgrade_drivers_lab.py", "test_lab.py")),
-    ("tests/lab_standins/kube_emulator/*", ("test_workers_lab.py", "test_deploy_lab.py")),
+    ("tests/lab_standins/kube_emulator/*", ("test_workers_lab.py", "test_deploy_lab.py",
+                                             "test_workers_remove_lab.py")),
     ("tests/lab_standins/upstream_registry/*", ("test_images_lab.py",)),
     ("tests/lab_standins/apiserver_standin/*", ("test_vip_failover.py",)),
 )

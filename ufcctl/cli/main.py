@@ -116,10 +116,23 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 def _register() -> None:
     # One line per command module; each module owns its flags and printing only.
-    from ufcctl.cli import certs, deploy, etcd, health, images, init, inventory, placement, rollout, upgrade
+    from ufcctl.cli import (
+        certs,
+        deploy,
+        etcd,
+        health,
+        images,
+        init,
+        inventory,
+        placement,
+        remove,
+        rollout,
+        upgrade,
+    )
     from ufcctl.lab import cli as lab  # the lab package's own commands (ufcctl/lab/)
 
-    for module in (init, inventory, deploy, images, lab, placement, etcd, health, certs, rollout, upgrade):
+    for module in (init, inventory, deploy, remove, images, lab, placement, etcd, health, certs, rollout,
+                   upgrade):
         for command in module.COMMANDS:
             cli.add_command(command)
 

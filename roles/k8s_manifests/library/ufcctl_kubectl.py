@@ -1,5 +1,6 @@
 #!/usr/bin/python
-"""Node side of k8s_manifests on the apply host: probe kubectl and the kubeconfig, apply, label."""
+"""Node side of k8s_manifests on the apply host: probe kubectl and the kubeconfig, apply, label, untaint,
+drain and delete nodes."""
 
 from __future__ import annotations
 
@@ -31,9 +32,22 @@ description:
     A node without the taint is unchanged (so a second run changes nothing); check mode reads only.
     When kubectl or the kubeconfig is missing it changes nothing and says why (C(ready) false): the
     caller reports the step SKIPPED.
+  - I(mode=drain) reads node I(node) and, when it exists, runs C(kubectl drain <node> --ignore-daemonsets
+    --delete-emptydir-data --timeout=<timeout>s): cordon, then every pod but DaemonSet ones evicted through
+    the Eviction API (PodDisruptionBudgets honoured; kubectl retries a refused eviction until the
+    timeout). Pods no controller owns make kubectl refuse (they would be lost): the module fails with
+    kubectl's message. A node that does not exist (already removed) is unchanged; one already cordoned
+    with no pod left to evict is unchanged. Check mode reads only. Missing kubectl or kubeconfig:
+    C(ready) false, nothing done (roles/kube_node_remove fails the node then: it never resets a node it
+    could not drain).
+  - I(mode=delete_node) deletes node I(node) (C(kubectl delete node --wait)) when it exists; a missing
+    node is unchanged. Check mode reads only.
 options:
   mode:
-    {description: What to do., type: str, choices: [probe, apply, label, untaint], default: probe}
+    description: What to do.
+    type: str
+    choices: [probe, apply, label, untaint, drain, delete_node]
+    default: probe
   kubectl:
     {description: kubectl command (a name on the PATH or a path)., type: str, default: kubectl}
   kubeconfig:
@@ -61,6 +75,10 @@ options:
     description: I(mode=untaint) - the taint to remove (C(key) and C(effect); C(value) is ignored).
     type: dict
     default: {}
+  timeout:
+    description: I(mode=drain) and I(mode=delete_node) - seconds kubectl may wait (C(--timeout)).
+    type: int
+    default: 900
 """
 
 RETURN = r"""
@@ -73,6 +91,8 @@ applied:
 unchanged: {description: Manifests the cluster already matched., type: list, returned: mode=apply}
 labelled: {description: kubectl label calls that changed a node., type: int, returned: mode=label}
 untainted: {description: The taint was on the node and was removed (or would be)., type: bool, returned: mode=untaint}
+exists: {description: The node object existed before this run., type: bool, returned: mode=drain, delete_node}
+evicted: {description: Pods kubectl evicted (none listed in check mode)., type: list, returned: mode=drain}
 """
 
 FIELD_MANAGER = "ufcctl"
@@ -172,30 +192,82 @@ def untaint(module: AnsibleModule) -> dict:
     return {"changed": True, "untainted": True}
 
 
+def _node(module: AnsibleModule) -> dict | None:
+    """The node object, or None when the apiserver says it does not exist."""
+    node = module.params["node"]
+    if not node:
+        module.fail_json(msg=f"mode={module.params['mode']} needs node")
+    rc, out, err = _kubectl(module, ["get", "node", node, "--output=json"])
+    if rc != 0:
+        if "NotFound" in err:  # kubectl: Error from server (NotFound): nodes "x" not found
+            return None
+        module.fail_json(msg=_failure(f"get node {node}", rc, out, err))
+    try:
+        return json.loads(out)
+    except ValueError:
+        module.fail_json(msg=f"kubectl get node {node}: the answer is not JSON: {out[:200]}")
+    return None
+
+
+def drain(module: AnsibleModule) -> dict:
+    node = module.params["node"]
+    found = _node(module)
+    if found is None:
+        return {"changed": False, "exists": False, "evicted": []}
+    if module.check_mode:
+        cordoned = bool((found.get("spec") or {}).get("unschedulable"))
+        return {"changed": not cordoned, "exists": True, "evicted": []}
+    timeout = int(module.params["timeout"])
+    rc, out, err = _kubectl(module, ["drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
+                                     f"--timeout={timeout}s"])
+    if rc != 0:
+        module.fail_json(msg=_failure(f"drain {node} (within {timeout} s)", rc, out, err), exists=True)
+    lines = (out + "\n" + err).splitlines()
+    evicted = [line.split()[-1] for line in lines if line.startswith("evicting pod ")]
+    cordoned_now = any(line.strip() == f"node/{node} cordoned" for line in out.splitlines())
+    return {"changed": cordoned_now or bool(evicted), "exists": True, "evicted": evicted}
+
+
+def delete_node(module: AnsibleModule) -> dict:
+    node = module.params["node"]
+    if _node(module) is None:
+        return {"changed": False, "exists": False}
+    if not module.check_mode:
+        rc, out, err = _kubectl(module, ["delete", "node", node, "--ignore-not-found", "--wait=true",
+                                         f"--timeout={int(module.params['timeout'])}s"])
+        if rc != 0:
+            module.fail_json(msg=_failure(f"delete node {node}", rc, out, err), exists=True)
+    return {"changed": True, "exists": True}
+
+
+MODES = {"apply": apply, "label": label, "untaint": untaint, "drain": drain, "delete_node": delete_node}
+
+
 def main() -> None:
     manifest = {"name": {"type": "str", "required": True}, "text": {"type": "str", "required": True},
                 "crds": {"type": "list", "elements": "str", "default": []}}
     module = AnsibleModule(
         argument_spec={
-            "mode": {"type": "str", "choices": ["probe", "apply", "label", "untaint"], "default": "probe"},
+            "mode": {"type": "str", "choices": ["probe", *MODES], "default": "probe"},
             "kubectl": {"type": "str", "default": "kubectl"},
             "kubeconfig": {"type": "path", "default": "/etc/kubernetes/admin.conf"},
             "manifests": {"type": "list", "elements": "dict", "default": [], "options": manifest},
             "label_args": {"type": "list", "elements": "list", "default": []},
             "node": {"type": "str", "default": ""},
             "taint": {"type": "dict", "default": {}},
+            "timeout": {"type": "int", "default": 900},
         },
         supports_check_mode=True,
     )
     ready, reason = probe(module)
     result = {"changed": False, "ready": ready, "reason": reason}
     mode = module.params["mode"]
-    if mode in ("untaint", "label") and not ready and module.params["node"]:
+    if mode in ("untaint", "label", "drain", "delete_node") and not ready and module.params["node"]:
         module.exit_json(**result)  # one node's step with nothing to act with: the caller reports SKIPPED
     if mode != "probe":
         if not ready:
             module.fail_json(msg=f"cannot {mode}: {reason}", **result)
-        result.update({"apply": apply, "label": label, "untaint": untaint}[mode](module))
+        result.update(MODES[mode](module))
     module.exit_json(**result)
 
 

@@ -27,7 +27,14 @@ control planes answer alike, and it refuses what kube-apiserver refuses for ever
   DaemonSet controller's automatic tolerations, required pod anti-affinity by hostname), Pending with the
   scheduler's reason when nothing fits; workload status (what `rollout status` reads) follows from it.
   A node is Ready (and loses the node controller's `node.kubernetes.io/not-ready:NoSchedule` taint) once
-  a CNI DaemonSet (a hostPath volume at /etc/cni/net.d) has a pod on it.
+  a CNI DaemonSet (a hostPath volume at /etc/cni/net.d) has a pod on it;
+- what `kubectl drain` uses: cordon (a patch of spec.unschedulable), pods listed by
+  `fieldSelector=spec.nodeName=...`, and the policy/v1 Eviction subresource (`pods/eviction` in /api/v1
+  discovery, so kubectl evicts instead of deleting): an eviction refused by a PodDisruptionBudget is a 429
+  (kubectl retries), a pod matched by two budgets a 500, as kube-apiserver's eviction REST handler; an
+  evicted pod is replaced by a new one (a new name for a ReplicaSet's, a new uid for a StatefulSet's or a
+  DaemonSet's), and a replacement is never placed on an unschedulable node. Deleting a Node is a plain
+  delete (the kubelet that would register it again is the caller's business).
 
 What it does NOT check is listed in tests/lab_standins/README.md. Standard library plus the lab image's
 python3-yaml and python3-jsonschema.
@@ -56,6 +63,9 @@ from typing import Any
 import yaml
 
 REGISTRY = "/ufc-kube-emulator/registry/"
+# Evictions per pod slot (workload kind, namespace, name, replica index or node): the replacement pod's
+# incarnation. Outside every resource's prefix (no group is named like it).
+EVICTIONS = REGISTRY + "ufc-lab-evictions/"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 CNI_CONF_DIR = "/etc/cni/net.d"
@@ -426,8 +436,14 @@ def fieldset(applied: Any, top: bool = True) -> dict[str, Any]:
 
 def managed_entry(manager: str, operation: str, api_version: str, fields: dict[str, Any]) -> dict[str, Any]:
     """One metadata.managedFields entry (FieldsV1)."""
-    return {"manager": manager, "operation": operation, "apiVersion": api_version, "time": _now(),
-            "fieldsType": "FieldsV1", "fieldsV1": fields}
+    return {
+        "manager": manager,
+        "operation": operation,
+        "apiVersion": api_version,
+        "time": _now(),
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fields,
+    }
 
 
 def _remove(obj: dict[str, Any], old: dict[str, Any], keep: dict[str, Any]) -> None:
@@ -750,6 +766,7 @@ class Placement:
     status: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)  # kind, ns, name
     ready: dict[str, bool] = field(default_factory=dict)  # node -> Ready
     revision: int = 0  # the store's revision it was computed at
+    slots: dict[tuple[str, str], str] = field(default_factory=dict)  # (namespace, pod) -> eviction slot
 
 
 def effective_taints(node: dict[str, Any], ready: bool) -> list[dict[str, Any]]:
@@ -765,6 +782,7 @@ def _pod(
     running: bool,
     reason: str,
     extra_labels: dict[str, str],
+    incarnation: int = 0,
 ) -> dict[str, Any]:
     meta = owner["metadata"]
     template = (owner.get("spec") or {}).get("template") or {}
@@ -802,7 +820,12 @@ def _pod(
             "name": name,
             "namespace": meta.get("namespace"),
             "labels": labels,
-            "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{meta.get('uid')}/{name}")),
+            "uid": str(
+                uuid.uuid5(
+                    uuid.NAMESPACE_URL,
+                    f"{meta.get('uid')}/{name}" + (f"#{incarnation}" if incarnation else ""),
+                )
+            ),
             "resourceVersion": meta.get("resourceVersion"),
             "creationTimestamp": meta.get("creationTimestamp"),
             "ownerReferences": [
@@ -848,8 +871,33 @@ def _unschedulable_message(
     )
 
 
-def schedule(nodes: list[dict[str, Any]], workloads: list[dict[str, Any]]) -> Placement:
-    """Place every workload's pods (see the module docstring); deterministic for one input."""
+def eviction_slot(kind: str, namespace: str, name: str, index: object) -> str:
+    return f"{kind}/{namespace}/{name}/{index}"
+
+
+def _unschedulable(node: dict[str, Any]) -> bool:
+    return bool((node.get("spec") or {}).get("unschedulable"))
+
+
+def schedule(
+    nodes: list[dict[str, Any]], workloads: list[dict[str, Any]], evictions: dict[str, int] | None = None
+) -> Placement:
+    """Place every workload's pods (see the module docstring); deterministic for one input.
+
+    `evictions` counts the evictions of each pod slot: an evicted pod's replacement (incarnation > 0)
+    gets a new name (ReplicaSet) or uid (StatefulSet, DaemonSet) and, but for a DaemonSet's, which
+    tolerates `unschedulable`, never lands on an unschedulable (cordoned) node. Pods never evicted keep
+    the node they have without any eviction (where it still fits), cordoned or not: a cordon alone moves
+    no pod, and an eviction moves only the evicted one.
+    """
+    evictions = evictions or {}
+    kept: dict[str, str] = {}
+    if evictions:
+        first = schedule(nodes, workloads)
+        where = {
+            (p["metadata"]["namespace"], p["metadata"]["name"]): p["spec"].get("nodeName") for p in first.pods
+        }
+        kept = {slot: str(where[pod]) for pod, slot in first.slots.items() if where.get(pod)}
     out = Placement()
     nodes = sorted(nodes, key=lambda n: n["metadata"]["name"])
     daemons = [w for w in workloads if w["kind"] == "DaemonSet"]
@@ -890,7 +938,10 @@ def schedule(nodes: list[dict[str, Any]], workloads: list[dict[str, Any]]) -> Pl
             for node in chosen:
                 name = node["metadata"]["name"]
                 up = out.ready[name] or bool(pod_spec.get("hostNetwork"))
+                slot = eviction_slot(work["kind"], meta.get("namespace", ""), meta["name"], name)
+                incarnation = evictions.get(slot, 0)
                 pod_name = f"{meta['name']}-{_hash(meta['name'] + '/' + name, 5)}"
+                out.slots[(meta.get("namespace", ""), pod_name)] = slot
                 out.pods.append(
                     _pod(
                         work,
@@ -900,6 +951,7 @@ def schedule(nodes: list[dict[str, Any]], workloads: list[dict[str, Any]]) -> Pl
                         up,
                         "",
                         {"controller-revision-hash": template_hash[:10]},
+                        incarnation,
                     )
                 )
                 running += up
@@ -919,11 +971,15 @@ def schedule(nodes: list[dict[str, Any]], workloads: list[dict[str, Any]]) -> Pl
         terms = _anti_affinity_terms(pod_spec)
         pod_labels = (template.get("metadata") or {}).get("labels") or {}
         for index in range(replicas):
+            slot = eviction_slot(work["kind"], meta.get("namespace", ""), meta["name"], index)
+            incarnation = evictions.get(slot, 0)
+            again = f"#{incarnation}" if incarnation else ""
             pod_name = (
                 f"{meta['name']}-{index}"
                 if work["kind"] == "StatefulSet"
-                else f"{meta['name']}-{template_hash}-{_hash(meta['name'] + str(index), 5)}"
+                else f"{meta['name']}-{template_hash}-{_hash(meta['name'] + str(index) + again, 5)}"
             )
+            out.slots[(meta.get("namespace", ""), pod_name)] = slot
             taken = {
                 n
                 for n, pods in placed.items()
@@ -936,6 +992,7 @@ def schedule(nodes: list[dict[str, Any]], workloads: list[dict[str, Any]]) -> Pl
                 for n in nodes
                 if _affinity_fits(pod_spec, n)
                 and n["metadata"]["name"] not in taken
+                and not (incarnation and _unschedulable(n))
                 and _untolerated(pod_spec, effective_taints(n, out.ready[n["metadata"]["name"]])) is None
             ]
             extra = (
@@ -945,13 +1002,16 @@ def schedule(nodes: list[dict[str, Any]], workloads: list[dict[str, Any]]) -> Pl
             )
             if not feasible:
                 reason = _unschedulable_message(nodes, pod_spec, out.ready, taken)
-                out.pods.append(_pod(work, pod_name, pod_spec, None, False, reason, extra))
+                out.pods.append(_pod(work, pod_name, pod_spec, None, False, reason, extra, incarnation))
                 continue
-            node = min(feasible, key=lambda n: (len(placed[n["metadata"]["name"]]), n["metadata"]["name"]))
+            home = None if incarnation else kept.get(slot)
+            node = next((n for n in feasible if n["metadata"]["name"] == home), None) or min(
+                feasible, key=lambda n: (len(placed[n["metadata"]["name"]]), n["metadata"]["name"])
+            )
             name = node["metadata"]["name"]
             placed[name].append((meta.get("namespace", ""), pod_labels))
             up = out.ready[name] or bool(pod_spec.get("hostNetwork"))
-            out.pods.append(_pod(work, pod_name, pod_spec, name, up, "", extra))
+            out.pods.append(_pod(work, pod_name, pod_spec, name, up, "", extra, incarnation))
             scheduled += 1
             running += up
         if work["kind"] == "Deployment":
@@ -1097,7 +1157,11 @@ class API:
             for plural in ("deployments", "statefulsets", "daemonsets")
             for w in self._items(self._builtin(plural))[0]
         ]
-        result = schedule(nodes, workloads)
+        evictions = {
+            key[len(EVICTIONS) :]: int(json.loads(value)["count"])
+            for key, value, _ in self.store.range(EVICTIONS)[0]
+        }
+        result = schedule(nodes, workloads, evictions)
         result.revision = revision
         with self._lock:
             self._placement = (revision, result)
@@ -1487,6 +1551,81 @@ class API:
         self.store.delete(self.key(res, namespace, name))
         return live
 
+    def evict(self, namespace: str, name: str, body: dict[str, Any], dry_run: bool) -> dict[str, Any]:
+        """POST pods/<name>/eviction (kube-apiserver pkg/registry/core/pod/storage/eviction.go): the pod's
+        PodDisruptionBudget must allow a disruption (429 otherwise, which kubectl retries; 500 for a pod
+        under two budgets); then the pod is replaced by its controller (a new incarnation of its slot)."""
+        if body.get("kind") != "Eviction" or body.get("apiVersion") not in ("policy/v1", "policy/v1beta1"):
+            raise ApiError(400, "BadRequest", f"the body is not a policy/v1 Eviction: {body.get('kind')!r}")
+        if (body.get("metadata") or {}).get("name") != name:
+            raise ApiError(400, "BadRequest", "name in URL does not match name in Eviction object")
+        placement = self.placement()
+        pods = [p for p in placement.pods if p["metadata"]["namespace"] == namespace]
+        pod = next((p for p in pods if p["metadata"]["name"] == name), None)
+        if pod is None:
+            raise not_found(self._builtin("pods"), name)
+        labels = pod["metadata"].get("labels") or {}
+        budgets = [
+            b
+            for b in self._items(self._builtin("poddisruptionbudgets"), namespace)[0]
+            if selector_matches((b.get("spec") or {}).get("selector"), labels)
+        ]
+        if len(budgets) > 1:
+            raise ApiError(
+                500,
+                "InternalError",
+                "This pod has more than one PodDisruptionBudget, which the eviction subresource does not "
+                "support.",
+            )
+        if budgets and pod["status"]["phase"] == "Running":
+            self._check_budget(budgets[0], pods)
+        if not dry_run:
+            slot = placement.slots[(namespace, name)]
+            key = EVICTIONS + slot
+            found = self.store.get(key)
+            count = (json.loads(found[0])["count"] if found else 0) + 1
+            if self.store.put_if(key, json.dumps({"count": count}), found[1] if found else 0) is None:
+                raise ApiError(
+                    409, "Conflict", f'Operation cannot be fulfilled on pods "{name}": please try again'
+                )
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+    @staticmethod
+    def _check_budget(budget: dict[str, Any], pods: list[dict[str, Any]]) -> None:
+        """The disruption controller's arithmetic (pkg/controller/disruption): expected = the pods the
+        selector matches, healthy = those Running; percentages round up."""
+        spec = budget.get("spec") or {}
+        matched = [
+            p for p in pods if selector_matches(spec.get("selector"), p["metadata"].get("labels") or {})
+        ]
+        expected = len(matched)
+        healthy = sum(p["status"]["phase"] == "Running" for p in matched)
+
+        def scaled(value: Any) -> int:
+            text = str(value)
+            return -(-int(text[:-1]) * expected // 100) if text.endswith("%") else int(text)
+
+        if spec.get("minAvailable") is not None:
+            desired = scaled(spec["minAvailable"])
+        else:
+            desired = max(0, expected - scaled(spec.get("maxUnavailable", 0)))
+        if healthy - desired <= 0:
+            name = budget["metadata"]["name"]
+            raise ApiError(
+                429,
+                "TooManyRequests",
+                "Cannot evict pod as it would violate the pod's disruption budget.",
+                {
+                    "causes": [
+                        {
+                            "reason": "DisruptionBudget",
+                            "message": f"The disruption budget {name} needs {desired} healthy pods "
+                            f"and has {healthy} currently",
+                        }
+                    ]
+                },
+            )
+
 
 # -- nodes and the system namespaces (kubelet, kubeadm and the apiserver's own start) -------------
 
@@ -1641,6 +1780,18 @@ def discovery(api: API, path: str) -> dict[str, Any] | None:
                     **({"shortNames": list(res.short)} if res.short else {}),
                 }
             )
+            if res.kind == "Pod" and not res.group:  # kubectl drain evicts when it finds this entry
+                entries.append(
+                    {
+                        "name": "pods/eviction",
+                        "singularName": "",
+                        "namespaced": True,
+                        "group": "policy",
+                        "version": "v1",
+                        "kind": "Eviction",
+                        "verbs": ["create"],
+                    }
+                )
             if res.kind in WORKLOADS or res.kind in ("Node", "CustomResourceDefinition", "Namespace"):
                 entries.append(
                     {
@@ -1925,6 +2076,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else None
+        if sub == "eviction" and res.kind == "Pod" and not res.group and method == "POST" and name:
+            self._send(
+                201,
+                self.api.evict(
+                    str(namespace), name, self._decode(self._body()), query.get("dryRun") == "All"
+                ),
+            )
+            return
         if sub not in (None, "status"):
             raise ApiError(404, "NotFound", f"the server could not find the requested resource ({sub})")
         dry_run = query.get("dryRun") == "All"

@@ -20,6 +20,13 @@ what the real one would need:
   nodeRegistration.taints, kubeadm's control-plane marks), then kubelet.conf, ca.crt,
   /var/lib/kubelet/config.yaml (the cluster's KubeletConfiguration) and kubeadm-flags.env, and a
   kubelet restart;
+- `reset -f` (kubeadm 1.31's cleanup-node phase, cmd/kubeadm/app/cmd/phases/reset/cleanupnode.go):
+  stops the kubelet (not disabled), deletes the contents of /etc/kubernetes/manifests, /var/lib/kubelet
+  and /etc/kubernetes/pki and the files admin.conf, super-admin.conf, kubelet.conf,
+  bootstrap-kubelet.conf, controller-manager.conf and scheduler.conf under /etc/kubernetes; on a control
+  plane it stops the emulator's apiserver unit (the real one's static pod goes with its manifest). The
+  Node object and etcd stay, as with the real one (external etcd: no member is removed). Without -f it
+  asks on stdin and aborts unless the answer is y;
 - `token create`, `token list -o json`, `config validate`, `version`.
 It runs no control-plane component and signs no kubelet certificate; the API it serves is the LAB API
 STAND-IN's (apiserver.py: what it checks and what it does not). Every successful join appends a line to
@@ -37,6 +44,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import socket
 import ssl
 import subprocess
@@ -70,6 +78,16 @@ KUBELET_CONF = Path("/etc/kubernetes/kubelet.conf")
 KUBELET_CONFIG = Path("/var/lib/kubelet/config.yaml")
 KUBELET_FLAGS = Path("/var/lib/kubelet/kubeadm-flags.env")
 KUBELET_BIN = Path("/usr/bin/kubelet")
+KUBERNETES_DIR = Path("/etc/kubernetes")
+KUBELET_DIR = Path("/var/lib/kubelet")
+# What `kubeadm reset` deletes (kubeadm 1.31, cmd/kubeadm/app/cmd/phases/reset/cleanupnode.go: the
+# contents of the manifests, kubelet and certificate directories; the kubeconfig files by name).
+RESET_FILES = ("admin.conf", "super-admin.conf", "kubelet.conf", "bootstrap-kubelet.conf",
+               "controller-manager.conf", "scheduler.conf")
+# kubeadm reset's flags (cmd/kubeadm/app/cmd/reset.go); the value-taking ones take the next argument.
+RESET_VALUE_FLAGS = ("--cri-socket", "--ignore-preflight-errors", "--cert-dir", "--kubeconfig", "--config",
+                     "--skip-phases")
+RESET_BOOL_FLAGS = ("-f", "--force", "--cleanup-tmp-dir", "--dry-run")
 PREFIX = "/ufc-kube-emulator"
 TOKEN = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
 # the stand-in's flag (tests/lab_standins/apiserver_standin): /readyz answers 503 while it exists
@@ -553,6 +571,70 @@ def cmd_validate(config: str) -> int:
     return 0
 
 
+def _reset_args(argv: list[str]) -> dict[str, str | bool]:
+    """kubeadm reset's flags as cobra parses them; an unknown one is refused as cobra refuses it."""
+    given: dict[str, str | bool] = {}
+    args = iter(argv)
+    for arg in args:
+        name, _, value = arg.partition("=")
+        if name in RESET_BOOL_FLAGS and not value:
+            given[name] = True
+        elif name in RESET_VALUE_FLAGS:
+            given[name] = value or next(args, "")
+        elif name.startswith("-v") or name == "--v":  # klog verbosity
+            continue
+        else:
+            raise Failed(f"unknown flag: {name}" if name.startswith("-") else
+                         f'unknown command "{name}" for "kubeadm reset"')
+    return given
+
+
+def _clean_dir(path: Path) -> None:
+    """Delete what is inside `path`, keep the directory (kubeadm's CleanDir)."""
+    if not path.is_dir():
+        return
+    for child in path.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
+def cmd_reset(argv: list[str]) -> int:
+    flags = _reset_args(argv)
+    if "--dry-run" in flags:
+        raise Failed("kubeadm reset --dry-run: not emulated (LAB KUBE EMULATOR)")
+    if os.geteuid() != 0:
+        raise Failed("[preflight] Some fatal errors occurred:\n\t[ERROR IsPrivilegedUser]: user is not "
+                     f"running as root\n{preflight.HINT}")
+    print("[preflight] Running pre-flight checks")
+    if not (flags.get("-f") or flags.get("--force")):
+        print("[reset] WARNING: Changes made to this host by 'kubeadm init' or 'kubeadm join' will be "
+              "reverted.")
+        print("[reset] Are you sure you want to proceed? [y/N]: ", end="", flush=True)
+        answer = sys.stdin.readline().strip().lower()
+        if answer != "y":
+            raise Failed("aborted reset operation")
+    print("[reset] Stopping the kubelet service")
+    _systemctl("stop", "kubelet")
+    if Path(f"/etc/systemd/system/{UNIT}.service").exists():  # the emulator's apiserver (a static pod)
+        _systemctl("disable", "--now", f"{UNIT}.service")
+    print(f'[reset] Unmounting mounted directories in "{KUBELET_DIR}"')
+    dirs = [KUBERNETES_DIR / "manifests", KUBELET_DIR, KUBERNETES_DIR / "pki"]
+    print(f"[reset] Deleting contents of directories: [{' '.join(str(d) for d in dirs)}]")
+    for directory in dirs:
+        _clean_dir(directory)
+    files = [KUBERNETES_DIR / name for name in RESET_FILES]
+    print(f"[reset] Deleting files: [{' '.join(str(f) for f in files)}]")
+    for path in files:
+        path.unlink(missing_ok=True)
+    print("\nThe reset process does not clean CNI configuration. To do so, you must remove /etc/cni/net.d\n\n"
+          "The reset process does not reset or clean up iptables rules or IPVS tables.\n\n"
+          "The reset process does not clean your kubeconfig files and you must remove them manually.\n"
+          "Please, check the contents of the $HOME/.kube/config file.")
+    return 0
+
+
 def _flag(args: list[str], name: str, default: str | None = None) -> str | None:
     for i, arg in enumerate(args):
         if arg == name and i + 1 < len(args):
@@ -577,6 +659,8 @@ def main(argv: list[str]) -> int:
             return cmd_init(config)
         if argv[:1] == ["join"] and config:
             return cmd_join(config)
+        if argv[:1] == ["reset"]:
+            return cmd_reset(argv[1:])
         if argv[:2] == ["token", "list"] and _flag(argv, "-o") == "json":
             return cmd_token_list()
         if argv[:2] == ["token", "create"]:
@@ -586,7 +670,7 @@ def main(argv: list[str]) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(f"kubeadm {' '.join(argv)}: not emulated (LAB KUBE EMULATOR: version, config validate, init, join, "
-          "token create, token list -o json, each with the flags the roles use)", file=sys.stderr)
+          "reset, token create, token list -o json, each with the flags the roles use)", file=sys.stderr)
     return 2
 
 

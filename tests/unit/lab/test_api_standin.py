@@ -393,3 +393,76 @@ def test_a_node_is_ready_once_a_cni_daemonset_runs_on_it(cluster: Cluster) -> No
 def test_system_namespaces_cannot_be_deleted(cluster: Cluster) -> None:
     proc = cluster.kubectl("delete", "namespace", "kube-system")
     assert proc.returncode == 1 and "this namespace may not be deleted" in proc.stderr
+
+
+def _budget(app: str, **rule: int) -> dict:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": app, "namespace": "ufc-test"},
+        "spec": {**rule, "selector": {"matchLabels": {"app": app}}},
+    }
+
+
+def test_kubectl_drain_evicts_through_the_eviction_subresource(cluster: Cluster) -> None:
+    """kubectl drain as roles/k8s_manifests runs it: cordon, pods by spec.nodeName, DaemonSet pods left,
+    the rest evicted (policy/v1) and replaced elsewhere, a PodDisruptionBudget honoured; then the Node
+    is deleted."""
+    for name in ("dr-w1", "dr-w2"):
+        apiserver.register_node(cluster.api, name, "v1.31.4", {"drain-test": "yes"}, None, False)
+    cluster.apply(NS, _cni_daemonset())
+    app = _deployment("drained", {"drain-test": "yes"}, replicas=2, anti=False)
+    budget = _budget("drained", maxUnavailable=1)
+    assert cluster.apply(app, budget).returncode == 0
+
+    def pods_on(node: str) -> list[dict]:
+        found = json.loads(
+            cluster.ok("get", "pods", "-A", "--field-selector", f"spec.nodeName={node}", "-o", "json")
+        )
+        return found["items"]
+
+    before = [
+        p["metadata"]["name"] for p in pods_on("dr-w1") if p["metadata"]["labels"].get("app") == "drained"
+    ]
+    assert before, "the deployment has a pod on dr-w1 before the drain"
+    refused = cluster.kubectl("drain", "dr-w1", "--timeout=20s")  # DaemonSet pods need --ignore-daemonsets
+    assert refused.returncode == 1 and "cannot delete DaemonSet-managed Pods" in refused.stderr
+    proc = cluster.kubectl("drain", "dr-w1", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=30s")
+    assert proc.returncode == 0, proc.stderr
+    assert "evicting pod ufc-test/" + before[0] in proc.stderr + proc.stdout
+    assert "node/dr-w1 drained" in proc.stdout
+    node = json.loads(cluster.ok("get", "node", "dr-w1", "-o", "json"))
+    assert node["spec"]["unschedulable"] is True
+    left = {p["metadata"]["labels"].get("app") for p in pods_on("dr-w1")}
+    assert left == {"cni"}  # only the DaemonSet's pod stays
+    moved = json.loads(cluster.ok("get", "pods", "-n", "ufc-test", "-l", "app=drained", "-o", "json"))[
+        "items"
+    ]
+    assert sorted(p["spec"]["nodeName"] for p in moved) == ["dr-w2", "dr-w2"]
+    assert before[0] not in {p["metadata"]["name"] for p in moved}  # a new pod, not the evicted one
+    cluster.ok("delete", "node", "dr-w1")
+    assert cluster.kubectl("get", "node", "dr-w1").returncode == 1
+    again = cluster.kubectl("delete", "node", "dr-w1", "--ignore-not-found")
+    assert again.returncode == 0 and again.stdout == ""
+
+
+def test_an_eviction_a_budget_forbids_is_429(cluster: Cluster) -> None:
+    apiserver.register_node(cluster.api, "pdb-w1", "v1.31.4", {"pdb-test": "yes"}, None, False)
+    cluster.apply(NS, _cni_daemonset())
+    app = _deployment("guarded", {"pdb-test": "yes"})
+    budget = _budget("guarded", minAvailable=1)
+    assert cluster.apply(app, budget).returncode == 0
+    pod = json.loads(cluster.ok("get", "pods", "-n", "ufc-test", "-l", "app=guarded", "-o", "json"))["items"][
+        0
+    ]
+    with pytest.raises(apiserver.ApiError) as refused:
+        cluster.api.evict(
+            "ufc-test",
+            pod["metadata"]["name"],
+            {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod["metadata"]["name"]}},
+            False,
+        )
+    assert refused.value.code == 429
+    assert "needs 1 healthy pods and has 1 currently" in json.dumps(refused.value.status())
+    proc = cluster.kubectl("drain", "pdb-w1", "--ignore-daemonsets", "--timeout=3s")
+    assert proc.returncode == 1 and "disruption budget" in proc.stderr

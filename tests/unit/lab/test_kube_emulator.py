@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import io
 import json
 import sys
 import threading
@@ -166,4 +167,45 @@ def test_an_injected_join_failure_stops_before_discovery(tmp_path: Path,
     monkeypatch.setattr(emu, "KUBELET_CONF", tmp_path / "kubelet.conf")
     monkeypatch.setattr(emu, "KUBELET_BIN", config)  # any file that exists
     assert emu.main(["join", "--config", str(config)]) == 1
-    assert emu.main(["reset", "-f"]) == 2  # anything else is "not emulated"
+    assert emu.main(["upgrade", "apply", "v1.32.0"]) == 2  # anything else is "not emulated"
+
+
+def _joined_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, list]:
+    kube, kubelet = tmp_path / "etc-kubernetes", tmp_path / "var-lib-kubelet"
+    for path in (kube / "pki" / "ca.crt", kube / "kubelet.conf", kube / "admin.conf",
+                 kube / "ufcctl" / "join.yaml", kube / "manifests" / "x.yaml", kubelet / "config.yaml",
+                 kubelet / "pki" / "kubelet.pem"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    calls: list = []
+    monkeypatch.setattr(emu, "KUBERNETES_DIR", kube)
+    monkeypatch.setattr(emu, "KUBELET_DIR", kubelet)
+    monkeypatch.setattr(emu, "_systemctl", lambda *args: calls.append(args))
+    monkeypatch.setattr(emu.os, "geteuid", lambda: 0)
+    return kube, kubelet, calls
+
+
+def test_reset_force_removes_what_kubeadm_reset_removes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    kube, kubelet, calls = _joined_root(tmp_path, monkeypatch)
+    assert emu.main(["reset", "-f", "--cri-socket", "unix:///run/containerd/containerd.sock"]) == 0
+    assert ("stop", "kubelet") in calls
+    assert not (kube / "kubelet.conf").exists() and not (kube / "admin.conf").exists()
+    assert list((kube / "pki").iterdir()) == [] and list(kubelet.iterdir()) == []  # contents, not the dirs
+    assert (kube / "ufcctl" / "join.yaml").exists()  # not kubeadm's: reset leaves it
+    assert "[reset] Deleting contents of directories" in capsys.readouterr().out
+    assert emu.main(["reset", "-f"]) == 0  # again: nothing left, still 0 as kubeadm
+
+
+def test_reset_without_force_asks_and_aborts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    kube, _kubelet, calls = _joined_root(tmp_path, monkeypatch)
+    monkeypatch.setattr(emu.sys, "stdin", io.StringIO(""))  # no tty, no answer
+    assert emu.main(["reset"]) == 1
+    assert "aborted reset operation" in capsys.readouterr().err
+    assert (kube / "kubelet.conf").exists() and calls == []
+    assert emu.main(["reset", "--forse"]) == 1
+    assert "unknown flag: --forse" in capsys.readouterr().err
+    monkeypatch.setattr(emu.os, "geteuid", lambda: 1000)
+    assert emu.main(["reset", "-f"]) == 1
+    assert "IsPrivilegedUser" in capsys.readouterr().err and (kube / "kubelet.conf").exists()

@@ -37,11 +37,22 @@ def test_the_play_starts_at_the_gate_and_runs_host_pinned(kind: RolloutKind) -> 
     assert kind.group in play["hosts"], f"{kind.playbook} targets {play['hosts']}, the kind {kind.group}"
 
 
+def _last_tasks_file(play: dict) -> Path:
+    """The tasks file whose last task ends the node's work: the last role's main.yml, or, for a play
+    whose tasks are one import_role (remove-nodes: roles/kube_node tasks/remove.yml), its tasks_from."""
+    if "roles" in play:
+        assert "tasks" not in play  # nothing may run after the marker
+        return Path(ROLES_DIR) / _role_name(play["roles"][-1]) / "tasks" / "main.yml"
+    assert len(play["tasks"]) == 1, "one import_role, so nothing runs after its marker"
+    imported = play["tasks"][0]["ansible.builtin.import_role"]
+    return Path(ROLES_DIR) / imported["name"] / "tasks" / imported.get("tasks_from", "main.yml")
+
+
 @pytest.mark.parametrize("kind", KINDS, ids=[k.name for k in KINDS])
 def test_the_last_role_ends_with_the_marker_task(kind: RolloutKind) -> None:
     play = _play(kind)
-    assert "post_tasks" not in play and "tasks" not in play  # nothing may run after the marker
-    last_role = _role_name(play["roles"][-1])
-    tasks = yaml.safe_load((Path(ROLES_DIR) / last_role / "tasks" / "main.yml").read_text())
-    assert tasks[-1]["name"] == kind.marker_task, f"roles/{last_role}/tasks/main.yml"
+    assert "post_tasks" not in play  # nothing may run after the marker
+    path = _last_tasks_file(play)
+    tasks = yaml.safe_load(path.read_text())
+    assert tasks[-1]["name"] == kind.marker_task, str(path)
     assert "when" not in tasks[-1]  # it must run on every node that got that far

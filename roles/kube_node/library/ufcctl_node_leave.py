@@ -1,0 +1,119 @@
+#!/usr/bin/python
+"""Node side of kube_node's removal (tasks/remove.yml): probe the join state, kubeadm reset, stop and
+disable the node's services, wipe what is left; one module run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from ansible.module_utils.basic import AnsibleModule
+
+DOCUMENTATION = r"""
+module: ufcctl_node_leave
+short_description: Take a worker out of its cluster on the node (kubeadm reset, services stopped, state wiped)
+description:
+  - Probes the node once - which of I(paths) hold anything, whether I(services) are active or enabled,
+    whether this is a control plane (C(/etc/kubernetes/admin.conf) or a kube-apiserver manifest).
+  - Refuses a control plane unless I(allow_control_plane) (its etcd member and apiserver need the
+    control-plane procedure, not a worker's reset).
+  - When any join state is there, runs C(kubeadm reset -f --cri-socket I(cri_socket)) (the kubelet is
+    stopped, kubeadm's files and the contents of /var/lib/kubelet and /etc/kubernetes/pki deleted,
+    containers removed through the CRI while the runtime still runs), then stops and disables each of
+    I(services) that is active or enabled, then deletes whatever of I(paths) is left.
+  - Nothing else is touched: packages, binaries, the NPU driver and firmware, CNI configuration.
+  - A node with nothing left to do is unchanged; check mode reports what would be done.
+options:
+  paths:
+    description: The join state to wipe (files or directories; each deleted whole).
+    type: list
+    elements: path
+    required: true
+  services:
+    description: systemd units to stop and disable, in this order, after the reset.
+    type: list
+    elements: str
+    default: [kubelet, containerd]
+  kubeadm: {description: kubeadm command (a name on the PATH or a path)., type: str, default: kubeadm}
+  cri_socket: {description: The container runtime socket kubeadm reset uses., type: str, default: "unix:///run/containerd/containerd.sock"}
+  allow_control_plane: {description: Act on a control plane too., type: bool, default: false}
+"""
+
+RETURN = r"""
+reset: {description: kubeadm reset ran (or would)., type: bool, returned: always}
+stopped: {description: Units stopped or disabled (or that would be)., type: list, returned: always}
+removed: {description: Paths deleted (or that would be)., type: list, returned: always}
+"""
+
+ADMIN_CONF = "/etc/kubernetes/admin.conf"
+APISERVER_MANIFEST = "/etc/kubernetes/manifests/kube-apiserver.yaml"
+
+
+def _holds_something(path: str) -> bool:
+    if os.path.isdir(path) and not os.path.islink(path):
+        return any(True for _ in os.scandir(path))
+    return os.path.lexists(path)
+
+
+def _unit_state(module: AnsibleModule, unit: str) -> tuple[bool, bool]:
+    """(active, enabled); a unit systemd does not know is neither."""
+    active = module.run_command(["systemctl", "is-active", "--quiet", unit])[0] == 0
+    _rc, out, _err = module.run_command(["systemctl", "is-enabled", unit])
+    return active, out.strip() in ("enabled", "enabled-runtime")  # static/indirect units cannot be disabled
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+
+
+def leave(module: AnsibleModule) -> dict:
+    """Probe, then (unless check mode or nothing to do) reset, stop and disable, wipe; the result."""
+    params = module.params
+    if not params["allow_control_plane"] and any(os.path.exists(p) for p in (ADMIN_CONF, APISERVER_MANIFEST)):
+        module.fail_json(msg=f"this host is a control plane ({ADMIN_CONF} or {APISERVER_MANIFEST} exists): "
+                             "a worker's removal would take its apiserver down; nothing was touched")
+    joined = [p for p in params["paths"] if _holds_something(p)]
+    units = [(u, *_unit_state(module, u)) for u in params["services"]]
+    to_stop = [u for u, active, enabled in units if active or enabled]
+    kubeadm = module.get_bin_path(params["kubeadm"])
+    result = {"changed": bool(joined or to_stop), "reset": bool(joined and kubeadm), "stopped": to_stop,
+              "removed": joined}
+    if module.check_mode or not result["changed"]:
+        return result
+    if joined and kubeadm:
+        rc, out, err = module.run_command([kubeadm, "reset", "-f", f"--cri-socket={params['cri_socket']}"])
+        if rc != 0:
+            module.fail_json(msg=f"kubeadm reset -f failed (rc {rc}): {(err or out).strip()[-2000:]}",
+                             **result)
+    for unit, active, enabled in units:
+        for wanted, verb in ((active, "stop"), (enabled, "disable")):
+            if wanted:
+                rc, out, err = module.run_command(["systemctl", verb, unit])
+                if rc != 0:
+                    module.fail_json(msg=f"systemctl {verb} {unit} failed (rc {rc}): {(err or out).strip()}",
+                                     **result)
+    for path in params["paths"]:
+        if os.path.lexists(path):
+            _remove(path)
+    return result
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "paths": {"type": "list", "elements": "path", "required": True},
+            "services": {"type": "list", "elements": "str", "default": ["kubelet", "containerd"]},
+            "kubeadm": {"type": "str", "default": "kubeadm"},
+            "cri_socket": {"type": "str", "default": "unix:///run/containerd/containerd.sock"},
+            "allow_control_plane": {"type": "bool", "default": False},
+        },
+        supports_check_mode=True,
+    )
+    module.exit_json(**leave(module))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""The node-side halves of `ufcctl remove-nodes`: roles/kube_node's ufcctl_node_leave (kubeadm reset, units
+stopped and disabled, join state wiped; a control plane refused; a removed node unchanged) and
+roles/k8s_manifests' ufcctl_kubectl drain and delete_node (a missing Node unchanged, check mode reads)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.pyimports import load_file
+
+ROOT = Path(__file__).resolve().parents[3]
+leave_module = load_file(ROOT / "roles" / "kube_node" / "library" / "ufcctl_node_leave.py")
+kubectl = load_file(ROOT / "roles" / "k8s_manifests" / "library" / "ufcctl_kubectl.py")
+
+
+class Failed(Exception):
+    pass
+
+
+class FakeModule:
+    def __init__(self, params: dict[str, Any], answers: dict[str, tuple[int, str, str]], check: bool = False):
+        self.params, self.answers, self.check_mode = params, answers, check
+        self.calls: list[str] = []
+
+    def run_command(self, argv: list[str], data: str | None = None) -> tuple[int, str, str]:
+        line = " ".join(str(a) for a in argv)
+        self.calls.append(line)
+        return next((v for k, v in self.answers.items() if line.startswith(k)), (0, "", ""))
+
+    def get_bin_path(self, name: str) -> str | None:
+        return f"/usr/bin/{name}"
+
+    def fail_json(self, **kw: Any) -> None:
+        raise Failed(kw["msg"])
+
+
+def _joined(tmp_path: Path) -> list[str]:
+    (tmp_path / "pki").mkdir()
+    (tmp_path / "pki" / "ca.crt").write_text("x")
+    (tmp_path / "kubelet.conf").write_text("x")
+    (tmp_path / "var-lib-kubelet").mkdir()
+    return [str(tmp_path / n) for n in ("kubelet.conf", "bootstrap-kubelet.conf", "pki", "var-lib-kubelet")]
+
+
+def _leave_params(paths: list[str], **kw: Any) -> dict[str, Any]:
+    return {"paths": paths, "services": ["kubelet", "containerd"], "kubeadm": "kubeadm",
+            "cri_socket": "unix:///run/containerd/containerd.sock", "allow_control_plane": False, **kw}
+
+
+RUNNING = {"systemctl is-active": (0, "", ""), "systemctl is-enabled": (0, "enabled\n", "")}
+STOPPED = {"systemctl is-active": (3, "", ""), "systemctl is-enabled": (1, "disabled\n", "")}
+
+
+@pytest.fixture(autouse=True)
+def worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(leave_module, "ADMIN_CONF", str(tmp_path / "admin.conf"))
+    monkeypatch.setattr(leave_module, "APISERVER_MANIFEST", str(tmp_path / "kube-apiserver.yaml"))
+
+
+def test_a_joined_worker_is_reset_then_stopped_then_wiped(tmp_path: Path) -> None:
+    paths = _joined(tmp_path)
+    module = FakeModule(_leave_params(paths), RUNNING)
+    result = leave_module.leave(module)
+    assert result["changed"] and result["reset"] and result["stopped"] == ["kubelet", "containerd"]
+    acted = [c for c in module.calls if "is-" not in c]
+    assert acted == ["/usr/bin/kubeadm reset -f --cri-socket=unix:///run/containerd/containerd.sock",
+                     "systemctl stop kubelet", "systemctl disable kubelet", "systemctl stop containerd",
+                     "systemctl disable containerd"]  # reset while containerd still runs
+    assert not any(Path(p).exists() for p in paths)
+
+
+def test_a_removed_worker_is_unchanged_and_check_mode_touches_nothing(tmp_path: Path) -> None:
+    paths = [str(tmp_path / "kubelet.conf"), str(tmp_path / "var-lib-kubelet")]
+    (tmp_path / "var-lib-kubelet").mkdir()  # an empty directory holds no join state
+    module = FakeModule(_leave_params(paths), STOPPED)
+    assert leave_module.leave(module) == {"changed": False, "reset": False, "stopped": [], "removed": []}
+    assert [c for c in module.calls if "is-" not in c] == []
+    other = tmp_path / "joined"
+    other.mkdir()
+    joined = _joined(other)
+    checked = FakeModule(_leave_params(joined), RUNNING, check=True)
+    assert leave_module.leave(checked)["changed"] is True
+    assert [c for c in checked.calls if "is-" not in c] == []  # nothing run
+    assert Path(joined[0]).exists() and Path(joined[2]).exists()  # nothing wiped
+
+
+def test_a_control_plane_is_refused_unless_allowed(tmp_path: Path) -> None:
+    (tmp_path / "admin.conf").write_text("x")
+    paths = _joined(tmp_path)
+    with pytest.raises(Failed, match="this host is a control plane"):
+        leave_module.leave(FakeModule(_leave_params(paths), RUNNING))
+    assert Path(paths[0]).exists()
+    assert leave_module.leave(FakeModule(_leave_params(paths, allow_control_plane=True), RUNNING))["reset"]
+
+
+NODE = '{"metadata": {"name": "w1"}, "spec": {}}'
+CORDONED = '{"metadata": {"name": "w1"}, "spec": {"unschedulable": true}}'
+NOT_FOUND = (1, "", 'Error from server (NotFound): nodes "w1" not found\n')
+
+
+def _kubectl(mode: str, answers: dict[str, tuple[int, str, str]], check: bool = False) -> FakeModule:
+    return FakeModule({"kubectl": "kubectl", "kubeconfig": "/k", "node": "w1", "timeout": 900, "mode": mode},
+                      answers, check)
+
+
+def test_drain_of_a_node_with_pods_cordons_and_evicts() -> None:
+    module = _kubectl("drain", {"kubectl --kubeconfig=/k get node": (0, NODE, ""),
+                                "kubectl --kubeconfig=/k drain": (0, "node/w1 cordoned\nnode/w1 drained\n",
+                                                                  "evicting pod kube-system/typha-1\n")})
+    assert kubectl.drain(module) == {"changed": True, "exists": True, "evicted": ["kube-system/typha-1"]}
+    assert module.calls[-1] == ("kubectl --kubeconfig=/k drain w1 --ignore-daemonsets --delete-emptydir-data "
+                                "--timeout=900s")
+
+
+@pytest.mark.parametrize("answers, check", [
+    ({"kubectl --kubeconfig=/k get node": NOT_FOUND}, False),
+    ({"kubectl --kubeconfig=/k get node": (0, CORDONED, ""),
+      "kubectl --kubeconfig=/k drain": (0, "node/w1 already cordoned\nnode/w1 drained\n", "")}, False),
+    ({"kubectl --kubeconfig=/k get node": (0, CORDONED, "")}, True),
+], ids=["node-gone", "cordoned-and-empty", "check-mode-cordoned"])
+def test_drain_changes_nothing_when_nothing_is_left_to_drain(answers: dict, check: bool) -> None:
+    module = _kubectl("drain", answers, check)
+    assert kubectl.drain(module)["changed"] is False
+    assert check is False or not any(" drain " in c for c in module.calls)
+
+
+def test_a_failed_drain_fails_with_kubectls_words() -> None:
+    refused = "cannot delete Pods that declare no controller (use --force to override)"
+    module = _kubectl("drain", {"kubectl --kubeconfig=/k get node": (0, NODE, ""),
+                                "kubectl --kubeconfig=/k drain": (1, "", refused)})
+    with pytest.raises(Failed, match="drain w1 \\(within 900 s\\) failed \\(rc 1\\): cannot delete Pods"):
+        kubectl.drain(module)
+
+
+def test_delete_node_only_when_it_exists() -> None:
+    gone = _kubectl("delete_node", {"kubectl --kubeconfig=/k get node": NOT_FOUND})
+    assert kubectl.delete_node(gone) == {"changed": False, "exists": False}
+    there = _kubectl("delete_node", {"kubectl --kubeconfig=/k get node": (0, NODE, "")})
+    assert kubectl.delete_node(there) == {"changed": True, "exists": True}
+    assert there.calls[-1].startswith("kubectl --kubeconfig=/k delete node w1 --ignore-not-found --wait=true")
+    checked = _kubectl("delete_node", {"kubectl --kubeconfig=/k get node": (0, NODE, "")}, check=True)
+    assert kubectl.delete_node(checked)["changed"] is True and len(checked.calls) == 1
