@@ -213,6 +213,8 @@ def etcd_vars() -> dict[str, Any]:
         # --inventory lab`, or a lab test starting the unit the timer starts), never in the middle of
         # a test measuring latency or member health
         "etcd_defrag_on_calendar": "2000-01-01 00:00:00",
+        # the snapshot timers likewise: the lab tests start `ufcctl-etcd-backup@<cluster>` themselves
+        "etcd_backup_on_calendar": "2000-01-01 00:00:00",
         # Debian's etcd-server 3.4.23 of the lab image: the lab mirror has no etcd release tarball (the
         # production default). kubeadm's ExternalEtcdVersion check refuses 3.4.23; the lab lets it through
         # (cluster.yml: kube_control_plane_ignore_preflight_errors), lab only.
