@@ -17,10 +17,10 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
+from ufcctl.app.certs import controller_dirs
 from ufcctl.app.etcd_maint import etcd_status
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.controlplane import skew
-from ufcctl.domain.etcd.settings import controller_pki_dir
 from ufcctl.domain.inventory.model import Inventory
 from ufcctl.engine.http_get import HttpError
 from ufcctl.engine.http_get import request as http_request
@@ -51,11 +51,8 @@ class UpgradePlan:
 
 
 def _apiserver_versions(inventory: Inventory, hosts: list[str]) -> dict[str, str | None]:
-    first = inventory.hosts[hosts[0]].vars
-    explicit = first.get("kube_control_plane_pki_controller_dir")
-    pki = Path(str(explicit)) if isinstance(explicit, str) and "{{" not in explicit else \
-        controller_pki_dir(first, state_dir()).parent / "kubernetes"
-    ca = pki / "ca.crt"
+    # the directory roles/kube_control_plane keeps the cluster CA in, as `certs check` finds it
+    ca = Path(controller_dirs(inventory, state_dir())["kubernetes"]) / "ca.crt"
     if not ca.is_file():
         raise InputError(f"no Kubernetes CA on this machine: {ca} is missing",
                          "deploy the control plane first (roles/kube_control_plane makes it)")
