@@ -123,12 +123,9 @@ def etcd_restore(inventory_dir: Path, cluster: str, source: Path, bump_revision:
                    "etcd_restore_snapshot_sha256": checked.sha256, "etcd_restore_token": token,
                    "etcd_restore_bump_revision": bump_revision, "etcd_restore_stamp": stamp}))
     seconds = time.monotonic() - began
-    bad = sorted(h.name for h in run_hosts
-                 if h.name not in result.hosts or not result.hosts[h.name].succeeded)
+    bad = sorted(result.failed_of(h.name for h in run_hosts))
     if bad:
-        first = result.hosts.get(bad[0])
-        why = (first.message if first and first.message else None) or "; ".join(result.output_tail[-3:])
-        raise RunFailed(f"etcd restore of cluster {cluster} failed on {', '.join(bad)}: {why}",
+        raise RunFailed(f"etcd restore of cluster {cluster} failed on {', '.join(bad)}: {result.why(bad[0])}",
                         f"details in {result.run_dir}; old data directories are kept beside each member's "
                         f"(<data_dir>.before-restore-{stamp})")
     (status,) = etcd_status(inventory_dir, cluster)

@@ -32,8 +32,7 @@ ETCD_PLAY_GROUPS = (*(kind.group for kind in KINDS_BY_NAME.values()), "kube_cont
 def _failed(result: RunResult, what: str) -> None:
     bad = sorted(h for h, r in result.hosts.items() if not r.succeeded) or result.not_run
     if result.status != "successful" or bad:
-        first = result.hosts.get(bad[0]) if bad else None
-        why = (first.message if first and first.message else None) or "; ".join(result.output_tail[-3:])
+        why = result.why(bad[0] if bad else None)
         raise RunFailed(f"{what} failed on {', '.join(bad) or 'the run'}: {why}",
                         f"details in {result.run_dir}")
 

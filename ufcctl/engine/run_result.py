@@ -5,6 +5,7 @@ reported SKIPPED), as summary.json keeps it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,16 @@ class RunResult:
     @property
     def failed_hosts(self) -> list[str]:
         return [h for h, r in self.hosts.items() if not r.succeeded]
+
+    def failed_of(self, asked: Iterable[str]) -> list[str]:
+        """The hosts of `asked` that failed or never reported, in the order asked."""
+        return [h for h in asked if h not in self.hosts or not self.hosts[h].succeeded]
+
+    def why(self, host: str | None) -> str:
+        """What went wrong on `host`: its failure message, else Ansible's last lines outside host results
+        (a run that failed before reaching the host)."""
+        result = self.hosts.get(host) if host is not None else None
+        return (result.message if result and result.message else None) or "; ".join(self.output_tail[-3:])
 
     @property
     def succeeded(self) -> bool:

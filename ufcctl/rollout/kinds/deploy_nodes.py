@@ -71,9 +71,7 @@ def prepare_join_token(request: RolloutRequest, inventory: Inventory) -> str:
     result = run_playbook(playbook(TOKEN_PLAYBOOK), inventory.subset([first]),
                           RunOptions(forks=1, check=request.dry_run))
     if not result.succeeded:
-        host = result.hosts.get(first)
-        why = (host.message if host and host.message else None) or "; ".join(result.output_tail[-3:])
-        raise RunFailed(f"join token on {first}: {result.outcome}: {why}",
+        raise RunFailed(f"join token on {first}: {result.outcome}: {result.why(first)}",
                         f"details in {result.run_dir}/failures.jsonl; no worker was touched")
     return f"join token from {first}: {result.hosts[first].status if first in result.hosts else 'ok'}"
 

@@ -125,10 +125,9 @@ def prepare_caches(request: RolloutRequest, inventory: Inventory) -> str:
     result = run_playbook(playbook(CACHE_PLAYBOOK), inventory.subset(plan.caches),
                           RunOptions(forks=min(len(plan.caches), MAX_CACHE_FORKS), check=request.dry_run,
                                      extravars={"image_preheat_cache_images": plan.warm}))
-    bad = [h for h in plan.caches if h not in result.hosts or not result.hosts[h].succeeded]
+    bad = result.failed_of(plan.caches)
     if bad:
-        first = result.hosts.get(bad[0])
-        why = (first.message if first and first.message else None) or "; ".join(result.output_tail[-3:])
+        why = result.why(bad[0])
         names = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
         if len(bad) == len(plan.caches):  # the upstream (or every cache) is down: no node could pull
             raise RunFailed(f"warming registry cache(s) {names}: {result.outcome}: {why}",
