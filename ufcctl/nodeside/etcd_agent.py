@@ -15,7 +15,6 @@ import json
 import os
 import socket
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 
@@ -24,6 +23,7 @@ from ufcctl.domain.etcd.rule import RuleError, parse_rule
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError
 from ufcctl.nodeside.etcd_defrag import DefragRun, Log
 from ufcctl.nodeside.etcd_defrag_config import AgentConfig, load_config
+from ufcctl.nodeside.textfile import read_text, write_atomic
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,51 +80,21 @@ def run_agent(
 
 
 def write_metrics(cfg: AgentConfig, started: float, duration: float, ok: bool, log: Log) -> None:
-    """Replace <textfile_dir>/ufcctl-etcd-defrag-<cluster>.prom; never raises.
-
-    Atomic: the text goes to a temporary file in the same directory (same filesystem, so the
-    rename is atomic) whose name does not end in .prom (the collector ignores it), then os.replace:
-    the node exporter reads the old file or the new one, never half of one. Metrics are a side
-    channel: a missing directory or a full disk is one log line and leaves the exit code alone.
-    A dry run changed nothing, so it reports nothing either."""
+    """Replace <textfile_dir>/ufcctl-etcd-defrag-<cluster>.prom whole (nodeside/textfile.py); never
+    raises. Metrics are a side channel: a missing directory or a full disk is one log line and leaves
+    the exit code alone. A dry run changed nothing, so it reports nothing either. An unreadable
+    previous file restarts the success time from the next success rather than blocking the write."""
     if not cfg.textfile_dir or cfg.dry_run:
         return
     path = os.path.join(cfg.textfile_dir, defrag_metrics.file_name(cfg.cluster))
-    tmp = ""
     try:
-        previous = _read_previous(path)
         text = defrag_metrics.render(
-            cfg.cluster, cfg.member or socket.gethostname(), started, duration, ok, previous
+            cfg.cluster, cfg.member or socket.gethostname(), started, duration, ok, read_text(path)
         )
-        fd, tmp = tempfile.mkstemp(dir=cfg.textfile_dir, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-            # mkstemp makes 0600; the node exporter runs as another user and must read the file
-            os.fchmod(fh.fileno(), 0o644)
-        os.replace(tmp, path)
-        tmp = ""
+        write_atomic(path, text)
     except OSError as err:
         log(f"cluster={cfg.cluster} action=metrics-not-written path={path} error={err}")
-    finally:
-        if tmp:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
-
-def _read_previous(path: str) -> str | None:
-    """The previous file's text (for the last success time), None when there is none yet."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError):
-        # unreadable: the success time restarts from the next success rather than blocking the write
-        return None
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -26,9 +26,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ufcctl.domain.etcd import backup
+from ufcctl.domain.etcd import backup, defrag_metrics
 from ufcctl.domain.etcd.defrag import ClusterView, status_errors
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError, TlsFiles
+from ufcctl.nodeside.textfile import read_text, write_atomic
 
 # a .part file this old is a crashed run's (a snapshot of the 8 GiB quota streams in minutes)
 STALE_PART_SECONDS = 6 * 3600
@@ -99,7 +100,7 @@ def take(client: ClusterClient, endpoint: str, member: str, directory: str, clus
         os.replace(part, final)
         part = ""
         whole = digests.whole.hexdigest()
-        _write_small(final + backup.SUM_SUFFIX, backup.sum_line(whole, name))
+        write_atomic(final + backup.SUM_SUFFIX, backup.sum_line(whole, name))
         _fsync_dir(directory)
     except EtcdError as err:
         raise SnapshotError(f"snapshot of cluster {cluster} from {member}: {err}") from err
@@ -180,15 +181,6 @@ def taker(view: ClusterView) -> str | None:
     return chosen[0] if chosen else None
 
 
-def _write_small(path: str, text: str) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 def _fsync_dir(directory: str) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
@@ -221,6 +213,8 @@ def metrics_text(cluster: str, member: str, at: float, ok: bool, snapshot: Snaps
     """The member's last snapshot run as Prometheus text (node exporter textfile collector); the success
     time carries over a failed run, so the Overdue alert keeps counting from the last good one."""
     success = snapshot.taken_at if snapshot else previous_success
+    labels = (f'{{etcd_cluster="{defrag_metrics.escape_label_value(cluster)}",'
+              f'member="{defrag_metrics.escape_label_value(member)}"}}')
     values: dict[str, float | None] = {
         "last_result": 1 if ok else 0,
         "last_run_timestamp_seconds": at,
@@ -233,19 +227,8 @@ def metrics_text(cluster: str, member: str, at: float, ok: bool, snapshot: Snaps
             continue
         text = str(int(value)) if float(value).is_integer() else f"{value:.3f}"
         lines += [f"# HELP {METRIC}{name} {HELP[name]}", f"# TYPE {METRIC}{name} gauge",
-                  f'{METRIC}{name}{{etcd_cluster="{cluster}",member="{member}"}} {text}']
+                  f"{METRIC}{name}{labels} {text}"]
     return "\n".join(lines) + "\n"
-
-
-def _previous_success(path: str) -> float | None:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("ufcctl_etcd_backup_last_success_timestamp_seconds"):
-                    return float(line.rsplit(None, 1)[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def run_timer(raw: dict, client: ClusterClient, log: Callable[[str], None],
@@ -280,9 +263,9 @@ def run_timer(raw: dict, client: ClusterClient, log: Callable[[str], None],
     textfile_dir = str(raw.get("textfile_dir") or "")
     if textfile_dir:
         path = os.path.join(textfile_dir, f"ufcctl-etcd-backup-{cluster}.prom")
+        previous = defrag_metrics.previous_success(read_text(path), METRIC + "last_success_timestamp_seconds")
         try:
-            _write_small(path, metrics_text(cluster, member, started, ok, snapshot, _previous_success(path)))
-            os.chmod(path, 0o644)  # the node exporter's copier runs as another user
+            write_atomic(path, metrics_text(cluster, member, started, ok, snapshot, previous))
         except OSError as err:
             log(f"cluster={cluster} action=metrics-not-written path={path} error={err}")
     return 0 if ok else 1

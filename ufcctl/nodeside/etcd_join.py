@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from ufcctl.domain.etcd.membership import initial_cluster, plan_join
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError
 from ufcctl.nodeside.etcd_defrag_config import load_config
+from ufcctl.nodeside.textfile import write_atomic
 
 EXIT_REFUSED = 2
 ADD_RETRY_SECONDS = 60.0
@@ -31,14 +31,6 @@ def bootstrap_env(cluster: str, initial: str) -> str:
         "ETCD_INITIAL_CLUSTER_STATE=existing\n"
         f"ETCD_INITIAL_CLUSTER_TOKEN=ufcctl-{cluster}\n"
     )
-
-
-def _write(path: str, text: str) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
 
 
 def _add(client: ClusterClient, peer_url: str) -> list[dict[str, Any]]:
@@ -95,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         except EtcdError as err:
             print(f"error: cluster {cfg.cluster}: member add {args.peer_url} failed: {err}", file=sys.stderr)
             return 1
-    _write(args.bootstrap_env, bootstrap_env(cfg.cluster, initial_cluster(members, args.name, args.peer_url)))
+    initial = initial_cluster(members, args.name, args.peer_url)
+    write_atomic(args.bootstrap_env, bootstrap_env(cfg.cluster, initial))
     print(json.dumps({"changed": True, "action": plan.action, "reason": plan.reason}))
     return 0
 

@@ -57,8 +57,9 @@ def _number(value: float) -> str:
     return repr(round(float(value), 3))
 
 
-def previous_success(text: str | None) -> float | None:
+def previous_success(text: str | None, name: str = LAST_SUCCESS) -> float | None:
     """The success timestamp recorded in a previous file, or None (no file, no sample, garbage).
+    `name`: the gauge holding it (the snapshot program's file has its own, nodeside/etcd_backup.py).
 
     Matches by metric name only: the file belongs to one cluster and member, and a relabel (renamed
     member) should not lose the last success."""
@@ -66,7 +67,7 @@ def previous_success(text: str | None) -> float | None:
         return None
     for line in text.splitlines():
         match = _SAMPLE.match(line.strip())
-        if match is None or match["name"] != LAST_SUCCESS:
+        if match is None or match["name"] != name:
             continue
         try:
             value = float(match["value"])
