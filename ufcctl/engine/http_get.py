@@ -19,7 +19,8 @@ import socket
 import ssl
 import time
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,40 +137,35 @@ def stream_lines(url: str, sink: Callable[[bytes], None], *, deadline: float, ma
     if has_credentials(url):
         raise HttpError(url, "credentials in the URL are not supported; remove user:password@")
     clock = _Deadline(deadline)
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise HttpError(url, "not an http(s) URL")
-    try:
-        port = parts.port
-    except ValueError:
-        raise HttpError(url, "the port is not a number from 0 to 65535") from None
-    try:
-        conn, sock = _connect(parts.scheme, parts.hostname, port, clock, context)
-        try:
-            conn.request(method, parts.path or "/", body=body, headers=dict(headers or {}))
-            response = conn.getresponse()
-            if response.status != 200:
-                text = _read(url, response, max_line, clock).decode("utf-8", "replace").strip()
-                raise HttpError(url, f"HTTP {response.status}: {text[:200]}")
-            while line := response.readline(max_line + 1):
-                if len(line) > max_line and not line.endswith(b"\n"):
-                    raise HttpError(url, f"a line of the answer is over {max_line} bytes")
-                clock.left()
-                sink(line)
-        finally:
-            conn.close()
-            sock.close()
-    except TimeoutError:
-        raise HttpTimeout(url, f"not all of the answer within {deadline:g} s") from None
-    except ConnectionRefusedError:
-        raise HttpError(url, "connection refused") from None
-    except (OSError, http.client.HTTPException) as err:
-        raise HttpError(url, f"{type(err).__name__}: {err}") from None
+    with _exchange(url, clock, context, f"not all of the answer within {deadline:g} s") as (conn, path):
+        conn.request(method, path, body=body, headers=dict(headers or {}))
+        response = conn.getresponse()
+        if response.status != 200:
+            text = _read(url, response, max_line, clock).decode("utf-8", "replace").strip()
+            raise HttpError(url, f"HTTP {response.status}: {text[:200]}")
+        while line := response.readline(max_line + 1):
+            if len(line) > max_line and not line.endswith(b"\n"):
+                raise HttpError(url, f"a line of the answer is over {max_line} bytes")
+            clock.left()
+            sink(line)
     return response.status
 
 
 def _once(url: str, clock: _Deadline, seconds: float, max_bytes: int, method: str, body: bytes | None,
           headers: Mapping[str, str] | None, context: ssl.SSLContext | None) -> tuple[Answer, str | None]:
+    with _exchange(url, clock, context, f"no answer within {seconds:g} s") as (conn, path):
+        conn.request(method, path, body=body, headers=dict(headers or {}))
+        response = conn.getresponse()
+        data = _read(url, response, max_bytes, clock)
+    location = response.getheader("Location") if response.status in REDIRECTS else None
+    return Answer(response.status, response.reason, data, mask(url)), location
+
+
+@contextmanager
+def _exchange(url: str, clock: _Deadline, context: ssl.SSLContext | None,
+              timed_out: str) -> Iterator[tuple[http.client.HTTPConnection, str]]:
+    """A connection to `url`'s host under `clock` and the path to ask for, closed after; every failure
+    inside becomes one HttpError (`timed_out` when the deadline passed)."""
     parts = urllib.parse.urlsplit(url)
     try:
         port = parts.port
@@ -181,20 +177,16 @@ def _once(url: str, clock: _Deadline, seconds: float, max_bytes: int, method: st
     try:
         conn, sock = _connect(parts.scheme, parts.hostname, port, clock, context)
         try:
-            conn.request(method, path, body=body, headers=dict(headers or {}))
-            response = conn.getresponse()
-            data = _read(url, response, max_bytes, clock)
+            yield conn, path
         finally:
             conn.close()
             sock.close()
     except TimeoutError:  # _Expired, or a socket timeout, which is set to what was left
-        raise HttpTimeout(url, f"no answer within {seconds:g} s") from None
+        raise HttpTimeout(url, timed_out) from None
     except ConnectionRefusedError:
         raise HttpError(url, "connection refused") from None
     except (OSError, http.client.HTTPException) as err:  # reset, TLS failure, malformed answer
         raise HttpError(url, f"{type(err).__name__}: {err}") from None
-    location = response.getheader("Location") if response.status in REDIRECTS else None
-    return Answer(response.status, response.reason, data, mask(url)), location
 
 
 def _connect(scheme: str, host: str, port: int | None, clock: _Deadline,
