@@ -96,7 +96,8 @@ def etcd_restore(inventory_dir: Path, cluster: str, source: Path, bump_revision:
         checked = check(str(source.resolve()))
     except SnapshotError as err:
         raise InputError(str(err), "restore from another snapshot (`ls .ufc/backups/etcd/*/`)") from err
-    (target,) = cluster_targets(inventory_dir, cluster)
+    inventory = load_inventory(inventory_dir)
+    (target,) = cluster_targets(inventory_dir, cluster, inventory)
     asked = [(cluster, url) for url in target.cluster.client_urls]
     answering = [url for (_, url), probe in probe_all(asked, target.client.tls, RUNNING_PROBE_TIMEOUT).items()
                  if probe.status is not None]
@@ -107,7 +108,6 @@ def etcd_restore(inventory_dir: Path, cluster: str, source: Path, bump_revision:
             "restore replaces all of its data",
             f"restore only a lost cluster; to replace a live one on purpose, stop etcd-{cluster}.service on "
             f"every member first ({', '.join(m.host for m in target.cluster.members)})")
-    inventory = load_inventory(inventory_dir)
     members = [m.host for m in target.cluster.members]
     planes = inventory.group_hosts("kube_control_plane")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -128,7 +128,7 @@ def etcd_restore(inventory_dir: Path, cluster: str, source: Path, bump_revision:
         raise RunFailed(f"etcd restore of cluster {cluster} failed on {', '.join(bad)}: {result.why(bad[0])}",
                         f"details in {result.run_dir}; old data directories are kept beside each member's "
                         f"(<data_dir>.before-restore-{stamp})")
-    (status,) = etcd_status(inventory_dir, cluster)
+    (status,) = etcd_status(inventory_dir, cluster, inventory=inventory)
     if not status.healthy:
         raise RunFailed(f"etcd cluster {cluster} restored but not healthy: {'; '.join(status.problems)}",
                         f"check `ufcctl etcd status --cluster {cluster}`")

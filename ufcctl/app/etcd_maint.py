@@ -39,10 +39,12 @@ class Target:
     hostvars: dict[str, Any]
 
 
-def cluster_targets(inventory_dir: Path, only: str | None) -> list[Target]:
+def cluster_targets(inventory_dir: Path, only: str | None,
+                    inventory: Inventory | None = None) -> list[Target]:
     """Each etcd cluster of the inventory (or only `only`): its topology, a client with ufcctl's
-    certificate, and the vars of its first member."""
-    inventory = load_inventory(inventory_dir)
+    certificate, and the vars of its first member. `inventory`: the one at `inventory_dir`, when the
+    caller loaded it already (validating 16,000 hosts again is seconds of work)."""
+    inventory = inventory or load_inventory(inventory_dir)
     clusters = etcd_clusters(inventory)
     if not clusters:
         raise InputError(f"inventory {inventory_dir}: no hosts in etcd_core, etcd_events or etcd_pods")
@@ -116,6 +118,7 @@ def etcd_status(
     cluster: str | None = None,
     timeout: float = STATUS_TIMEOUT,
     observer: StatusObserver | None = None,
+    inventory: Inventory | None = None,
 ) -> list[ClusterStatus]:
     """Health, leader, sizes, fragmentation, alarms and last defrag of every member of every cluster.
 
@@ -123,7 +126,7 @@ def etcd_status(
     `timeout` however many members are down (members added since the inventory was written are
     asked in a second round, once some member has listed them).
     """
-    targets = cluster_targets(inventory_dir, cluster)
+    targets = cluster_targets(inventory_dir, cluster, inventory)
 
     def answered(probe: EndpointProbe) -> None:
         if observer:

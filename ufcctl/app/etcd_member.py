@@ -41,7 +41,8 @@ def etcd_member_replace(inventory_dir: Path, cluster: str, host: str,
                         log: Callable[[str], None] = print) -> ClusterStatus:
     """Replace member `host` of `cluster`; refuses (InputError, nothing touched) a host that is not a
     member in the inventory, a member that is healthy, and a cluster that would lose quorum."""
-    (target,) = cluster_targets(inventory_dir, cluster)
+    inventory = load_inventory(inventory_dir)
+    (target,) = cluster_targets(inventory_dir, cluster, inventory)
     names = [m.host for m in target.cluster.members]
     if host not in names:
         raise InputError(f"--member {host}: not a member of etcd cluster {cluster} in {inventory_dir}",
@@ -64,7 +65,6 @@ def etcd_member_replace(inventory_dir: Path, cluster: str, host: str,
                          f"{host}, no quorum to remove and add a member",
                          "bring the other members back first, or rebuild the cluster with "
                          "`ufcctl etcd restore`")
-    inventory = load_inventory(inventory_dir)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     log(f"stopping member {host} of cluster {cluster}; its data goes aside")
     extravars = {"etcd_replace_cluster": cluster, "etcd_replace_stamp": stamp}
@@ -81,7 +81,7 @@ def etcd_member_replace(inventory_dir: Path, cluster: str, host: str,
     log(f"joining {host} again: the etcd play of deploy.yml on {len(hosts)} host(s)")
     _failed(deploy_cluster(inventory_dir, inventory, hosts, RunOptions(tags=("etcd",), forks=len(hosts))),
             "the etcd play")
-    (after,) = etcd_status(inventory_dir, cluster)
+    (after,) = etcd_status(inventory_dir, cluster, inventory=inventory)
     if not after.healthy or host not in [m.member for m in after.members]:
         problems = "; ".join(after.problems) or "not listed"
         raise RunFailed(f"etcd cluster {cluster} after replacing {host}: {problems}",

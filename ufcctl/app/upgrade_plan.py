@@ -94,7 +94,7 @@ def plan_upgrade_cluster(inventory_dir: Path, version: str) -> UpgradePlan:
         raise InputError(f"inventory {inventory_dir}: no hosts in {CONTROL_PLANE}")
     apiservers = _apiserver_versions(inventory, planes)
     kubelets, source = _kubelet_versions()
-    etcd = {f"{c.cluster}/{m.member}": m.version for c in etcd_status(inventory_dir)
+    etcd = {f"{c.cluster}/{m.member}": m.version for c in etcd_status(inventory_dir, inventory=inventory)
             for m in c.members if m.version}
     ignored = inventory.hosts[planes[0]].vars.get("kube_control_plane_ignore_preflight_errors") or []
     verdict = skew.check(version, skew.Versions(
