@@ -78,6 +78,14 @@ KUBELET_CONF = Path("/etc/kubernetes/kubelet.conf")
 KUBELET_CONFIG = Path("/var/lib/kubelet/config.yaml")
 KUBELET_FLAGS = Path("/var/lib/kubelet/kubeadm-flags.env")
 KUBELET_BIN = Path("/usr/bin/kubelet")
+# The kubelet's client certificate and key after its TLS bootstrap, where the real kubelet keeps them and
+# kubelet.conf points (kubeadm join's kubelet-start phase leaves kubelet.conf so).
+KUBELET_CLIENT = Path("/var/lib/kubelet/pki/kubelet-client-current.pem")
+# The apiserver's "image": kubeadm init/join copy the kubeadm zip application (which is also the API
+# stand-in) here and the unit runs the copy, so installing a newer kubeadm binary changes nothing that
+# runs; only `kubeadm upgrade apply|node` replace it (a static pod's image changing), as with the real one.
+APISERVER_BIN = Path("/var/lib/ufc-kube-emulator/kube-apiserver")
+UPGRADES = Path("/var/lib/ufc-kube-emulator/upgrades.jsonl")
 KUBERNETES_DIR = Path("/etc/kubernetes")
 KUBELET_DIR = Path("/var/lib/kubelet")
 # What `kubeadm reset` deletes (kubeadm 1.31, cmd/kubeadm/app/cmd/phases/reset/cleanupnode.go: the
@@ -154,12 +162,17 @@ def _systemctl(*args: str) -> None:
     subprocess.run(["systemctl", *args], check=False, capture_output=True)
 
 
-def _kubeconfig(server: str, ca_pem: bytes, user: str, client: tuple[bytes, bytes] | None = None) -> str:
+def _kubeconfig(server: str, ca_pem: bytes, user: str, client: tuple[bytes, bytes] | Path | None = None) -> str:
     """A kubeconfig for `server`; `client` (certificate, key PEM) authenticates as kubeadm's admin.conf
-    does. Without it the user has a placeholder token the LAB API STAND-IN refuses (401)."""
-    credentials = ({"client-certificate-data": base64.b64encode(client[0]).decode(),
-                    "client-key-data": base64.b64encode(client[1]).decode()} if client
-                   else {"token": "lab-kube-emulator-has-no-credentials"})
+    does, a path to one PEM file with both as kubelet.conf does after the TLS bootstrap. Without it the
+    user has a placeholder token the LAB API STAND-IN refuses (401)."""
+    if isinstance(client, Path):
+        credentials = {"client-certificate": str(client), "client-key": str(client)}
+    elif client:
+        credentials = {"client-certificate-data": base64.b64encode(client[0]).decode(),
+                       "client-key-data": base64.b64encode(client[1]).decode()}
+    else:
+        credentials = {"token": "lab-kube-emulator-has-no-credentials"}
     return yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config",
         "clusters": [{"name": "kubernetes", "cluster": {
@@ -250,8 +263,10 @@ def _join_route(handler: Any, body: bytes) -> tuple[int, dict[str, Any]]:
                                 request.get("taints"), control_plane)
         fields = ("kind", "labels", "taints", "endpoint")
         count = _register(etcd, node, {k: request.get(k) for k in fields})
+        cert, key = _client_cert(f"system:node:{node}", "system:nodes")
         return 200, {"kubelet_config": etcd.get("/kubelet-config") or "", "count": count,
-                     "etcd": conf["etcd"] if control_plane else None}
+                     "etcd": conf["etcd"] if control_plane else None,
+                     "client": (cert + key).decode()}
     except (Failed, KeyError, ValueError, TypeError) as err:
         return 500, {"kind": "Status", "code": 500, "message": f"lab kube emulator: {err}"}
 
@@ -316,6 +331,12 @@ def _serving_cert(sans: list[str]) -> None:
 def _admin_client() -> tuple[bytes, bytes]:
     """admin.conf's client certificate, as kubeadm makes it since 1.29: CN kubernetes-admin, O
     kubeadm:cluster-admins, signed by the cluster CA (client auth, one year)."""
+    return _client_cert("kubernetes-admin", "kubeadm:cluster-admins")
+
+
+def _client_cert(common_name: str, organization: str) -> tuple[bytes, bytes]:
+    """A client certificate and key signed by the cluster CA (client auth, one year): admin.conf's, or a
+    node's (CN system:node:NAME, O system:nodes) as the kubelet's TLS bootstrap would get it."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -324,8 +345,8 @@ def _admin_client() -> tuple[bytes, bytes]:
     ca_cert = x509.load_pem_x509_certificate((PKI / "ca.crt").read_bytes())
     ca_key = serialization.load_pem_private_key((PKI / "ca.key").read_bytes(), None)
     key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "kubeadm:cluster-admins"),
-                         x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes-admin")])
+    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization),
+                         x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     now = dt.datetime.now(dt.UTC)
     cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca_cert.subject)
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
@@ -342,13 +363,30 @@ def _start_apiserver(endpoint: str, port: int, etcd: dict[str, Any]) -> None:
     _write(CONF, json.dumps({"port": port, "cert": str(PKI / "apiserver.crt"),
                              "key": str(PKI / "apiserver.key"), "ca": str(PKI / "ca.crt"),
                              "endpoint": endpoint, "etcd": etcd}))
+    _install_apiserver_image()
     unit = (f"[Unit]\nDescription=LAB API STAND-IN for kube-apiserver (tests/lab_standins/kube_emulator)\n"
-            f"After=network-online.target\n\n[Service]\nExecStart={Path(sys.argv[0]).resolve()} __apiserver\n"
+            f"After=network-online.target\n\n[Service]\nExecStart={APISERVER_BIN} __apiserver\n"
             "Restart=always\nRestartSec=2\n\n[Install]\nWantedBy=multi-user.target\n")
     _write(Path(f"/etc/systemd/system/{UNIT}.service"), unit, 0o644)
     _systemctl("daemon-reload")
     _systemctl("enable", "--now", f"{UNIT}.service")
     _systemctl("restart", f"{UNIT}.service")
+
+
+def _install_apiserver_image() -> None:
+    """This kubeadm (the API stand-in's code at this version) becomes what the apiserver unit runs."""
+    APISERVER_BIN.parent.mkdir(parents=True, exist_ok=True)
+    tmp = APISERVER_BIN.with_name(APISERVER_BIN.name + ".tmp")
+    shutil.copyfile(Path(sys.argv[0]).resolve(), tmp)
+    os.chmod(tmp, 0o755)
+    tmp.replace(APISERVER_BIN)
+
+
+def _write_kubelet_conf(endpoint: str, ca: bytes, node: str, client_pem: str) -> None:
+    """kubelet.conf as the TLS bootstrap leaves it: the node's client certificate in
+    /var/lib/kubelet/pki, which the kubelet reports its status with."""
+    _write(KUBELET_CLIENT, client_pem, 0o600)
+    _write(KUBELET_CONF, _kubeconfig(f"https://{endpoint}", ca, f"system:node:{node}", KUBELET_CLIENT))
 
 
 def _local_sans(cluster: dict[str, Any], advertise: str | None) -> list[str]:
@@ -384,11 +422,14 @@ def cmd_init(config: str) -> int:
     kubelet = docs.get("KubeletConfiguration")
     if kubelet is not None:
         etcd.put("/kubelet-config", yaml.safe_dump(kubelet, sort_keys=True))
+    # kubeadm-config's kubernetesVersion: what `upgrade apply` moves and `upgrade node` follows
+    etcd.put("/cluster-version", VERSION)
     _serving_cert(_local_sans(cluster, local.get("advertiseAddress")))
     _start_apiserver(endpoint, port, etcd_settings)
     ca = (PKI / "ca.crt").read_bytes()
     _write(ADMIN_CONF, _kubeconfig(f"https://{endpoint}", ca, "kubernetes-admin", _admin_client()))
-    _write(KUBELET_CONF, _kubeconfig(f"https://{endpoint}", ca, f"system:node:{HOST}"))
+    cert, key = _client_cert(f"system:node:{_node_name(init)}", "system:nodes")
+    _write_kubelet_conf(endpoint, ca, _node_name(init), (cert + key).decode())
     if kubelet is not None:
         _write(KUBELET_CONFIG, yaml.safe_dump(kubelet, sort_keys=True), 0o644)
     import apiserver
@@ -514,7 +555,7 @@ def cmd_join(config: str) -> int:
         _start_apiserver(endpoint, int(local.get("bindPort") or 6443), reply["etcd"])
         _write(ADMIN_CONF, _kubeconfig(f"https://{endpoint}", ca, "kubernetes-admin", _admin_client()))
     _write(PKI / "ca.crt", ca.decode(), 0o644)
-    _write(KUBELET_CONF, _kubeconfig(f"https://{endpoint}", ca, f"system:node:{node}"))
+    _write_kubelet_conf(endpoint, ca, node, str(reply.get("client") or ""))
     if reply.get("kubelet_config"):
         _write(KUBELET_CONFIG, reply["kubelet_config"], 0o644)
     flags = [f"--{k}={v}" for k, v in extra.items()]
@@ -635,6 +676,177 @@ def cmd_reset(argv: list[str]) -> int:
     return 0
 
 
+# -- kubeadm upgrade (apply on the first control plane, node on the others and on workers) ---------
+
+
+def _semver(text: str) -> tuple[int, int, int]:
+    match = re.match(r"^v?(\d+)\.(\d+)\.(\d+)$", text.strip())
+    if not match:
+        raise Failed(f'unable to parse version "{text}": it is not a semantic version (vMAJOR.MINOR.PATCH)')
+    return int(match[1]), int(match[2]), int(match[3])
+
+
+def _local_apiserver() -> dict[str, Any]:
+    """This control plane's apiserver settings (written by init/join); a worker has none."""
+    try:
+        return json.loads(CONF.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _wait_local_readyz(conf: dict[str, Any], timeout: float = 120.0) -> None:
+    """Wait for the restarted apiserver to answer /readyz on this host (kubeadm waits for the static
+    pod's new hash and its health, 5 minutes by default)."""
+    context = ssl.create_default_context(cafile=conf["ca"])
+    context.check_hostname = False
+    deadline, last = time.time() + timeout, ""
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{conf['port']}/readyz", context=context,
+                                        timeout=3) as reply:
+                if reply.status == 200:
+                    return
+        except (OSError, urllib.error.URLError) as err:
+            last = str(err)
+        time.sleep(0.5)
+    raise Failed(f"[upgrade/staticpods] the kube-apiserver did not become ready within {timeout:.0f}s: {last}")
+
+
+def _apiserver_image_version() -> str | None:
+    """The version the apiserver unit runs (its copied kubeadm's `version -o short`)."""
+    if not APISERVER_BIN.is_file():
+        return None
+    proc = subprocess.run([str(APISERVER_BIN), "version", "-o", "short"], capture_output=True, text=True,
+                          check=False)
+    return proc.stdout.strip() or None
+
+
+def _upgrade_static_pods(conf: dict[str, Any], target: str) -> bool:
+    """Replace the apiserver's image with this kubeadm and restart it, when it runs another version."""
+    if _apiserver_image_version() == target:
+        print(f"[upgrade/staticpods] kube-apiserver already runs {target}: nothing to change")
+        return False
+    print(f"[upgrade/staticpods] Moving the kube-apiserver to {target} and waiting for it to restart")
+    _install_apiserver_image()
+    _systemctl("restart", f"{UNIT}.service")
+    _wait_local_readyz(conf)
+    return True
+
+
+def _log_upgrade(verb: str, target: str, changed: bool) -> None:
+    STATE.mkdir(parents=True, exist_ok=True)
+    with UPGRADES.open("a") as fh:
+        fh.write(json.dumps({"time": time.time(), "node": HOST, "verb": verb, "version": target,
+                             "kubeadm": VERSION, "changed": changed}) + "\n")
+
+
+def _root() -> None:
+    if os.geteuid() != 0:
+        raise Failed("[preflight] Some fatal errors occurred:\n\t[ERROR IsPrivilegedUser]: user is not "
+                     f"running as root\n{preflight.HINT}")
+
+
+def cmd_upgrade_apply(argv: list[str]) -> int:
+    """`kubeadm upgrade apply VERSION [-y|--yes] [--ignore-preflight-errors=...]` on a control plane, as
+    kubeadm 1.31 checks it (cmd/kubeadm/app/phases/upgrade/policy.go EnforceVersionPolicies; health.go)."""
+    positional = [a for a in argv if not a.startswith("-")]
+    if len(positional) != 1:
+        raise Failed("kubeadm upgrade apply: exactly one argument, the version to upgrade to")
+    target = positional[0] if positional[0].startswith("v") else f"v{positional[0]}"
+    _root()
+    print("[preflight] Running pre-flight checks.")
+    conf = _local_apiserver()
+    if not ADMIN_CONF.is_file() or not conf:
+        raise Failed(f"couldn't create a Kubernetes client from file \"{ADMIN_CONF}\": open {ADMIN_CONF}: no "
+                     "such file or directory (run it on a control plane)")
+    wanted, own = _semver(target), _semver(VERSION)
+    if wanted > own:
+        raise Failed(f'[upgrade/version] FATAL: the --version argument is invalid due to these fatal errors:\n\n'
+                     f'\t- Specified version to upgrade to "{target}" is higher than the kubeadm version '
+                     f'"{VERSION}". Upgrade kubeadm first using the tool you used to install kubeadm')
+    if wanted[:2] < own[:2]:
+        raise Failed(f'[upgrade/version] FATAL: the --version argument is invalid due to these fatal errors:\n\n'
+                     f'\t- Kubeadm version {VERSION} can only be used to upgrade to Kubernetes version '
+                     f'{own[0]}.{own[1]}')
+    etcd = Etcd(conf["etcd"])
+    current = etcd.get("/cluster-version") or VERSION
+    have = _semver(current)
+    if wanted[:2] > (have[0], have[1] + 1):
+        raise Failed(f'[upgrade/version] FATAL: the --version argument is invalid due to these fatal errors:\n\n'
+                     f'\t- Specified version to upgrade to "{target}" is too high; kubeadm can upgrade only 1 '
+                     f'minor version at a time')
+    if wanted < have:
+        raise Failed(f'[upgrade/version] FATAL: the --version argument is invalid due to these fatal errors:\n\n'
+                     f'\t- Specified version to downgrade to "{target}" is lower than the cluster version '
+                     f'"{current}" (downgrades are not supported by the lab kube emulator)')
+    print(f"[upgrade] Running cluster health checks")
+    api = _api(conf["etcd"])
+    import apiserver
+
+    nodes, _ = api.list(apiserver.API._builtin("nodes"), None, "node-role.kubernetes.io/control-plane", "")
+    not_ready = sorted(n["metadata"]["name"] for n in nodes
+                       if not any(c.get("type") == "Ready" and c.get("status") == "True"
+                                  for c in (n.get("status") or {}).get("conditions") or []))
+    ignored = (_flag(argv, "--ignore-preflight-errors") or "").lower().split(",")
+    if not_ready and "controlplanenodesready" not in ignored and "all" not in ignored:
+        raise Failed("[upgrade/health] FATAL: [preflight] Some fatal errors occurred:\n\t[ERROR "
+                     f"ControlPlaneNodesReady]: there are NotReady control-planes in the cluster: {not_ready}")
+    if not ("-y" in argv or "--yes" in argv or "-f" in argv or "--force" in argv):
+        print(f"[upgrade] Are you sure you want to proceed with the upgrade to {target}? [y/N]: ", end="",
+              flush=True)
+        if sys.stdin.readline().strip().lower() != "y":
+            raise Failed("won't proceed; the user didn't answer (Y|y) in order to continue")
+    print(f"[upgrade/version] You have chosen to change the cluster version to \"{target}\"")
+    etcd.put("/cluster-version", target)
+    changed = _upgrade_static_pods(conf, target)
+    _log_upgrade("apply", target, changed)
+    print(f'[upgrade/successful] SUCCESS! Your cluster was upgraded to "{target}". Enjoy!')
+    return 0
+
+
+def _cluster_version_from(kubeconfig: Path) -> str:
+    """The cluster's version as a worker's kubeadm learns it: through the endpoint in kubelet.conf (the
+    real one reads kubeadm-config with the node's credentials; the stand-in's /version follows the
+    apiservers, which `upgrade apply` moved)."""
+    doc = yaml.safe_load(kubeconfig.read_text()) or {}
+    cluster = doc["clusters"][0]["cluster"]
+    ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+    context = ssl.create_default_context(cadata=ca)
+    try:
+        with urllib.request.urlopen(f"{cluster['server']}/version", context=context, timeout=10) as reply:
+            return str(json.loads(reply.read())["gitVersion"])
+    except (OSError, urllib.error.URLError, ValueError, KeyError) as err:
+        raise Failed(f"unable to fetch the kubeadm-config ConfigMap: {cluster['server']}: {err}") from err
+
+
+def cmd_upgrade_node(argv: list[str]) -> int:
+    """`kubeadm upgrade node`: on a control plane, move its static pods to the cluster's version (what
+    `upgrade apply` recorded); on a worker, refresh the kubelet's configuration from the cluster. The
+    kubelet binary itself is the operator's to replace and restart, as with the real one."""
+    del argv
+    _root()
+    conf = _local_apiserver()
+    if conf:
+        current = Etcd(conf["etcd"]).get("/cluster-version") or VERSION
+    elif KUBELET_CONF.is_file():
+        current = _cluster_version_from(KUBELET_CONF)
+    else:
+        raise Failed(f"couldn't create a Kubernetes client from file \"{KUBELET_CONF}\": no such file or "
+                     "directory (the node has not joined)")
+    if _semver(current) > _semver(VERSION):
+        raise Failed(f'the cluster runs "{current}", newer than this kubeadm "{VERSION}": upgrade kubeadm first')
+    changed = False
+    if conf:
+        print("[upgrade] Upgrading your Static Pod-hosted control plane instance to version "
+              f"\"{current}\"...")
+        changed = _upgrade_static_pods(conf, current)
+    else:
+        print("[upgrade] Skipping phase. Not a control plane node.")
+    print("[upgrade] The configuration for this node was successfully upgraded!")
+    _log_upgrade("node", current, changed)
+    return 0
+
+
 def _flag(args: list[str], name: str, default: str | None = None) -> str | None:
     for i, arg in enumerate(args):
         if arg == name and i + 1 < len(args):
@@ -661,6 +873,10 @@ def main(argv: list[str]) -> int:
             return cmd_join(config)
         if argv[:1] == ["reset"]:
             return cmd_reset(argv[1:])
+        if argv[:2] == ["upgrade", "apply"]:
+            return cmd_upgrade_apply(argv[2:])
+        if argv[:2] == ["upgrade", "node"]:
+            return cmd_upgrade_node(argv[2:])
         if argv[:2] == ["token", "list"] and _flag(argv, "-o") == "json":
             return cmd_token_list()
         if argv[:2] == ["token", "create"]:
@@ -670,7 +886,7 @@ def main(argv: list[str]) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(f"kubeadm {' '.join(argv)}: not emulated (LAB KUBE EMULATOR: version, config validate, init, join, "
-          "reset, token create, token list -o json, each with the flags the roles use)", file=sys.stderr)
+          "reset, upgrade apply|node, token create, token list -o json, each with the flags the roles use)", file=sys.stderr)
     return 2
 
 

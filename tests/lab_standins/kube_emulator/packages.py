@@ -20,7 +20,9 @@ from pathlib import Path
 from tests.lab_standins.npu_emulator.packages import write_if_changed
 
 HERE = Path(__file__).resolve().parent
-VERSIONS = ("1.31.4",)  # ufc_kube_version's default (roles/kube_control_plane, roles/kube_node)
+# ufc_kube_version's default (roles/kube_control_plane, roles/kube_node), and the next minor's release
+# that `ufcctl upgrade-cluster` moves the lab to (tests/integration/test_upgrade_cluster_lab.py)
+VERSIONS = ("1.31.4", "1.32.3")
 ARCH = "amd64"
 # What goes into the kubeadm zip application, beside kubeadm.py (present ones only: preflight.py
 # and apiserver.py are optional while they are being built).

@@ -167,7 +167,7 @@ def test_an_injected_join_failure_stops_before_discovery(tmp_path: Path,
     monkeypatch.setattr(emu, "KUBELET_CONF", tmp_path / "kubelet.conf")
     monkeypatch.setattr(emu, "KUBELET_BIN", config)  # any file that exists
     assert emu.main(["join", "--config", str(config)]) == 1
-    assert emu.main(["upgrade", "apply", "v1.32.0"]) == 2  # anything else is "not emulated"
+    assert emu.main(["upgrade", "plan"]) == 2  # anything else is "not emulated"
 
 
 def _joined_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, list]:
@@ -209,3 +209,123 @@ def test_reset_without_force_asks_and_aborts(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setattr(emu.os, "geteuid", lambda: 1000)
     assert emu.main(["reset", "-f"]) == 1
     assert "IsPrivilegedUser" in capsys.readouterr().err and (kube / "kubelet.conf").exists()
+
+
+def test_a_join_hands_the_node_a_client_certificate_its_kubelet_reports_its_version_with(
+        apiserver: tuple, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.lab_standins.kube_emulator import kubelet
+
+    endpoint, ca_file, api = apiserver
+    ca = ca_file.read_bytes()
+    nodes = api.resource("", "v1", "nodes")
+    reply = {n: emu._post_join(endpoint, ca, TOKEN, {"node": n, "kind": "worker", "labels": {},
+                                                     "taints": [], "endpoint": endpoint})
+             for n in ("w1", "w2")}
+    cert = x509.load_pem_x509_certificate(reply["w1"]["client"].encode())
+    assert cert.subject.rfc4514_string() == "CN=system:node:w1,O=system:nodes"
+    assert cert.issuer == x509.load_pem_x509_certificate(ca).subject
+    conf = {}
+    for node in ("w1", "w2"):
+        monkeypatch.setattr(emu, "KUBELET_CLIENT", tmp_path / f"{node}.pem")
+        monkeypatch.setattr(emu, "KUBELET_CONF", tmp_path / f"{node}.conf")
+        emu._write_kubelet_conf(endpoint, ca, node, reply[node]["client"])
+        conf[node] = str(tmp_path / f"{node}.conf")
+    assert oct((tmp_path / "w1.pem").stat().st_mode & 0o777) == "0o600"
+    monkeypatch.setattr(kubelet, "VERSION", "v1.32.3")
+    assert kubelet.report_version(conf["w1"], "w1") is None
+    assert api.get(nodes, None, "w1")["status"]["nodeInfo"]["kubeletVersion"] == "v1.32.3"
+    assert api.get(nodes, None, "w2")["status"]["nodeInfo"]["kubeletVersion"] == emu.VERSION
+    refused = kubelet.report_version(conf["w1"], "w2")  # NodeRestriction: its own Node only
+    assert refused is not None and "403" in refused
+    assert api.get(nodes, None, "w2")["status"]["nodeInfo"]["kubeletVersion"] == emu.VERSION
+    # a patch of the Node itself leaves the kubelet's status alone (only the status subresource moves it)
+    api.patch(nodes, None, "w1", "application/merge-patch+json",
+              json.dumps({"status": {"nodeInfo": {"kubeletVersion": "v9.9.9"}}}).encode(), "t", False, "Warn",
+              False)
+    assert api.get(nodes, None, "w1")["status"]["nodeInfo"]["kubeletVersion"] == "v1.32.3"
+
+
+@pytest.fixture()
+def control_plane(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    """A control plane for `kubeadm upgrade`: admin.conf, the apiserver's settings, etcd as a dict, the
+    static pod swap recorded instead of run."""
+    admin = tmp_path / "admin.conf"
+    admin.write_text("apiVersion: v1\n")
+    monkeypatch.setattr(emu, "ADMIN_CONF", admin)
+    monkeypatch.setattr(emu, "UPGRADES", tmp_path / "upgrades.jsonl")
+    monkeypatch.setattr(emu, "STATE", tmp_path)
+    monkeypatch.setattr(emu, "_local_apiserver", lambda: {"etcd": {}, "port": 6443, "ca": "ca.crt"})
+    monkeypatch.setattr(emu, "Etcd", FakeEtcd)
+    monkeypatch.setattr(emu.os, "geteuid", lambda: 0)
+    FakeEtcd.data = {"/cluster-version": "v1.31.4"}
+    swaps: list[str] = []
+    monkeypatch.setattr(emu, "_upgrade_static_pods", lambda conf, target: swaps.append(target) or True)
+    sys.path.insert(0, str(Path(emu.__file__).parent))
+    import apiserver as standin
+
+    api = standin.API(standin.MemoryStore(), standin.load_schemas(None), "v1.31.4")
+    standin.bootstrap(api)
+    monkeypatch.setattr(emu, "_api", lambda etcd: api)
+    return {"swaps": swaps, "api": api, "standin": standin}
+
+
+@pytest.mark.parametrize(("kubeadm", "target", "why"), [
+    ("v1.31.4", "v1.32.3", "is higher than the kubeadm version"),
+    ("v1.33.1", "v1.33.1", "can upgrade only 1 minor version at a time"),
+    ("v1.32.3", "v1.31.9", "can only be used to upgrade to Kubernetes version 1.32"),
+    ("v1.32.3", "1.32", "not a semantic version"),
+])
+def test_upgrade_apply_refuses_what_kubeadm_refuses(control_plane: dict, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str], kubeadm: str,
+                                                    target: str, why: str) -> None:
+    monkeypatch.setattr(emu, "VERSION", kubeadm)
+    assert emu.main(["upgrade", "apply", target, "-y"]) == 1
+    assert why in capsys.readouterr().err
+    assert FakeEtcd.data["/cluster-version"] == "v1.31.4" and control_plane["swaps"] == []
+
+
+def test_upgrade_apply_refuses_a_downgrade(control_plane: dict, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(emu, "VERSION", "v1.32.3")
+    FakeEtcd.data["/cluster-version"] = "v1.32.5"
+    assert emu.main(["upgrade", "apply", "v1.32.3", "-y"]) == 1
+    assert "lower than the cluster version" in capsys.readouterr().err
+
+
+def test_upgrade_apply_needs_ready_control_planes_and_an_answer(control_plane: dict,
+                                                                monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(emu, "VERSION", "v1.32.3")
+    standin = control_plane["standin"]
+    standin.register_node(control_plane["api"], "cp1", "v1.31.4", {}, None, True)  # no CNI: NotReady
+    assert emu.main(["upgrade", "apply", "v1.32.3", "-y"]) == 1
+    assert "ControlPlaneNodesReady" in capsys.readouterr().err and control_plane["swaps"] == []
+    monkeypatch.setattr(emu.sys, "stdin", io.StringIO("n\n"))
+    assert emu.main(["upgrade", "apply", "v1.32.3", "--ignore-preflight-errors=ControlPlaneNodesReady"]) == 1
+    assert "didn't answer" in capsys.readouterr().err and control_plane["swaps"] == []
+    assert emu.main(["upgrade", "apply", "v1.32.3", "--yes",
+                     "--ignore-preflight-errors=ControlPlaneNodesReady"]) == 0
+    assert FakeEtcd.data["/cluster-version"] == "v1.32.3" and control_plane["swaps"] == ["v1.32.3"]
+    assert "SUCCESS! Your cluster was upgraded to \"v1.32.3\"" in capsys.readouterr().out
+
+
+def test_upgrade_node_follows_the_cluster_and_refuses_an_older_kubeadm(
+        control_plane: dict, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    FakeEtcd.data["/cluster-version"] = "v1.32.3"
+    monkeypatch.setattr(emu, "VERSION", "v1.31.4")
+    assert emu.main(["upgrade", "node"]) == 1
+    assert "upgrade kubeadm first" in capsys.readouterr().err and control_plane["swaps"] == []
+    monkeypatch.setattr(emu, "VERSION", "v1.32.3")
+    assert emu.main(["upgrade", "node"]) == 0
+    assert control_plane["swaps"] == ["v1.32.3"]
+    record = json.loads(emu.UPGRADES.read_text().splitlines()[-1])
+    assert record["verb"] == "node" and record["version"] == "v1.32.3"
+
+
+def test_upgrade_node_on_a_worker_needs_its_kubelet_conf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(emu, "_local_apiserver", lambda: {})
+    monkeypatch.setattr(emu, "KUBELET_CONF", tmp_path / "kubelet.conf")
+    monkeypatch.setattr(emu.os, "geteuid", lambda: 0)
+    assert emu.main(["upgrade", "node"]) == 1
+    assert "has not joined" in capsys.readouterr().err
