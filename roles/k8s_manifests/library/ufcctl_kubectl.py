@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -40,13 +41,20 @@ description:
     with no pod left to evict is unchanged. Check mode reads only. Missing kubectl or kubeconfig:
     C(ready) false, nothing done (roles/kube_node_remove fails the node then: it never resets a node it
     could not drain).
+    With I(mark), a node that is still schedulable is first annotated C(ufcctl.io/cordoned-for=<mark>)
+    (before the cordon, so a run killed in between leaves the record): I(mode=release) later uncordons only
+    nodes carrying that mark, never one an operator cordoned.
   - I(mode=delete_node) deletes node I(node) (C(kubectl delete node --wait)) when it exists; a missing
     node is unchanged. Check mode reads only.
+  - I(mode=release) waits (up to I(timeout) seconds) until node I(node) is Ready and, with I(version),
+    reports that kubelet version (C(status.nodeInfo.kubeletVersion): the new kubelet runs), then, when the
+    node carries C(ufcctl.io/cordoned-for=<mark>), uncordons it and removes the mark (changed). A node
+    without the mark stays as it is. Check mode reads only (no wait).
 options:
   mode:
     description: What to do.
     type: str
-    choices: [probe, apply, label, untaint, drain, delete_node]
+    choices: [probe, apply, label, untaint, drain, delete_node, release]
     default: probe
   kubectl:
     {description: kubectl command (a name on the PATH or a path)., type: str, default: kubectl}
@@ -71,6 +79,14 @@ options:
     elements: list
     default: []
   node: {description: I(mode=untaint) - the node's name; I(mode=label) - the one node labelled (optional)., type: str, default: ""}
+  mark:
+    description: I(mode=drain) and I(mode=release) - the value of the node annotation ufcctl.io/cordoned-for.
+    type: str
+    default: ""
+  version:
+    description: I(mode=release) - the kubelet version the node must report (empty - Ready only).
+    type: str
+    default: ""
   taint:
     description: I(mode=untaint) - the taint to remove (C(key) and C(effect); C(value) is ignored).
     type: dict
@@ -92,6 +108,8 @@ unchanged: {description: Manifests the cluster already matched., type: list, ret
 labelled: {description: kubectl label calls that changed a node., type: int, returned: mode=label}
 untainted: {description: The taint was on the node and was removed (or would be)., type: bool, returned: mode=untaint}
 exists: {description: The node object existed before this run., type: bool, returned: mode=drain, delete_node}
+uncordoned: {description: The node carried the mark and was uncordoned., type: bool, returned: mode=release}
+kubelet_version: {description: The kubelet version the node reported last., type: str, returned: mode=release}
 evicted: {description: Pods kubectl evicted (none listed in check mode)., type: list, returned: mode=drain}
 """
 
@@ -100,6 +118,9 @@ FIELD_MANAGER = "ufcctl"
 # about a second (names accepted, then served); a minute covers 3 apiservers behind the VIP each
 # picking the CRD up, at 16,000 nodes as at 3, without hiding a CRD that never becomes served.
 CRD_WAIT_TIMEOUT = "60s"
+# The annotation a drain with a mark leaves on a node it cordoned: release uncordons only those.
+MARK = "ufcctl.io/cordoned-for"
+RELEASE_POLL = 2.0  # seconds between reads of the node while release waits for it
 
 
 def probe(module: AnsibleModule) -> tuple[bool, str]:
@@ -214,9 +235,14 @@ def drain(module: AnsibleModule) -> dict:
     found = _node(module)
     if found is None:
         return {"changed": False, "exists": False, "evicted": []}
+    cordoned = bool((found.get("spec") or {}).get("unschedulable"))
     if module.check_mode:
-        cordoned = bool((found.get("spec") or {}).get("unschedulable"))
         return {"changed": not cordoned, "exists": True, "evicted": []}
+    mark = module.params["mark"]
+    if mark and not cordoned:
+        rc, out, err = _kubectl(module, ["annotate", "node", node, "--overwrite", f"{MARK}={mark}"])
+        if rc != 0:
+            module.fail_json(msg=_failure(f"annotate node {node} {MARK}", rc, out, err), exists=True)
     timeout = int(module.params["timeout"])
     rc, out, err = _kubectl(module, ["drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
                                      f"--timeout={timeout}s"])
@@ -240,7 +266,41 @@ def delete_node(module: AnsibleModule) -> dict:
     return {"changed": True, "exists": True}
 
 
-MODES = {"apply": apply, "label": label, "untaint": untaint, "drain": drain, "delete_node": delete_node}
+def _ready(found: dict) -> bool:
+    conditions = (found.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def release(module: AnsibleModule) -> dict:
+    node, mark, version = module.params["node"], module.params["mark"], module.params["version"]
+    deadline = time.monotonic() + int(module.params["timeout"])
+    while True:
+        found = _node(module)
+        if found is None:
+            module.fail_json(msg=f"node {node} is not registered: its kubelet did not come back")
+        seen = ((found.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")
+        healthy = _ready(found) and (not version or seen == version)
+        if healthy or module.check_mode:
+            break
+        if time.monotonic() >= deadline:
+            want = f"Ready with kubelet {version}" if version else "Ready"
+            module.fail_json(msg=f"node {node} is not {want} after {module.params['timeout']} s (kubelet "
+                                 f"{seen or 'unknown'}, Ready {_ready(found)}); it stays cordoned",
+                             kubelet_version=seen)
+        time.sleep(RELEASE_POLL)
+    annotations = (found.get("metadata") or {}).get("annotations") or {}
+    if not mark or annotations.get(MARK) != mark:
+        return {"changed": False, "uncordoned": False, "kubelet_version": seen}
+    if not module.check_mode:
+        for args in (["uncordon", node], ["annotate", "node", node, f"{MARK}-"]):
+            rc, out, err = _kubectl(module, args)
+            if rc != 0:
+                module.fail_json(msg=_failure(" ".join(args[:2]) + f" {node}", rc, out, err))
+    return {"changed": True, "uncordoned": True, "kubelet_version": seen}
+
+
+MODES = {"apply": apply, "label": label, "untaint": untaint, "drain": drain, "delete_node": delete_node,
+         "release": release}
 
 
 def main() -> None:
@@ -255,6 +315,8 @@ def main() -> None:
             "label_args": {"type": "list", "elements": "list", "default": []},
             "node": {"type": "str", "default": ""},
             "taint": {"type": "dict", "default": {}},
+            "mark": {"type": "str", "default": ""},
+            "version": {"type": "str", "default": ""},
             "timeout": {"type": "int", "default": 900},
         },
         supports_check_mode=True,
@@ -262,7 +324,7 @@ def main() -> None:
     ready, reason = probe(module)
     result = {"changed": False, "ready": ready, "reason": reason}
     mode = module.params["mode"]
-    if mode in ("untaint", "label", "drain", "delete_node") and not ready and module.params["node"]:
+    if mode in ("untaint", "label", "drain", "delete_node", "release") and not ready and module.params["node"]:
         module.exit_json(**result)  # one node's step with nothing to act with: the caller reports SKIPPED
     if mode != "probe":
         if not ready:

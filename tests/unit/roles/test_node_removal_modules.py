@@ -101,9 +101,10 @@ CORDONED = '{"metadata": {"name": "w1"}, "spec": {"unschedulable": true}}'
 NOT_FOUND = (1, "", 'Error from server (NotFound): nodes "w1" not found\n')
 
 
-def _kubectl(mode: str, answers: dict[str, tuple[int, str, str]], check: bool = False) -> FakeModule:
-    return FakeModule({"kubectl": "kubectl", "kubeconfig": "/k", "node": "w1", "timeout": 900, "mode": mode},
-                      answers, check)
+def _kubectl(mode: str, answers: dict[str, tuple[int, str, str]], check: bool = False,
+             **params: Any) -> FakeModule:
+    return FakeModule({"kubectl": "kubectl", "kubeconfig": "/k", "node": "w1", "timeout": 900, "mode": mode,
+                       "mark": "", "version": "", **params}, answers, check)
 
 
 def test_drain_of_a_node_with_pods_cordons_and_evicts() -> None:
@@ -143,3 +144,53 @@ def test_delete_node_only_when_it_exists() -> None:
     assert there.calls[-1].startswith("kubectl --kubeconfig=/k delete node w1 --ignore-not-found --wait=true")
     checked = _kubectl("delete_node", {"kubectl --kubeconfig=/k get node": (0, NODE, "")}, check=True)
     assert kubectl.delete_node(checked)["changed"] is True and len(checked.calls) == 1
+
+
+def _node(unschedulable: bool = False, mark: str | None = None, version: str = "v1.31.4",
+          ready: bool = True) -> str:
+    import json
+
+    return json.dumps({"metadata": {"name": "w1", "annotations": {kubectl.MARK: mark} if mark else {}},
+                       "spec": {"unschedulable": True} if unschedulable else {},
+                       "status": {"nodeInfo": {"kubeletVersion": version},
+                                  "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}})
+
+
+def test_a_drain_with_a_mark_records_it_before_the_cordon_and_never_on_a_cordoned_node() -> None:
+    module = _kubectl("drain", {"kubectl --kubeconfig=/k get node": (0, _node(), "")}, mark="upgrade-cluster")
+    assert kubectl.drain(module)["exists"] is True
+    assert module.calls[1:] == [
+        f"kubectl --kubeconfig=/k annotate node w1 --overwrite {kubectl.MARK}=upgrade-cluster",
+        "kubectl --kubeconfig=/k drain w1 --ignore-daemonsets --delete-emptydir-data --timeout=900s"]
+    operator = _kubectl("drain", {"kubectl --kubeconfig=/k get node": (0, _node(unschedulable=True), "")},
+                        mark="upgrade-cluster")
+    kubectl.drain(operator)
+    assert not any(" annotate " in c for c in operator.calls)  # an operator's cordon stays the operator's
+
+
+def test_release_waits_for_the_new_kubelet_then_uncordons_only_what_it_marked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kubectl, "RELEASE_POLL", 0)
+    answers = iter([_node(True, "upgrade-cluster", "v1.31.4"), _node(True, "upgrade-cluster", "v1.32.3")])
+
+    class Polling(FakeModule):
+        def run_command(self, argv: list[str], data: str | None = None) -> tuple[int, str, str]:
+            self.calls.append(" ".join(argv))
+            return (0, next(answers), "") if "get" in argv else (0, "", "")
+
+    module = Polling({"kubectl": "kubectl", "kubeconfig": "/k", "node": "w1", "timeout": 60, "mode": "release",
+                      "mark": "upgrade-cluster", "version": "v1.32.3"}, {})
+    assert kubectl.release(module) == {"changed": True, "uncordoned": True, "kubelet_version": "v1.32.3"}
+    assert module.calls[-2:] == ["kubectl --kubeconfig=/k uncordon w1",
+                                 f"kubectl --kubeconfig=/k annotate node w1 {kubectl.MARK}-"]
+    operator = _kubectl("release", {"kubectl --kubeconfig=/k get node": (0, _node(True, None, "v1.32.3"), "")},
+                        mark="upgrade-cluster", version="v1.32.3")
+    assert kubectl.release(operator)["changed"] is False and len(operator.calls) == 1
+
+
+def test_release_fails_and_leaves_the_node_cordoned_when_the_kubelet_does_not_come_back() -> None:
+    module = _kubectl("release", {"kubectl --kubeconfig=/k get node": (0, _node(True, "u", "v1.31.4"), "")},
+                      mark="u", version="v1.32.3", timeout=0)
+    with pytest.raises(Failed, match="not Ready with kubelet v1.32.3 after 0 s \\(kubelet v1.31.4"):
+        kubectl.release(module)
+    assert not any("uncordon" in c for c in module.calls)
