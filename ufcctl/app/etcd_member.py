@@ -29,7 +29,8 @@ from ufcctl.paths import playbook
 ETCD_PLAY_GROUPS = (*(kind.group for kind in KINDS_BY_NAME.values()), "kube_control_plane")
 
 
-def _failed(result: RunResult, what: str) -> None:
+def require_success(result: RunResult, what: str) -> None:
+    """RunFailed naming the first failed host (or the run) and why, unless every host succeeded."""
     bad = sorted(h for h, r in result.hosts.items() if not r.succeeded) or result.not_run
     if result.status != "successful" or bad:
         why = result.why(bad[0] if bad else None)
@@ -68,7 +69,7 @@ def etcd_member_replace(inventory_dir: Path, cluster: str, host: str,
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     log(f"stopping member {host} of cluster {cluster}; its data goes aside")
     extravars = {"etcd_replace_cluster": cluster, "etcd_replace_stamp": stamp}
-    _failed(run_playbook(playbook("etcd-member-replace.yml"), inventory.subset([host]),
+    require_success(run_playbook(playbook("etcd-member-replace.yml"), inventory.subset([host]),
                          RunOptions(extravars=extravars)), f"stopping member {host}")
     if listed is not None:
         log(f"removing member {host} (id {int(listed.member_id):x}) from cluster {cluster}")
@@ -79,7 +80,8 @@ def etcd_member_replace(inventory_dir: Path, cluster: str, host: str,
                             f"its data is aside on {host}; run the command again") from err
     hosts = list(dict.fromkeys(h for group in ETCD_PLAY_GROUPS for h in inventory.group_hosts(group)))
     log(f"joining {host} again: the etcd play of deploy.yml on {len(hosts)} host(s)")
-    _failed(deploy_cluster(inventory_dir, inventory, hosts, RunOptions(tags=("etcd",), forks=len(hosts))),
+    require_success(deploy_cluster(inventory_dir, inventory, hosts,
+                                   RunOptions(tags=("etcd",), forks=len(hosts))),
             "the etcd play")
     (after,) = etcd_status(inventory_dir, cluster, inventory=inventory)
     if not after.healthy or host not in [m.member for m in after.members]:

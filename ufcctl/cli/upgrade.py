@@ -1,4 +1,5 @@
-"""`ufcctl plan upgrade-cluster`: flags and printing for the Kubernetes upgrade plan."""
+"""`ufcctl plan upgrade-cluster` (the Kubernetes upgrade plan) and `ufcctl upgrade-cluster` (the upgrade:
+control planes one at a time, then the workers on the fleet engine)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,24 @@ from pathlib import Path
 
 import click
 
-from ufcctl.app.upgrade_plan import plan_upgrade_cluster
+from ufcctl.app.upgrade_cluster import check_request, upgrade_control_planes
+from ufcctl.app.upgrade_plan import UpgradePlan, plan_upgrade_cluster
+from ufcctl.cli.fleet import Fleet, fleet_options, rollout_request, run_inventory
+from ufcctl.cli.numbers import MAX_NODE_TIMEOUT, integer
 from ufcctl.cli.options import inventory_option, output_option
-from ufcctl.cli.rollout import plan
+from ufcctl.cli.rollout import plan, summary_out
 from ufcctl.errors import InputError
 from ufcctl.report.output import print_json
+from ufcctl.report.rollout import RolloutProgress
+from ufcctl.rollout import runs
+from ufcctl.rollout.kinds import upgrade_cluster
+from ufcctl.rollout.store import StateStore
+
+# 20 workers at a time: a drained node's pods must find room on the rest and PodDisruptionBudgets allow
+# few disruptions at once; each node's restart is short (binaries, kubelet restart, Ready again), so the
+# window, not the batch, bounds the disruption. More is a flag away.
+DEFAULT_BATCH = 20
+DEFAULT_WINDOW = 1
 
 
 @plan.command("upgrade-cluster")
@@ -29,24 +43,63 @@ def plan_upgrade(inventory: Path, version: str, output: str) -> None:
     if output == "json":
         print_json(report.to_json())
     else:
-        click.echo(f"upgrade-cluster plan: {verdict.current} -> {verdict.target}")
-        if verdict.allowed and not verdict.nothing_to_do:
-            first, *others = report.control_planes
-            click.echo("  1. snapshot etcd core, events and pods (as `ufcctl etcd backup`)")
-            click.echo("  2. control planes one at a time, each out of haproxy's backends while it "
-                       f"restarts: {first} (kubeadm upgrade apply {verdict.target})"
-                       + (f", then {', '.join(others)} (kubeadm upgrade node)" if others else ""))
-            click.echo(f"  3. {report.workers} worker(s) on the fleet engine: drain, kubeadm upgrade node, "
-                       f"kubelet {verdict.target}, restart, health gate, uncordon")
-        elif verdict.nothing_to_do:
-            which = "apiserver and kubelet" if report.kubelets_read else "apiserver"
-            click.echo(f"  nothing to do: every {which} runs {verdict.target}")
-        click.echo(f"  kubelet versions from: {report.kubelets_from}")
-        for line in verdict.warnings:
-            click.echo(f"  warning: {line}")
+        _print_plan(report)
     if not verdict.allowed:
         raise InputError(f"upgrade to {verdict.target} refused: {verdict.refusals[0]}",
                          details=list(verdict.refusals[1:]))
 
 
-COMMANDS: list[click.Command] = []  # `plan upgrade-cluster` hangs under `plan` (ufcctl/cli/rollout.py)
+def _print_plan(report: UpgradePlan) -> None:
+    verdict = report.verdict
+    click.echo(f"upgrade-cluster plan: {verdict.current} -> {verdict.target}")
+    if verdict.allowed and not verdict.nothing_to_do:
+        first, *others = report.control_planes
+        click.echo("  1. snapshot etcd core, events and pods (as `ufcctl etcd backup`)")
+        click.echo("  2. control planes one at a time, each out of haproxy's backends while it "
+                   f"restarts: {first} (kubeadm upgrade apply {verdict.target})"
+                   + (f", then {', '.join(others)} (kubeadm upgrade node)" if others else ""))
+        click.echo(f"  3. {report.workers} worker(s) on the fleet engine: drain, kubeadm upgrade node, "
+                   f"kubelet {verdict.target}, restart, health gate, uncordon")
+    elif verdict.nothing_to_do:
+        which = "apiserver and kubelet" if report.kubelets_read else "apiserver"
+        click.echo(f"  nothing to do: every {which} runs {verdict.target}")
+    click.echo(f"  kubelet versions from: {report.kubelets_from}")
+    for line in verdict.warnings:
+        click.echo(f"  warning: {line}")
+
+
+@click.command("upgrade-cluster")
+@inventory_option()
+@click.option("--version", "version", required=True,
+              help="The Kubernetes version to go to, e.g. v1.32.3 (the inventory's ufc_kube_version must "
+                   "say it).")
+@fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW, order=True)
+@click.option("--drain-timeout", type=integer(10, MAX_NODE_TIMEOUT),
+              default=upgrade_cluster.DEFAULT_DRAIN_TIMEOUT, show_default=True,
+              help="Seconds kubectl drain may wait for one worker's pods to be evicted.")
+@click.option("--dry-run", is_flag=True,
+              help="The skew check and the phases only (as `ufcctl plan upgrade-cluster`); touch nothing.")
+@output_option()
+def upgrade_cluster_command(inventory: Path, version: str, fleet: Fleet, drain_timeout: int, dry_run: bool,
+                            output: str) -> None:
+    """Upgrade Kubernetes to --version: refused (exit 2, nothing touched) when the version-skew policy
+    refuses it or the inventory's ufc_kube_version says otherwise; then a snapshot of every etcd cluster,
+    the control planes one at a time (each out of haproxy's backends while kubeadm upgrade apply|node
+    restarts it), then the workers on the fleet engine (drain, kubeadm upgrade node, kubelet, restart,
+    Ready on the new kubelet, uncordon). `ufcctl resume RUN_ID` continues a stopped worker phase."""
+    inventory_data, report = check_request(inventory, version)
+    if dry_run or report.verdict.nothing_to_do:
+        _print_plan(report)
+        return
+    request = rollout_request(fleet, inventory, options=upgrade_cluster.upgrade_options(
+        version=report.verdict.target, drain_timeout=drain_timeout))
+    loaded = run_inventory(request)
+    upgrade_control_planes(inventory, inventory_data, report,
+                           log=lambda line: click.echo(line, err=output == "json"))
+    with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
+        summary = runs.start(upgrade_cluster.KIND, request, store, loaded, observer=progress)
+    summary_out(summary, output)
+
+
+# `plan upgrade-cluster` hangs under `plan` (ufcctl/cli/rollout.py)
+COMMANDS: list[click.Command] = [upgrade_cluster_command]

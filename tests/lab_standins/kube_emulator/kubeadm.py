@@ -162,7 +162,8 @@ def _systemctl(*args: str) -> None:
     subprocess.run(["systemctl", *args], check=False, capture_output=True)
 
 
-def _kubeconfig(server: str, ca_pem: bytes, user: str, client: tuple[bytes, bytes] | Path | None = None) -> str:
+def _kubeconfig(server: str, ca_pem: bytes, user: str,
+                client: tuple[bytes, bytes] | Path | None = None) -> str:
     """A kubeconfig for `server`; `client` (certificate, key PEM) authenticates as kubeadm's admin.conf
     does, a path to one PEM file with both as kubelet.conf does after the TLS bootstrap. Without it the
     user has a placeholder token the LAB API STAND-IN refuses (401)."""
@@ -686,6 +687,9 @@ def _semver(text: str) -> tuple[int, int, int]:
     return int(match[1]), int(match[2]), int(match[3])
 
 
+INVALID_VERSION = "[upgrade/version] FATAL: the --version argument is invalid due to these fatal errors:\n\n"
+
+
 def _local_apiserver() -> dict[str, Any]:
     """This control plane's apiserver settings (written by init/join); a worker has none."""
     try:
@@ -709,7 +713,8 @@ def _wait_local_readyz(conf: dict[str, Any], timeout: float = 120.0) -> None:
         except (OSError, urllib.error.URLError) as err:
             last = str(err)
         time.sleep(0.5)
-    raise Failed(f"[upgrade/staticpods] the kube-apiserver did not become ready within {timeout:.0f}s: {last}")
+    raise Failed(f"[upgrade/staticpods] the kube-apiserver did not become ready within {timeout:.0f}s: "
+                 f"{last}")
 
 
 def _apiserver_image_version() -> str | None:
@@ -761,25 +766,25 @@ def cmd_upgrade_apply(argv: list[str]) -> int:
                      "such file or directory (run it on a control plane)")
     wanted, own = _semver(target), _semver(VERSION)
     if wanted > own:
-        raise Failed(f'[upgrade/version] FATAL: the --version argument is invalid due to these fatal errors:\n\n'
+        raise Failed(f"{INVALID_VERSION}"
                      f'\t- Specified version to upgrade to "{target}" is higher than the kubeadm version '
                      f'"{VERSION}". Upgrade kubeadm first using the tool you used to install kubeadm')
     if wanted[:2] < own[:2]:
-        raise Failed(f'[upgrade/version] FATAL: the --version argument is invalid due to these fatal errors:\n\n'
+        raise Failed(f"{INVALID_VERSION}"
                      f'\t- Kubeadm version {VERSION} can only be used to upgrade to Kubernetes version '
                      f'{own[0]}.{own[1]}')
     etcd = Etcd(conf["etcd"])
     current = etcd.get("/cluster-version") or VERSION
     have = _semver(current)
     if wanted[:2] > (have[0], have[1] + 1):
-        raise Failed(f'[upgrade/version] FATAL: the --version argument is invalid due to these fatal errors:\n\n'
-                     f'\t- Specified version to upgrade to "{target}" is too high; kubeadm can upgrade only 1 '
-                     f'minor version at a time')
+        raise Failed(f"{INVALID_VERSION}"
+                     f'\t- Specified version to upgrade to "{target}" is too high; kubeadm can upgrade '
+                     'only 1 minor version at a time')
     if wanted < have:
-        raise Failed(f'[upgrade/version] FATAL: the --version argument is invalid due to these fatal errors:\n\n'
+        raise Failed(f"{INVALID_VERSION}"
                      f'\t- Specified version to downgrade to "{target}" is lower than the cluster version '
                      f'"{current}" (downgrades are not supported by the lab kube emulator)')
-    print(f"[upgrade] Running cluster health checks")
+    print("[upgrade] Running cluster health checks")
     api = _api(conf["etcd"])
     import apiserver
 
@@ -790,7 +795,8 @@ def cmd_upgrade_apply(argv: list[str]) -> int:
     ignored = (_flag(argv, "--ignore-preflight-errors") or "").lower().split(",")
     if not_ready and "controlplanenodesready" not in ignored and "all" not in ignored:
         raise Failed("[upgrade/health] FATAL: [preflight] Some fatal errors occurred:\n\t[ERROR "
-                     f"ControlPlaneNodesReady]: there are NotReady control-planes in the cluster: {not_ready}")
+                     f"ControlPlaneNodesReady]: there are NotReady control-planes in the cluster: "
+                     f"{not_ready}")
     if not ("-y" in argv or "--yes" in argv or "-f" in argv or "--force" in argv):
         print(f"[upgrade] Are you sure you want to proceed with the upgrade to {target}? [y/N]: ", end="",
               flush=True)
@@ -834,7 +840,8 @@ def cmd_upgrade_node(argv: list[str]) -> int:
         raise Failed(f"couldn't create a Kubernetes client from file \"{KUBELET_CONF}\": no such file or "
                      "directory (the node has not joined)")
     if _semver(current) > _semver(VERSION):
-        raise Failed(f'the cluster runs "{current}", newer than this kubeadm "{VERSION}": upgrade kubeadm first')
+        raise Failed(f'the cluster runs "{current}", newer than this kubeadm "{VERSION}": upgrade kubeadm '
+                     "first")
     changed = False
     if conf:
         print("[upgrade] Upgrading your Static Pod-hosted control plane instance to version "
@@ -886,7 +893,8 @@ def main(argv: list[str]) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(f"kubeadm {' '.join(argv)}: not emulated (LAB KUBE EMULATOR: version, config validate, init, join, "
-          "reset, upgrade apply|node, token create, token list -o json, each with the flags the roles use)", file=sys.stderr)
+          "reset, upgrade apply|node, token create, token list -o json, each with the flags the roles use)",
+          file=sys.stderr)
     return 2
 
 

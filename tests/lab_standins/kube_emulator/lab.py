@@ -12,6 +12,7 @@ from typing import Any
 JOINS = "/var/lib/ufc-kube-emulator/joins.jsonl"
 FAULTS = "/etc/ufc-kube-emulator/faults.json"
 CONF = "/etc/ufc-kube-emulator/apiserver.json"
+UPGRADES = "/var/lib/ufc-kube-emulator/upgrades.jsonl"
 ROOT = Path(__file__).resolve().parents[3]  # tests/lab_standins/kube_emulator/lab.py -> checkout
 
 
@@ -31,6 +32,12 @@ def _exec(container: str, script: str, env: Mapping[str, str] | None = None,
 def joins(container: str, env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Every successful join the emulator recorded on the node, oldest first."""
     proc = _exec(container, f"cat {JOINS} 2>/dev/null || true", env)
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+
+def upgrades(container: str, env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Every `kubeadm upgrade apply|node` the emulator recorded on the node, oldest first."""
+    proc = _exec(container, f"cat {UPGRADES} 2>/dev/null || true", env)
     return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
 
 

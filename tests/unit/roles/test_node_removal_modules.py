@@ -178,13 +178,13 @@ def test_release_waits_for_the_new_kubelet_then_uncordons_only_what_it_marked(
             self.calls.append(" ".join(argv))
             return (0, next(answers), "") if "get" in argv else (0, "", "")
 
-    module = Polling({"kubectl": "kubectl", "kubeconfig": "/k", "node": "w1", "timeout": 60, "mode": "release",
-                      "mark": "upgrade-cluster", "version": "v1.32.3"}, {})
+    module = Polling({"kubectl": "kubectl", "kubeconfig": "/k", "node": "w1", "timeout": 60,
+                      "mode": "release", "mark": "upgrade-cluster", "version": "v1.32.3"}, {})
     assert kubectl.release(module) == {"changed": True, "uncordoned": True, "kubelet_version": "v1.32.3"}
     assert module.calls[-2:] == ["kubectl --kubeconfig=/k uncordon w1",
                                  f"kubectl --kubeconfig=/k annotate node w1 {kubectl.MARK}-"]
-    operator = _kubectl("release", {"kubectl --kubeconfig=/k get node": (0, _node(True, None, "v1.32.3"), "")},
-                        mark="upgrade-cluster", version="v1.32.3")
+    operator_cordoned = {"kubectl --kubeconfig=/k get node": (0, _node(True, None, "v1.32.3"), "")}
+    operator = _kubectl("release", operator_cordoned, mark="upgrade-cluster", version="v1.32.3")
     assert kubectl.release(operator)["changed"] is False and len(operator.calls) == 1
 
 

@@ -1,0 +1,150 @@
+"""`ufcctl upgrade-cluster` on the shared deployed lab, with the README's lines as written: the lab goes
+from Kubernetes v1.31.4 to v1.32.3 (the LAB KUBE EMULATOR's `kubeadm upgrade apply|node`, its kubelet
+reporting its version through the LAB API STAND-IN), while a client requests /version through the VIP
+every 0.1 s on a new connection each time.
+
+Checked: a run the inventory does not record (ufc_kube_version still v1.31.4) is refused (exit 2) and
+touches nothing; then the README's run exits 0 after a snapshot of every etcd cluster, the control planes
+one at a time (apply on the first, node on the others) and every worker on the fleet engine; every
+apiserver answers v1.32.3, every Node reports kubelet v1.32.3, no node is left cordoned or marked,
+every haproxy backend is UP again; the requests through the VIP that failed during the run are counted
+and printed (the aim, asserted: none). A second run has nothing to do.
+
+A stack module (tests/helpers/lab.py STACK_MODULES): its file name sorts after every other stack module
+(file order on one worker, tests/integration/conftest.py), so the lab moves to the new version only after
+every other module ran on v1.31.4.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.helpers.lab import ROOT, STACK_LAB, STACK_STATE, Stack
+from tests.lab_standins import apiserver_standin
+from tests.lab_standins.kube_emulator import lab as emulator
+
+pytestmark = pytest.mark.integration
+
+TARGET = "v1.32.3"
+CONTROL_PLANES = [f"{STACK_LAB}-cp{i}" for i in (1, 2, 3)]
+CLIENT = f"{STACK_LAB}-w06"
+KUBECTL = ["kubectl", "--kubeconfig=/etc/kubernetes/admin.conf"]
+VERSIONS_FILE = "group_vars/all/versions.yml"
+STAT = ("import socket; s = socket.socket(socket.AF_UNIX); s.connect('/run/haproxy/admin.sock'); "
+        "s.sendall(b'show stat\\n'); print(s.makefile().read())")
+
+
+def readme_line(start: str) -> str:
+    """The README's first line starting with `start`, as written (its comment cut)."""
+    for line in (ROOT / "README.md").read_text().splitlines():
+        words = line.split("#", 1)[0].strip()
+        if words.startswith(start):
+            return words
+    raise AssertionError(f"README.md has no `{start} ...` line")
+
+
+UPGRADE = readme_line("KUBECONFIG=.ufc/lab/admin.conf ufcctl upgrade-cluster --inventory lab")
+COPY_ADMIN = readme_line("podman cp ufc-cp1:/etc/kubernetes/admin.conf .ufc/lab/admin.conf")
+
+
+def _shell(stack: Stack, line: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-c", line], cwd=ROOT, env=stack.env, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def _exec(stack: Stack, host: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["podman", "exec", host, *argv], env=stack.env, capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def _nodes(stack: Stack) -> list[dict]:
+    proc = _exec(stack, CONTROL_PLANES[0], *KUBECTL, "get", "nodes", "--output=json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["items"]
+
+
+def _apiserver_version(stack: Stack, host: str) -> str:
+    proc = _exec(stack, host, "python3", "-c",
+                 "import json,ssl,urllib.request; "
+                 "c=ssl.create_default_context(cafile='/etc/kubernetes/pki/ca.crt');"
+                 "c.check_hostname=False; print(json.load(urllib.request.urlopen("
+                 "'https://127.0.0.1:6443/version', context=c))['gitVersion'])")
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def versions_file(stack: Stack) -> Path:
+    stack.require_deployed()
+    return stack.inventory / VERSIONS_FILE
+
+
+def test_an_upgrade_the_inventory_does_not_record_is_refused_and_touches_nothing(
+        stack: Stack, versions_file: Path) -> None:
+    assert not versions_file.exists()  # the lab runs the roles' default, v1.31.4
+    assert _shell(stack, COPY_ADMIN).returncode == 0
+    refused = _shell(stack, UPGRADE, timeout=300)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "says ufc_kube_version '1.31.4'" in refused.stderr and "set ufc_kube_version" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert {_apiserver_version(stack, h) for h in CONTROL_PLANES} == {"v1.31.4"}
+    assert not any(r.get("verb") for h in CONTROL_PLANES for r in emulator.upgrades(h, stack.env))
+
+
+def test_the_readme_upgrade_moves_every_node_and_the_vip_keeps_answering(
+        stack: Stack, versions_file: Path) -> None:
+    # the operator's step the README names: the inventory records the new version first
+    versions_file.write_text(f'ufc_kube_version: "{TARGET[1:]}"\n')
+    vip = str(yaml.safe_load((stack.inventory / "group_vars/all/cluster.yml").read_text())["ufc_vip"])
+    apiserver_standin.start_client(CLIENT, vip, env=stack.env)
+    started = time.time()
+    try:
+        run = _shell(stack, UPGRADE)
+    finally:
+        ended = time.time()
+        time.sleep(1)
+        apiserver_standin.stop_client(CLIENT, env=stack.env)
+    print(run.stdout[-4000:], run.stderr[-2000:])
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    requests = [e for e in apiserver_standin.client_log(CLIENT, env=stack.env) if started <= e[0] <= ended]
+    failed = [e for e in requests if not e[1]]
+    control = re.search(r"control planes on v1\.32\.3 in ([0-9.]+) s", run.stdout + run.stderr)
+    print(f"upgrade-cluster: {ended - started:.1f} s in all, control planes "
+          f"{control[1] if control else '?'} s; {len(requests)} requests through the VIP, {len(failed)} "
+          f"failed: {failed[:5]}")
+    assert len(requests) > 50  # the client ran the whole time
+    assert failed == []  # the aim: no control plane took a request while it restarted
+    # a snapshot of every etcd cluster came first
+    for cluster in ("core", "events", "pods"):
+        assert list((STACK_STATE / "backups" / "etcd" / cluster).glob("*.db")), cluster
+    assert {h: _apiserver_version(stack, h) for h in CONTROL_PLANES} == dict.fromkeys(CONTROL_PLANES, TARGET)
+    verbs = {h: [r["verb"] for r in emulator.upgrades(h, stack.env) if r.get("changed")]
+             for h in CONTROL_PLANES}
+    assert verbs == {CONTROL_PLANES[0]: ["apply"], CONTROL_PLANES[1]: ["node"], CONTROL_PLANES[2]: ["node"]}
+    nodes = _nodes(stack)
+    assert len(nodes) == 9
+    for node in nodes:
+        name = node["metadata"]["name"]
+        assert node["status"]["nodeInfo"]["kubeletVersion"] == TARGET, name
+        assert not node["spec"].get("unschedulable"), name
+        assert "ufcctl.io/cordoned-for" not in (node["metadata"].get("annotations") or {}), name
+        ready = [c for c in node["status"].get("conditions") or [] if c["type"] == "Ready"]
+        assert ready and ready[0]["status"] == "True", name
+    for host in CONTROL_PLANES:  # every server of both backends UP again on every haproxy
+        stat = _exec(stack, host, "python3", "-c", STAT)
+        rows = [r.split(",") for r in stat.stdout.splitlines() if r.startswith("apiserver_")]
+        servers = [(r[0], r[1], r[17]) for r in rows if r[1] not in ("FRONTEND", "BACKEND")]
+        assert len(servers) == 6 and all(s[2] == "UP" for s in servers), (host, servers)
+
+
+def test_a_second_run_has_nothing_to_do(stack: Stack, versions_file: Path) -> None:
+    again = _shell(stack, UPGRADE, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"nothing to do: every apiserver and kubelet runs {TARGET}" in again.stdout
