@@ -88,7 +88,9 @@ def upgrade_cluster_command(inventory: Path, version: str, fleet: Fleet, drain_t
     restarts it), then the workers on the fleet engine (drain, kubeadm upgrade node, kubelet, restart,
     Ready on the new kubelet, uncordon). `ufcctl resume RUN_ID` continues a stopped worker phase."""
     inventory_data, report = check_request(inventory, version)
-    if dry_run or report.verdict.nothing_to_do:
+    # "nothing to do" needs the kubelets' versions too: without a kubeconfig a rerun after a stopped
+    # worker phase goes through both phases (each node's probe skips what is done)
+    if dry_run or (report.verdict.nothing_to_do and report.kubelets_read):
         _print_plan(report)
         return
     request = rollout_request(fleet, inventory, options=upgrade_cluster.upgrade_options(
