@@ -4,7 +4,8 @@ reporting its version through the LAB API STAND-IN), while a client requests /ve
 every 0.1 s on a new connection each time.
 
 Checked: a run the inventory does not record (ufc_kube_version still v1.31.4) is refused (exit 2) and
-touches nothing; then the README's run exits 0 after a snapshot of every etcd cluster, the control planes
+touches nothing; once the inventory says v1.32.3, `deploy` and `add-nodes` are refused (they would swap
+kubeadm and kubelet under running nodes); then the README's run exits 0 after a snapshot of every etcd cluster, the control planes
 one at a time (apply on the first, node on the others) and every worker on the fleet engine; every
 apiserver answers v1.32.3, every Node reports kubelet v1.32.3, no node is left cordoned or marked,
 every haproxy backend is UP again; the requests through the VIP that failed during the run are counted
@@ -125,6 +126,12 @@ def test_the_readme_upgrade_moves_every_node_and_the_vip_keeps_answering(
         stack: Stack, versions_file: Path) -> None:
     # the operator's step the README names: the inventory records the new version first
     versions_file.write_text(f'ufc_kube_version: "{TARGET[1:]}"\n')
+    # from here a deploy or add-nodes would swap kubeadm and kubelet under running nodes: refused
+    for line in ("ufcctl deploy --inventory lab", f"ufcctl add-nodes --inventory lab --limit {CLIENT}"):
+        swap = _shell(stack, line, timeout=300)
+        assert swap.returncode == 2, (line, swap.stdout[-2000:], swap.stderr[-2000:])
+        assert "runs v1.31.4: a deploy would swap kubeadm and kubelet" in swap.stderr, swap.stderr
+        assert "ufcctl upgrade-cluster --inventory" in swap.stderr and "Traceback" not in swap.stderr
     vip = str(yaml.safe_load((stack.inventory / "group_vars/all/cluster.yml").read_text())["ufc_vip"])
     apiserver_standin.start_client(CLIENT, vip, env=stack.env)
     before = _haproxy_counters(stack)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ufcctl.app.inventory import load_inventory, select_limit
+from ufcctl.app.upgrade_plan import refuse_version_change
 from ufcctl.domain.inventory.model import KUBE_NODE, Inventory
 from ufcctl.domain.inventory.names import name_problem
 from ufcctl.domain.inventory.phases import split_phases
@@ -93,6 +94,7 @@ def deploy(
     inventory_name(inventory_dir, options)
     inventory = load_inventory(inventory_dir)
     phases = split_phases(inventory, select_limit(inventory, inventory_dir, limit))
+    refuse_version_change(inventory_dir, inventory)  # a Kubernetes version change is upgrade-cluster's
     result = DeployResult()
     if phase in ("all", "cluster"):
         if phases.cluster:

@@ -22,7 +22,7 @@ from pathlib import Path
 from ufcctl.app.etcd_backup import etcd_backup
 from ufcctl.app.etcd_member import require_success
 from ufcctl.app.inventory import load_inventory
-from ufcctl.app.upgrade_plan import CONTROL_PLANE, UpgradePlan, plan_upgrade_cluster
+from ufcctl.app.upgrade_plan import CONTROL_PLANE, UpgradePlan, inventory_version, plan_upgrade_cluster
 from ufcctl.domain.controlplane import skew
 from ufcctl.domain.inventory.model import Inventory
 from ufcctl.engine.runner import RunOptions, run_playbook
@@ -30,7 +30,6 @@ from ufcctl.errors import InputError
 from ufcctl.paths import playbook
 
 LB_GROUP = "apiserver_lb"
-DEFAULT_KUBE_VERSION = "1.31.4"  # the roles' default for ufc_kube_version
 
 
 @dataclass(frozen=True)
@@ -39,13 +38,6 @@ class ControlPlanePhase:
     snapshots: tuple[str, ...]
     seconds: float  # the control-plane phase alone
     run_dir: str
-
-
-def inventory_version(inventory: Inventory) -> str:
-    """ufc_kube_version as the roles see it on the first control plane (their default without one)."""
-    planes = inventory.group_hosts(CONTROL_PLANE)
-    value = inventory.hosts[planes[0]].vars.get("ufc_kube_version") if planes else None
-    return str(value or DEFAULT_KUBE_VERSION)
 
 
 def check_request(inventory_dir: Path, version: str) -> tuple[Inventory, UpgradePlan]:

@@ -31,6 +31,7 @@ from ufcctl.paths import state_dir
 CONTROL_PLANE = "kube_control_plane"
 WORKERS = "kube_node"
 VERSION_TIMEOUT = 5.0
+DEFAULT_KUBE_VERSION = "1.31.4"  # the roles' default for ufc_kube_version
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,14 @@ class UpgradePlan:
                 "kubelets_from": self.kubelets_from}
 
 
-def _apiserver_versions(inventory: Inventory, hosts: list[str]) -> dict[str, str | None]:
-    # the directory roles/kube_control_plane keeps the cluster CA in, as `certs check` finds it
-    ca = Path(controller_dirs(inventory, state_dir())["kubernetes"]) / "ca.crt"
+def cluster_ca(inventory: Inventory) -> Path:
+    """The cluster CA on the controller: the directory roles/kube_control_plane keeps it in, as `certs
+    check` finds it (it may not exist yet)."""
+    return Path(controller_dirs(inventory, state_dir())["kubernetes"]) / "ca.crt"
+
+
+def apiserver_versions(inventory: Inventory, hosts: list[str]) -> dict[str, str | None]:
+    ca = cluster_ca(inventory)
     if not ca.is_file():
         raise InputError(f"no Kubernetes CA on this machine: {ca} is missing",
                          "deploy the control plane first (roles/kube_control_plane makes it)")
@@ -92,7 +98,7 @@ def plan_upgrade_cluster(inventory_dir: Path, version: str) -> UpgradePlan:
     planes = inventory.group_hosts(CONTROL_PLANE)
     if not planes:
         raise InputError(f"inventory {inventory_dir}: no hosts in {CONTROL_PLANE}")
-    apiservers = _apiserver_versions(inventory, planes)
+    apiservers = apiserver_versions(inventory, planes)
     kubelets, source = _kubelet_versions()
     etcd = {f"{c.cluster}/{m.member}": m.version for c in etcd_status(inventory_dir, inventory=inventory)
             for m in c.members if m.version}
@@ -100,3 +106,32 @@ def plan_upgrade_cluster(inventory_dir: Path, version: str) -> UpgradePlan:
     verdict = skew.check(version, skew.Versions(
         apiservers, kubelets, etcd, frozenset(str(i) for i in ignored if isinstance(ignored, list))))
     return UpgradePlan(verdict, tuple(planes), len(inventory.group_hosts(WORKERS)), source, bool(kubelets))
+
+
+def inventory_version(inventory: Inventory) -> str:
+    """ufc_kube_version as the roles see it on the first control plane (their default without one)."""
+    planes = inventory.group_hosts(CONTROL_PLANE)
+    value = inventory.hosts[planes[0]].vars.get("ufc_kube_version") if planes else None
+    return str(value or DEFAULT_KUBE_VERSION)
+
+
+def refuse_version_change(inventory_dir: Path, inventory: Inventory) -> None:
+    """InputError (exit 2, nothing touched) when a running kube-apiserver's version is not the inventory's
+    ufc_kube_version: `deploy` and `add-nodes` would install that version's kubeadm and kubelet under
+    running nodes (no drain, no restart; a kubelet newer than its apiserver when the version went up),
+    which is `ufcctl upgrade-cluster`'s work. A cluster not deployed yet (no CA on this machine) and
+    apiservers that do not answer are let through: a first deploy, or a deploy that repairs."""
+    planes = inventory.group_hosts(CONTROL_PLANE)
+    if not planes or not cluster_ca(inventory).is_file():
+        return
+    wanted = skew.parse(inventory_version(inventory))
+    running = {h: v for h, v in apiserver_versions(inventory, planes).items() if v is not None}
+    other = sorted(h for h, v in running.items() if skew.parse(v) != wanted)
+    if wanted is None or not other:
+        return
+    target = skew.text(wanted)
+    raise InputError(
+        f"inventory {inventory_dir} says ufc_kube_version {target[1:]!r} but kube-apiserver on "
+        f"{', '.join(other)} runs {running[other[0]]}: a deploy would swap kubeadm and kubelet under "
+        "running nodes", f"run `ufcctl upgrade-cluster --inventory {inventory_dir} --version {target}` "
+        f"(or set ufc_kube_version back to {running[other[0]].lstrip('v')!r})")

@@ -11,6 +11,7 @@ import click
 from ufcctl.app.deploy import PHASES, DeployResult, is_lab_inventory
 from ufcctl.app.deploy import deploy as run_deploy
 from ufcctl.app.inventory import load_inventory
+from ufcctl.app.upgrade_plan import refuse_version_change
 from ufcctl.cli.fleet import Fleet, fleet_options, rollout_request, run_inventory
 from ufcctl.cli.numbers import MAX_NODE_TIMEOUT, MAX_SECONDS, integer, number
 from ufcctl.cli.options import forks_option, inventory_option, output_option
@@ -166,8 +167,10 @@ def add_nodes(inventory: Path, limit: str, check: bool, retry_failed: bool, flee
     """Add workers to a running cluster: the node phase of deploy on --limit only, never the cluster plays."""
     request = rollout_request(fleet, inventory, limit=limit, dry_run=check,
                               options=deploy_nodes.nodes_options(node_timeout=node_timeout))
+    loaded = run_inventory(request)
+    refuse_version_change(inventory, loaded)  # a new node's kubelet must not be newer than the apiservers
     with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
-        summary = runs.start(deploy_nodes.KIND, request, store, run_inventory(request), observer=progress,
+        summary = runs.start(deploy_nodes.KIND, request, store, loaded, observer=progress,
                              retry_failed=retry_failed)
     summary_out(summary, output)
 
