@@ -33,8 +33,8 @@ def print_renew_plan(plan: RenewPlan, *, check: bool) -> None:
     """What renew does (or, with --check, would do): one row per certificate, in the hosts' order."""
     basis = "forced" if plan.force else f"fewer than {plan.within_days} days left"
     if plan.empty:
-        print(f"nothing to renew ({basis}): every chosen certificate has at least {plan.within_days} days left"
-              if not plan.force else "nothing to renew: no certificate chosen")
+        print("nothing to renew: no certificate chosen" if plan.force else
+              f"nothing to renew ({basis}): every chosen certificate has at least {plan.within_days} days left")
         return
     verb = "would renew" if check else "renewing"
     print(f"{verb} {plan.count} certificate(s) ({basis}), one host at a time, leaders last")
