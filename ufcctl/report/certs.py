@@ -30,21 +30,20 @@ def _days(left: int | None) -> str:
 
 
 def print_renew_plan(plan: RenewPlan, *, check: bool) -> None:
-    """What renew does (or, with --check, would do): one row per certificate, in the hosts' order."""
+    """What renew does (or, with --check, would do): the steps, then one row per certificate."""
     basis = "forced" if plan.force else f"fewer than {plan.within_days} days left"
     if plan.empty:
-        print("nothing to renew: no certificate chosen" if plan.force else
-              f"nothing to renew ({basis}): every chosen certificate has at least {plan.within_days} days left")
+        print("nothing to renew: no certificate chosen" if plan.force else f"nothing to renew ({basis}): "
+              f"every chosen certificate has at least {plan.within_days} days left")
         return
     verb = "would renew" if check else "renewing"
     print(f"{verb} {plan.count} certificate(s) ({basis}), one host at a time, leaders last")
-    rows = [(i.host, i.path, _days(i.days_left), i.why, "") for i in plan.controller]
+    rows = [(i.host, i.path, _days(i.days_left), i.why, "1") for i in plan.controller]
     for n, step in enumerate(plan.steps, 1):
-        restart = f"step {n}: restart etcd {', '.join(step.restart)}" if step.restart else f"step {n}"
-        if step.leads:
-            restart += f" (leads {', '.join(step.leads)}: handed over first)"
-        rows += [(i.host, i.path, _days(i.days_left), i.why, restart)
-                 for i in step.items] or [(step.host, "-", "-", "-", restart)]
+        restart = f"restart etcd {', '.join(step.restart)} one at a time" if step.restart else "no restart"
+        leads = f"; leads {', '.join(step.leads)}: leadership handed over first" if step.leads else ""
+        print(f"  step {n}: {step.host}: {len(step.items)} certificate(s), {restart}{leads}")
+        rows += [(i.host, i.path, _days(i.days_left), i.why, str(n)) for i in step.items]
     print_table("", ["host", "path", "days left", "why", "step"], rows)
 
 

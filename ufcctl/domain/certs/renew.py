@@ -121,7 +121,12 @@ class RenewPlan:
 def in_scope(row: CertRow, selection: Selection, members: Mapping[str, Sequence[str]]) -> bool:
     """Whether --only chose this row: an etcd-signed certificate on a chosen cluster's member (every
     host of the inventory's etcd groups and control planes with no narrowing; the controller's only then)."""
-    if ETCD not in selection.components or row.what not in ETCD_SIGNED:
+    if ETCD not in selection.components:
+        return False
+    if row.status == UNREACHABLE and row.path == "-":  # a host that did not answer (check.unreachable_row)
+        chosen = selection.etcd_clusters
+        return chosen is None or any(row.host in members.get(c, ()) for c in chosen)
+    if row.what not in ETCD_SIGNED:
         return False
     if selection.etcd_clusters is None:
         return True

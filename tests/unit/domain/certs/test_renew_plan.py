@@ -50,7 +50,8 @@ def test_nothing_due_is_an_empty_plan() -> None:
 
 def test_force_renews_every_etcd_signed_certificate_and_no_ca() -> None:
     plan = _plan(_rows(), force=True)
-    renewed = {(i.host, i.path) for s in plan.steps for i in s.items} | {(i.host, i.path) for i in plan.controller}
+    items = [*plan.controller, *(i for s in plan.steps for i in s.items)]
+    renewed = {(i.host, i.path) for i in items}
     assert renewed == {(r.host, r.path) for r in _rows() if r.what in ETCD_SIGNED}
     assert not any(p.endswith("ca.crt") for _, p in renewed)
     # member, agent and kube-apiserver's etcd client on each member; the client cert alone on cp4

@@ -22,6 +22,7 @@ from ufcctl.domain.etcd.pki import (
 )
 
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+DAY = datetime.timedelta(days=1)
 MEMBER = CertRequest(
     name="member",
     common_name="cp1",
@@ -257,13 +258,14 @@ def _seen(pki) -> dict[str, object]:
 @pytest.mark.parametrize(
     ("renewal", "reasons"),
     [
-        pytest.param(Renewal(30, None, NOW + datetime.timedelta(days=710)), ["renew: 20 days left, fewer than 30"],
+        pytest.param(Renewal(30, None, NOW + DAY * 710), ["renew: 20 days left, fewer than 30"],
                      id="within-days"),
-        pytest.param(Renewal(30, None, NOW + datetime.timedelta(days=731)), ["renew: -1 days left, fewer than 30"],
+        pytest.param(Renewal(30, None, NOW + DAY * 731), ["renew: -1 days left, fewer than 30"],
                      id="expired"),
-        pytest.param(Renewal(30, None, NOW + datetime.timedelta(days=699)), [], id="not-yet"),
+        pytest.param(Renewal(30, None, NOW + DAY * 699), [], id="not-yet"),
         pytest.param(Renewal(0, NOW + datetime.timedelta(seconds=1), NOW),
-                     ["renew: issued 2026-01-01T00:00:00Z, before 2026-01-01T00:00:01Z (forced)"], id="forced"),
+                     ["renew: issued 2026-01-01T00:00:00Z, before 2026-01-01T00:00:01Z (forced)"],
+                     id="forced"),
         # the run's start: what this run signed already is not signed twice
         pytest.param(Renewal(0, NOW, NOW), [], id="forced-issued-in-this-run"),
         pytest.param(Renewal(), [], id="a-deploy"),
@@ -276,8 +278,9 @@ def test_a_matching_certificate_is_renewed_only_when_told(pki, renewal: Renewal,
 
 def test_a_stale_certificate_keeps_its_own_reasons_under_a_renewal(pki) -> None:
     other_key = _key()
-    seen = {"member": {"cert": _pem(_leaf(pki["key"], other_key, _ca(other_key))), "key": _key_seen(pki["key"])}}
-    reasons = certificates_to_issue([MEMBER], seen, _pem(pki["ca"]), Renewal(0, NOW + datetime.timedelta(days=1)))
+    cert = _leaf(pki["key"], other_key, _ca(other_key))
+    seen = {"member": {"cert": _pem(cert), "key": _key_seen(pki["key"])}}
+    reasons = certificates_to_issue([MEMBER], seen, _pem(pki["ca"]), Renewal(0, NOW + DAY))
     assert "not signed by the current CA" in reasons["member"]
     assert not any(r.startswith("renew: ") for r in reasons["member"])  # no force: the request changed
 
@@ -295,4 +298,5 @@ def test_the_controller_renews_ufcctls_certificate_never_the_ca(pki) -> None:
     assert controller_problems(_controller(pki), far) == ["ufcctl.crt: renew: 730 days left, fewer than 4000"]
     assert controller_problems(_controller(pki), Renewal(30, None, NOW)) == []
     # a broken PKI is reported as before, never as a renewal
-    assert controller_problems(_controller(pki, directory_mode=None), far) == ["directory mode absent, not 0700"]
+    broken = _controller(pki, directory_mode=None)
+    assert controller_problems(broken, far) == ["directory mode absent, not 0700"]
