@@ -151,6 +151,9 @@ def test_renew_etcd_under_writers_loses_no_write_and_a_second_run_renews_nothing
     """The README's command while a writer puts into each of the three clusters: no write fails, every
     certificate etcd's CA signs has a later notAfter, every cluster is healthy, and the renewal without
     --force then finds nothing due. The times per host and in total are printed (the note's numbers)."""
+    plan = ufcctl(["certs", "renew", "--inventory", "lab", "--check"], lab.env, timeout=300)  # README
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert "nothing to renew (fewer than 30 days left)" in plan.stdout, plan.stdout  # a fresh lab
     before = _etcd_rows(lab)
     # member, agent (3 members each), kube-apiserver's etcd client (3 control planes), ufcctl's
     assert len(before) == 10, sorted(before)
