@@ -24,7 +24,7 @@ from ufcctl.app.etcd_maint import Target, cluster_targets, etcd_status
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.certs.catalog import CONTROL_PLANE
 from ufcctl.domain.certs.renew import PlanError, RenewPlan, Step, parse_only, plan_renewal, successor
-from ufcctl.domain.etcd.defrag import ClusterView, status_errors
+from ufcctl.domain.etcd.defrag import ClusterView, settled_leader_index, status_errors
 from ufcctl.domain.inventory.model import Inventory
 from ufcctl.engine.etcd_client import EtcdError
 from ufcctl.engine.runner import RunOptions, run_playbook
@@ -164,16 +164,16 @@ def _hand_over(target: Target, host: str, done: set[str], log: Callable[[str], N
 
 def _settle(target: Target, host: str) -> None:
     """Every member healthy and the restarted one caught up: its committed raft index at least the
-    leader's as first seen after the restart (a fixed target, however fast writers go)."""
+    leader's as first seen from here after the host's run (a fixed target, however fast writers go;
+    the node checked the same after each restart: `ufcctl-etcd-member --wait-settled`)."""
     goal: dict[str, int] = {}
 
     def ready() -> bool:
         view = _view(target)
-        if view is None or view.leader is None or view.unreachable or len(view.statuses) != len(view.members):
+        index = settled_leader_index(view, host) if view is not None else None
+        if view is None or index is None:
             return False
-        if any(status_errors(s) for s in view.statuses.values()) or host not in view.statuses:
-            return False
-        goal.setdefault("index", view.statuses[view.leader].raft_index)
+        goal.setdefault("index", index)
         return view.statuses[host].raft_index >= goal["index"]
 
     _wait(f"etcd cluster {target.cluster.name}: every member healthy and {host} caught up", ready)
