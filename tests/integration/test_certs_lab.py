@@ -46,14 +46,19 @@ def lab(stack: Stack) -> Stack:
     return stack
 
 
-def test_check_lists_every_expected_certificate_fresh(lab: Stack) -> None:
+@pytest.fixture(scope="module")
+def checked(lab: Stack) -> list[dict]:
+    """`ufcctl certs check --output json` of the deployed lab, read once for this module (about 8 s)."""
+    proc = ufcctl(["certs", "check", "--inventory", "lab", "--output", "json"], lab.env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout)["certificates"]
+
+
+def test_check_lists_every_expected_certificate_fresh(lab: Stack, checked: list[dict]) -> None:
     text = ufcctl(["certs", "check", "--inventory", "lab"], lab.env, timeout=300)  # README, as written
     assert text.returncode == 0, text.stdout + text.stderr
     assert "threshold 30 days: ok" in text.stdout
-    proc = ufcctl(["certs", "check", "--inventory", "lab", "--output", "json"], lab.env, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    doc = json.loads(proc.stdout)
-    listed = {(c["host"], c["path"]): c for c in doc["certificates"]}
+    listed = {(c["host"], c["path"]): c for c in checked}
     inventory = load_inventory(lab.inventory)
     wanted = [e for h in inventory.hosts.values() for e in expected_on_host(h.name, h.groups, h.vars)
               if e.required]
@@ -92,11 +97,10 @@ def _exec(lab: Stack, node: str, command: str) -> None:
     assert proc.returncode == 0, f"{node}: {command}: {proc.stdout}{proc.stderr}"
 
 
-def test_the_expiry_metric_of_every_etcd_certificate_reaches_victoriametrics(lab: Stack) -> None:
+def test_the_expiry_metric_of_every_etcd_certificate_reaches_victoriametrics(lab: Stack, checked: list[dict],
+                                                                            ) -> None:
     """ufcctl-cert-metrics ran on the etcd members at deploy (the monitoring_agent play comes after
     etcd's); its values are the notAfter `certs check` reads."""
-    proc = ufcctl(["certs", "check", "--inventory", "lab", "--output", "json"], lab.env, timeout=300)
-    checked = json.loads(proc.stdout)["certificates"]
     vm = _vm(lab)
     for path in ("/etc/etcd/pki/member.crt", "/etc/etcd/pki/agent.crt", "/etc/etcd/pki/ca.crt"):
         want = sorted(int(dt.datetime.fromisoformat(c["not_after"]).timestamp()) for c in checked
@@ -140,21 +144,20 @@ RENEW_PREFIX = "/itest/renew"
 RENEW_RATE, RENEW_THREADS = 40.0, 4
 
 
-def _etcd_rows(lab: Stack) -> dict[tuple[str, str], dt.datetime]:
-    proc = ufcctl(["certs", "check", "--inventory", "lab", "--output", "json"], lab.env, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return {(c["host"], c["path"]): dt.datetime.fromisoformat(c["not_after"])
-            for c in json.loads(proc.stdout)["certificates"] if c["what"] in ETCD_SIGNED}
+def _etcd_rows(rows: list[dict]) -> dict[tuple[str, str], dt.datetime]:
+    return {(c["host"], c["path"]): dt.datetime.fromisoformat(c["not_after"]) for c in rows
+            if c["what"] in ETCD_SIGNED}
 
 
-def test_renew_etcd_under_writers_loses_no_write_and_a_second_run_renews_nothing(lab: Stack) -> None:
+def test_renew_under_writers_loses_no_write_and_a_second_run_renews_nothing(lab: Stack,
+                                                                           checked: list[dict]) -> None:
     """The README's command while a writer puts into each of the three clusters: no write fails, every
     certificate etcd's CA signs has a later notAfter, every cluster is healthy, and the renewal without
     --force then finds nothing due. The times per host and in total are printed (the note's numbers)."""
     plan = ufcctl(["certs", "renew", "--inventory", "lab", "--check"], lab.env, timeout=300)  # README
     assert plan.returncode == 0, plan.stdout + plan.stderr
     assert "nothing to renew (fewer than 30 days left)" in plan.stdout, plan.stdout  # a fresh lab
-    before = _etcd_rows(lab)
+    before = _etcd_rows(checked)
     # member, agent (3 members each), kube-apiserver's etcd client (3 control planes), ufcctl's
     assert len(before) == 10, sorted(before)
     inventory = load_inventory(lab.inventory)
@@ -168,12 +171,12 @@ def test_renew_etcd_under_writers_loses_no_write_and_a_second_run_renews_nothing
         with contextlib.ExitStack() as running:
             for writer in writers:
                 running.enter_context(writer)
-            time.sleep(2)
+            time.sleep(1)
             began = time.monotonic()
             proc = ufcctl(["certs", "renew", "--inventory", "lab", "--only", "etcd", "--force"], lab.env,
                           timeout=600)  # README, as written
             took = time.monotonic() - began
-            time.sleep(2)
+            time.sleep(1)
         print(proc.stdout)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         pairs = list(zip(clusters, writers, strict=True))
@@ -188,7 +191,9 @@ def test_renew_etcd_under_writers_loses_no_write_and_a_second_run_renews_nothing
             lost = [k for k, v in writer.stats.acked.items() if stored.get(k) != v]
             assert not lost, (cluster.name, len(lost), lost[:3])
         assert re.search(r"renewed 10 certificate\(s\) on 3 host\(s\) in [0-9.]+ s", proc.stdout), proc.stdout
-        after = _etcd_rows(lab)
+        proc = ufcctl(["certs", "check", "--inventory", "lab", "--output", "json"], lab.env, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        after = _etcd_rows(json.loads(proc.stdout)["certificates"])
         assert set(after) == set(before)
         stale = {k: (str(before[k]), str(after[k])) for k in before if not after[k] > before[k]}
         assert not stale, stale
