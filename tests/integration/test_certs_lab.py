@@ -2,23 +2,33 @@
 the catalog expects on each host is listed with more than 300 days left and the command exits 0; a
 threshold above every lifetime exits 1. The expiry metric of the etcd certificates reaches
 VictoriaMetrics with the same notAfter, and an expiring one (a test series on one worker) fires
-CertificateExpiresSoon, shown by `ufcctl health`, then resolves. Shares the deployed stack
-(tests/integration/conftest.py) and leaves it as it found it."""
+CertificateExpiresSoon, shown by `ufcctl health`, then resolves. Last, `ufcctl certs renew --only etcd
+--force` as the README says, under a writer per etcd cluster: no failed write, every renewed notAfter
+later, healthy clusters, and a second run renews nothing. Shares the deployed stack
+(tests/integration/conftest.py) and leaves it as it found it (with newer etcd certificates)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
+import re
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
+from etcd_writer import Writer
 
 from tests.helpers.lab import STACK_LAB, STACK_STATE, Stack, ufcctl
 from tests.helpers.victoria_query import query, wait_for
 from ufcctl.app.certs import controller_dirs
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.certs.catalog import expected_on_controller, expected_on_host
+from ufcctl.domain.certs.renew import ETCD_SIGNED
+from ufcctl.domain.etcd.settings import controller_pki_dir
+from ufcctl.domain.etcd.topology import etcd_clusters
+from ufcctl.engine.etcd_client import ClusterClient, TlsFiles
 
 pytestmark = pytest.mark.integration
 
@@ -36,14 +46,19 @@ def lab(stack: Stack) -> Stack:
     return stack
 
 
-def test_check_lists_every_expected_certificate_fresh(lab: Stack) -> None:
+@pytest.fixture(scope="module")
+def checked(lab: Stack) -> list[dict]:
+    """`ufcctl certs check --output json` of the deployed lab, read once for this module (about 8 s)."""
+    proc = ufcctl(["certs", "check", "--inventory", "lab", "--output", "json"], lab.env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout)["certificates"]
+
+
+def test_check_lists_every_expected_certificate_fresh(lab: Stack, checked: list[dict]) -> None:
     text = ufcctl(["certs", "check", "--inventory", "lab"], lab.env, timeout=300)  # README, as written
     assert text.returncode == 0, text.stdout + text.stderr
     assert "threshold 30 days: ok" in text.stdout
-    proc = ufcctl(["certs", "check", "--inventory", "lab", "--output", "json"], lab.env, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    doc = json.loads(proc.stdout)
-    listed = {(c["host"], c["path"]): c for c in doc["certificates"]}
+    listed = {(c["host"], c["path"]): c for c in checked}
     inventory = load_inventory(lab.inventory)
     wanted = [e for h in inventory.hosts.values() for e in expected_on_host(h.name, h.groups, h.vars)
               if e.required]
@@ -82,11 +97,10 @@ def _exec(lab: Stack, node: str, command: str) -> None:
     assert proc.returncode == 0, f"{node}: {command}: {proc.stdout}{proc.stderr}"
 
 
-def test_the_expiry_metric_of_every_etcd_certificate_reaches_victoriametrics(lab: Stack) -> None:
+def test_the_expiry_metric_of_every_etcd_certificate_reaches_victoriametrics(lab: Stack, checked: list[dict],
+                                                                            ) -> None:
     """ufcctl-cert-metrics ran on the etcd members at deploy (the monitoring_agent play comes after
     etcd's); its values are the notAfter `certs check` reads."""
-    proc = ufcctl(["certs", "check", "--inventory", "lab", "--output", "json"], lab.env, timeout=300)
-    checked = json.loads(proc.stdout)["certificates"]
     vm = _vm(lab)
     for path in ("/etc/etcd/pki/member.crt", "/etc/etcd/pki/agent.crt", "/etc/etcd/pki/ca.crt"):
         want = sorted(int(dt.datetime.fromisoformat(c["not_after"]).timestamp()) for c in checked
@@ -120,3 +134,75 @@ def test_an_expiring_certificate_fires_and_health_shows_it(lab: Stack) -> None:
     finally:
         _exec(lab, node, f"rm -f {textfile} {textfile}.tmp")
     _wait("CertificateExpiresSoon resolved", lambda: not query(vm, firing) or None)
+
+
+# ---- `ufcctl certs renew` (last in this module: the expiry metric above compares the deploy's
+# notAfter; the renewal refreshes the metric itself) --------------------------------------------------
+
+RENEW_PREFIX = "/itest/renew"
+# per cluster: a steady stream, not a speed test (the shared lab runs on two cores)
+RENEW_RATE, RENEW_THREADS = 40.0, 4
+
+
+def _etcd_rows(rows: list[dict]) -> dict[tuple[str, str], dt.datetime]:
+    return {(c["host"], c["path"]): dt.datetime.fromisoformat(c["not_after"]) for c in rows
+            if c["what"] in ETCD_SIGNED}
+
+
+def test_renew_under_writers_loses_no_write_and_a_second_run_renews_nothing(lab: Stack,
+                                                                           checked: list[dict]) -> None:
+    """The README's command while a writer puts into each of the three clusters: no write fails, every
+    certificate etcd's CA signs has a later notAfter, every cluster is healthy, and the renewal without
+    --force then finds nothing due. The times per host and in total are printed (the note's numbers)."""
+    plan = ufcctl(["certs", "renew", "--inventory", "lab", "--check"], lab.env, timeout=300)  # README
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert "nothing to renew (fewer than 30 days left)" in plan.stdout, plan.stdout  # a fresh lab
+    before = _etcd_rows(checked)
+    # member, agent (3 members each), kube-apiserver's etcd client (3 control planes), ufcctl's
+    assert len(before) == 10, sorted(before)
+    inventory = load_inventory(lab.inventory)
+    clusters = etcd_clusters(inventory)
+    first = inventory.hosts[clusters[0].members[0].host]
+    pki = controller_pki_dir(first.vars, Path(lab.env["UFC_STATE_DIR"]))
+    tls = TlsFiles(str(pki / "ca.crt"), str(pki / "ufcctl.crt"), str(pki / "ufcctl.key"))
+    writers = [Writer(list(c.client_urls), tls, f"{RENEW_PREFIX}/{c.name}", rate=RENEW_RATE,
+                      threads=RENEW_THREADS) for c in clusters]
+    try:
+        with contextlib.ExitStack() as running:
+            for writer in writers:
+                running.enter_context(writer)
+            time.sleep(1)
+            began = time.monotonic()
+            proc = ufcctl(["certs", "renew", "--inventory", "lab", "--only", "etcd", "--force"], lab.env,
+                          timeout=600)  # README, as written
+            took = time.monotonic() - began
+            time.sleep(1)
+        print(proc.stdout)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        pairs = list(zip(clusters, writers, strict=True))
+        print(f"certs renew: {took:.1f} s wall; writers: " + ", ".join(
+            f"{c.name} {len(w.stats.acked)} acked ({w.stats.rate:.0f}/s, {w.stats.retries} retries, slowest "
+            f"{max((s for _, s in w.stats.latencies), default=0):.2f} s)" for c, w in pairs))
+        for cluster, writer in pairs:
+            assert not writer.stats.failed, (cluster.name, writer.stats.failed[:5])
+            assert len(writer.stats.acked) >= 100, (cluster.name, len(writer.stats.acked))
+            stored = ClusterClient(cluster.name, cluster.client_urls, tls).first(
+                "get_prefix", f"{RENEW_PREFIX}/{cluster.name}/")
+            lost = [k for k, v in writer.stats.acked.items() if stored.get(k) != v]
+            assert not lost, (cluster.name, len(lost), lost[:3])
+        assert re.search(r"renewed 10 certificate\(s\) on 3 host\(s\) in [0-9.]+ s", proc.stdout), proc.stdout
+        proc = ufcctl(["certs", "check", "--inventory", "lab", "--output", "json"], lab.env, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        after = _etcd_rows(json.loads(proc.stdout)["certificates"])
+        assert set(after) == set(before)
+        stale = {k: (str(before[k]), str(after[k])) for k in before if not after[k] > before[k]}
+        assert not stale, stale
+        status = ufcctl(["etcd", "status", "--inventory", "lab", "--output", "json"], lab.env, timeout=120)
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert all(c["healthy"] and len(c["members"]) == 3 for c in json.loads(status.stdout)), status.stdout
+        again = ufcctl(["certs", "renew", "--inventory", "lab", "--only", "etcd"], lab.env, timeout=300)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert "nothing to renew (fewer than 30 days left)" in again.stdout, again.stdout
+    finally:
+        for cluster in clusters:
+            ClusterClient(cluster.name, cluster.client_urls, tls).first("delete_prefix", f"{RENEW_PREFIX}/")

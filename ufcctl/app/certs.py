@@ -72,6 +72,14 @@ def certs_check(inventory_dir: Path, *, limit: str | None, warn_days: int, forks
     is contacted. The controller's copies are listed when no --limit narrows the hosts."""
     inventory = load_inventory(inventory_dir)
     names = select_limit(inventory, inventory_dir, limit)
+    return read_certificates(inventory, names, warn_days=warn_days, forks=forks, controller=limit is None,
+                             now=now)
+
+
+def read_certificates(inventory: Inventory, names: list[str], *, warn_days: int, forks: int,
+                      controller: bool, now: dt.datetime | None = None) -> CertReport:
+    """The catalog's certificates on hosts `names` (one module run each) and, with `controller`, the
+    controller's copies, judged against `warn_days` (`certs check`, and `certs renew`'s plan)."""
     now = now or dt.datetime.now(dt.UTC)
     expected = {}
     for name in names:
@@ -101,7 +109,7 @@ def certs_check(inventory_dir: Path, *, limit: str | None, warn_days: int, forks
                 why = (got.message if got and got.message else None) or f"no result ({result.outcome})"
                 rows[name] = [unreachable_row(name, why)]
     out = [row for name in expected for row in rows[name]]
-    if limit is None:
+    if controller:
         mine = expected_on_controller(controller_dirs(inventory, state_dir()))
         out += _controller_rows(mine, now, warn_days)
     return report(out, warn_days, now)

@@ -1,4 +1,4 @@
-"""`ufcctl certs check`: flags and printing for the certificate expiry check."""
+"""`ufcctl certs check|renew`: flags and printing for the certificate expiry check and renewal."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ from pathlib import Path
 import click
 
 from ufcctl.app.certs import certs_check
+from ufcctl.app.certs_renew import certs_renew
 from ufcctl.cli.numbers import integer
 from ufcctl.cli.options import forks_option, inventory_option, output_option
 from ufcctl.domain.certs.check import DEFAULT_WARN_DAYS
-from ufcctl.errors import RunFailed
-from ufcctl.report.certs import print_certs
+from ufcctl.errors import InputError, RunFailed
+from ufcctl.report.certs import print_certs, print_renew_plan, print_renew_result
 from ufcctl.report.output import print_json
 
 # a bound only against absurd input (datetime's range ends in 9999): a threshold above every
@@ -52,6 +53,43 @@ def check(inventory: Path, limit: str | None, warn_days: int, forks: int, output
             f"({first.status}{': ' + first.detail if first.detail else ''})",
             "renew what expires (README: Certificates), or rerun `ufcctl deploy` for a missing file",
         )
+
+
+@certs.command()
+@inventory_option()
+@click.option("--only", multiple=True, metavar="WHAT",
+              help="etcd (every certificate etcd's CA signs) or etcd:<cluster> (that cluster's members); "
+                   "repeatable; default: everything renew knows.")
+@click.option("--within-days", type=integer(1, MAX_WARN_DAYS), default=None, metavar="N",
+              help=f"Renew what has fewer than N days left [default: {DEFAULT_WARN_DAYS}, what `certs check` "
+                   "warns about].")
+@click.option("--force", is_flag=True, help="Renew every chosen certificate, whatever its days left.")
+@click.option("--check", "-C", is_flag=True, help="Print the plan; change nothing.")
+@forks_option()
+@output_option()
+def renew(inventory: Path, only: tuple[str, ...], within_days: int | None, force: bool, check: bool,
+          forks: int, output: str) -> None:
+    """Renew the etcd certificates (each member's peer/server certificate, the defrag agent's,
+    kube-apiserver's and ufcctl's etcd client certificates) with the existing CA, one host at a
+    time: leaders last, each member restarted and caught up before the next. The CAs are never
+    renewed here.
+
+    Exit codes: 0 renewed, or nothing due (the plan is printed); 1 a step failed (the hosts before it
+    are renewed: run it again); 2 bad input (inventory, --only, --within-days with --force), an etcd
+    cluster that is not healthy, or a chosen certificate missing or unreadable: nothing touched.
+    """
+    if force and within_days is not None:
+        raise InputError("--within-days and --force: give one", "--force renews every chosen certificate")
+    days = DEFAULT_WARN_DAYS if within_days is None else within_days
+    say = (lambda _line: None) if output == "json" else (lambda line: print(line, flush=True))
+    result = certs_renew(inventory, only=only, within_days=days, force=force, check=check, forks=forks,
+                         log=say)
+    if output == "json":
+        print_json(result.to_json())
+    elif check or not result.times:
+        print_renew_plan(result.plan, check=check)
+    else:
+        print_renew_result(result.plan, [(t.host, t.seconds) for t in result.times], result.seconds)
 
 
 COMMANDS = [certs]

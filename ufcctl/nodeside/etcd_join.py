@@ -1,8 +1,11 @@
-"""Node CLI used by roles/etcd: is a cluster running (probe), and add this member to it (join).
+"""Node CLI used by roles/etcd: is a cluster running (probe), add this member to it (join), is it
+back and caught up after a restart (wait-settled).
 
 `--probe` prints {"running": bool, ...}; `--join` adds this member (or reuses an unfinished add)
 and writes the bootstrap environment file with `ETCD_INITIAL_CLUSTER_STATE=existing`; the role
-starts the unit right after, one joining host at a time.
+starts the unit right after, one joining host at a time. `--wait-settled` (tasks/renew.yml, after
+restarting this member) waits until every member answers under one leader and this member's raft
+index reaches the leader's as first seen then; exit 1 after --timeout seconds.
 
 Runs on the nodes: imports follow the rule in ufcctl/nodeside/__init__.py.
 """
@@ -15,6 +18,7 @@ import sys
 import time
 from typing import Any
 
+from ufcctl.domain.etcd.defrag import settled_leader_index
 from ufcctl.domain.etcd.membership import initial_cluster, plan_join
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError
 from ufcctl.nodeside.etcd_defrag_config import load_config
@@ -50,12 +54,33 @@ def _add(client: ClusterClient, peer_url: str) -> list[dict[str, Any]]:
             time.sleep(2)
 
 
+def wait_settled(client: ClusterClient, member: str, timeout: float, poll: float = 0.25) -> float | None:
+    """Seconds until the cluster settled with `member` caught up; None when `timeout` passed first."""
+    began = time.monotonic()
+    goal: int | None = None
+    while time.monotonic() - began <= timeout:
+        try:
+            view = client.view(with_last=False)
+        except EtcdError:
+            view = None
+        index = settled_leader_index(view, member) if view is not None else None
+        if index is not None:
+            goal = index if goal is None else goal
+            if view is not None and view.statuses[member].raft_index >= goal:
+                return time.monotonic() - began
+        time.sleep(poll)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ufcctl-etcd-member", description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True, help="agent config (JSON) written by roles/etcd")
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--probe", action="store_true", help="print whether the cluster answers")
     mode.add_argument("--join", action="store_true", help="add this member to the running cluster")
+    mode.add_argument("--wait-settled", action="store_true",
+                      help="wait until every member is healthy and this one caught up (after its restart)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds (--wait-settled)")
     parser.add_argument("--name", help="this member's name (--join)")
     parser.add_argument("--peer-url", help="this member's peer URL (--join)")
     parser.add_argument("--bootstrap-env", help="file to write the initial-cluster settings to (--join)")
@@ -63,6 +88,14 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_config(args.config)
     # this member's own endpoint is among them and is refused quickly while it is not running
     client = ClusterClient(cfg.cluster, cfg.endpoints, cfg.tls, timeout=5)
+    if args.wait_settled:
+        took = wait_settled(client, cfg.member or "", args.timeout)
+        if took is None:
+            print(f"error: cluster {cfg.cluster}: member {cfg.member} not healthy and caught up within "
+                  f"{args.timeout:.0f} s", file=sys.stderr)
+            return 1
+        print(json.dumps({"settled": True, "member": cfg.member, "seconds": round(took, 2)}))
+        return 0
     try:
         members = client.first("member_list_raw")
     except EtcdError as err:

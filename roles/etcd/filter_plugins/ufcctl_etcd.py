@@ -61,12 +61,15 @@ def ufcctl_etcd_rule_error(text: str) -> str:
 
 
 def ufcctl_etcd_certs_to_issue(
-    certs: Sequence[Mapping[str, Any]], probed: Mapping[str, Any] | None, ca_pem: str | None
+    certs: Sequence[Mapping[str, Any]], probed: Mapping[str, Any] | None, ca_pem: str | None,
+    renew_days: Any = 0, renew_issued_before: Any = "",
 ) -> dict[str, list[str]]:
     """name -> reasons, for each of this host's certificates (the role's __etcd_certs) whose key
-    must be made or fixed or which must be signed again, judged from the etcd_probe result."""
+    must be made or fixed or which must be signed again, judged from the etcd_probe result;
+    renew_days / renew_issued_before: etcd_cert_renew_days and etcd_cert_renew_issued_before."""
     requests = [pki.CertRequest.from_role(cert) for cert in certs]
-    return pki.certificates_to_issue(requests, probed or {}, str(ca_pem) if ca_pem else None)
+    renewal = pki.Renewal.from_role(renew_days, renew_issued_before)
+    return pki.certificates_to_issue(requests, probed or {}, str(ca_pem) if ca_pem else None, renewal)
 
 
 class FilterModule:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from ufcctl.domain.etcd.defrag import ClusterView, Member, MemberStatus
 from ufcctl.engine.etcd_client import EtcdError
 from ufcctl.nodeside import etcd_join
 
@@ -50,3 +51,39 @@ def test_add_gives_up_after_the_deadline(monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(EtcdError, match="unhealthy cluster"):
         etcd_join._add(client, "https://b:2380")  # type: ignore[arg-type]
     assert client.calls == 1
+
+
+# ---- --wait-settled (roles/etcd tasks/renew.yml, after each member's restart) ------------------------
+
+def _view(leader_index: int, mine: int, *, down: bool = False, errors: tuple[str, ...] = ()) -> ClusterView:
+    members = tuple(Member(str(i), f"cp{i}", (f"https://10.0.0.{i}:2379",)) for i in (1, 2, 3))
+    statuses = {"cp1": MemberStatus("1", "1", 0, 0, 9, 2, leader_index, errors=errors),
+                "cp2": MemberStatus("2", "1", 0, 0, 9, 2, mine)}
+    if not down:
+        statuses["cp3"] = MemberStatus("3", "1", 0, 0, 9, 2, leader_index)
+    return ClusterView("core", members, statuses, {"cp3": "refused"} if down else {})
+
+
+class Views:
+    def __init__(self, views: list[ClusterView | None]):
+        self.views = views
+
+    def view(self, with_last: bool = True) -> ClusterView:
+        view = self.views.pop(0) if len(self.views) > 1 else self.views[0]
+        if view is None:
+            raise EtcdError("core", "connection refused")
+        return view
+
+
+def test_wait_settled_waits_for_every_member_then_for_the_leaders_first_index() -> None:
+    # cp2 restarting (no answer), cp3 down, the leader reporting an error, then settled with cp2 behind
+    # the leader's index as first seen (100): done once cp2 reaches 100, not the later 140
+    views = [None, _view(90, 0, down=True), _view(95, 0, errors=("NOSPACE",)), _view(100, 60), _view(120, 99),
+             _view(140, 100)]
+    client = Views(views)
+    assert etcd_join.wait_settled(client, "cp2", timeout=5) is not None  # type: ignore[arg-type]
+    assert client.views == [_view(140, 100)]
+
+
+def test_wait_settled_gives_up_after_the_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert etcd_join.wait_settled(Views([_view(9, 9, down=True)]), "cp2", timeout=-1) is None  # type: ignore[arg-type]

@@ -240,6 +240,17 @@ def followers_due(view: ClusterView, settings: DefragSettings, now: float) -> li
     return [m.name for m in view.members if m.name != leader and decide(view, m.name, settings, now).due]
 
 
+def settled_leader_index(view: ClusterView, member: str) -> int | None:
+    """The leader's raft index once every member answers without errors under one leader, `member`
+    among them; None while not (a member restarting, an election). A member is caught up when its
+    own index reaches the first such value seen after its restart (`ufcctl certs renew`)."""
+    if view.leader is None or view.unreachable or member not in view.statuses:
+        return None
+    if len(view.statuses) != len(view.members) or any(status_errors(s) for s in view.statuses.values()):
+        return None
+    return view.statuses[view.leader].raft_index
+
+
 def move_leader_target(view: ClusterView, exclude: str) -> Member | None:
     """The follower most up to date (highest raft index) to hand leadership to before defragmenting."""
     candidates = [

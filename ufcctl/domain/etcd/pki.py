@@ -6,10 +6,15 @@ key/CSR/sign steps entirely. The checks follow what community.crypto's ownca pro
 before it re-signs (x509_certificate_pipe, ignore_timestamps: true): the certificate's public key
 is the key's, subject and extensions (SANs, extended key usage) are the request's, the subject key
 identifier is derived from the key, and the CA signed it (issuer, signature, authority key id).
+Renewal (`ufcctl certs renew`) adds one more reason, never for a CA: fewer than `renew_days` days
+left, or issued before `issued_before` (--force: the renewal run's start, so a member renewed earlier
+in the same run is not signed twice). Such reasons start with RENEW; the role signs those again
+with their existing key (community.crypto's `force`), the others only when the request changed.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +32,7 @@ KEY_TYPE = ("EC", "secp256r1")
 KEY_MODE = "0600"
 # the modes the controller-side tasks give these files
 CONTROLLER_MODES = {"ca.key": "0600", "ca.crt": "0644", "ufcctl.key": "0600", "ufcctl.crt": "0644"}
+RENEW = "renew: "  # the prefix of a renewal reason (roles/etcd signs those with force)
 EXTENSION_NAMES = {
     x509.oid.ExtensionOID.SUBJECT_ALTERNATIVE_NAME: "subject alternative names",
     x509.oid.ExtensionOID.EXTENDED_KEY_USAGE: "extended key usage",
@@ -148,6 +154,44 @@ def certificate_problems(
     return problems + _identifier_problems(cert, ca)
 
 
+@dataclass(frozen=True)
+class Renewal:
+    """When a certificate that still matches its request is signed again (`ufcctl certs renew`)."""
+
+    days: int = 0  # fewer than this many days left (0: never for time)
+    issued_before: dt.datetime | None = None  # notBefore earlier than this (--force)
+    now: dt.datetime | None = None  # when judged (None: the current time)
+
+    @classmethod
+    def from_role(cls, days: Any, issued_before: Any, now: dt.datetime | None = None) -> Renewal:
+        """The role's etcd_cert_renew_days and etcd_cert_renew_issued_before (ISO 8601, "" for none)."""
+        text = str(issued_before or "").strip()
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+        if when is not None and when.tzinfo is None:
+            when = when.replace(tzinfo=dt.UTC)
+        return cls(int(days or 0), when, now)
+
+
+def renewal_reasons(cert_pem: str | None, renewal: Renewal | None) -> list[str]:
+    """Why a certificate that matches its request is signed again (empty: it is not)."""
+    if renewal is None or not cert_pem or (renewal.days <= 0 and renewal.issued_before is None):
+        return []
+    try:
+        cert = x509.load_pem_x509_certificate(cert_pem.encode())
+    except ValueError:
+        return []  # certificate_problems already says it is unreadable
+    now = renewal.now or dt.datetime.now(dt.UTC)
+    reasons = []
+    left = cert.not_valid_after_utc - now
+    # the same comparison as `ufcctl certs check` (domain/certs/check.py judge): fewer than N days
+    if renewal.days > 0 and left < dt.timedelta(days=renewal.days):
+        reasons.append(f"{RENEW}{left.days} days left, fewer than {renewal.days}")
+    if renewal.issued_before is not None and cert.not_valid_before_utc < renewal.issued_before:
+        reasons.append(f"{RENEW}issued {cert.not_valid_before_utc:%Y-%m-%dT%H:%M:%SZ}, before "
+                       f"{renewal.issued_before:%Y-%m-%dT%H:%M:%SZ} (forced)")
+    return reasons
+
+
 def key_problems(request: CertRequest, key: Mapping[str, Any] | None) -> list[str]:
     """What is wrong with the key file as the node probe saw it (type, owner, group, mode)."""
     if not key or not key.get("exists"):
@@ -161,7 +205,8 @@ def key_problems(request: CertRequest, key: Mapping[str, Any] | None) -> list[st
 
 
 def certificates_to_issue(
-    requests: Sequence[CertRequest], probed: Mapping[str, Mapping[str, Any]], ca_pem: str | None
+    requests: Sequence[CertRequest], probed: Mapping[str, Mapping[str, Any]], ca_pem: str | None,
+    renewal: Renewal | None = None,
 ) -> dict[str, list[str]]:
     """name -> reasons, for every certificate that needs its key fixed or a new signature."""
     out: dict[str, list[str]] = {}
@@ -173,6 +218,8 @@ def certificates_to_issue(
             problems.append("no CA certificate on the controller yet")
         elif key.get("exists"):
             problems += certificate_problems(request, seen.get("cert"), key.get("public_key"), ca_pem)
+        if not problems:
+            problems = renewal_reasons(seen.get("cert"), renewal)
         if problems:
             out[request.name] = sorted(set(problems), key=problems.index)
     return out
@@ -200,8 +247,9 @@ def _private_public(data: bytes) -> bytes | None:
     return _public_pem(key.public_key())
 
 
-def controller_problems(files: ControllerFiles) -> list[str]:
-    """What the role's controller-side CA tasks would change (empty: they can be skipped)."""
+def controller_problems(files: ControllerFiles, renewal: Renewal | None = None) -> list[str]:
+    """What the role's controller-side CA tasks would change (empty: they can be skipped). A renewal
+    applies to ufcctl's client certificate only: the CA is never made again here."""
     if files.directory_mode != "0700":
         return [f"directory mode {files.directory_mode or 'absent'}, not 0700"]
     problems = []
@@ -224,4 +272,7 @@ def controller_problems(files: ControllerFiles) -> list[str]:
         problems.append("ufcctl.crt is not for ufcctl.key (or ufcctl.key is not EC secp256r1)")
     if client.issuer != ca.subject or not _signed_by(client, ca):
         problems.append("ufcctl.crt is not signed by ca.crt")
+    if not problems:
+        problems = [f"ufcctl.crt: {r}" for r in renewal_reasons(files.client_cert.decode("ascii", "replace"),
+                                                                 renewal)]
     return problems

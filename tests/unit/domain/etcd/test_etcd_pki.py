@@ -15,12 +15,14 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from ufcctl.domain.etcd.pki import (
     CertRequest,
     ControllerFiles,
+    Renewal,
     certificate_problems,
     certificates_to_issue,
     controller_problems,
 )
 
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+DAY = datetime.timedelta(days=1)
 MEMBER = CertRequest(
     name="member",
     common_name="cp1",
@@ -245,3 +247,56 @@ def test_a_broken_controller_pki_runs_the_controller_tasks(pki, change, problem)
         client = _leaf(_key(), other_key, other, CertRequest("ufcctl", "ufcctl", (), ("clientAuth",), ""))
         change = {"client_cert": _pem(client).encode()}
     assert problem in controller_problems(_controller(pki, **change))
+
+
+# ---- renewal (`ufcctl certs renew`): a certificate that matches its request, signed again -----------
+
+def _seen(pki) -> dict[str, object]:
+    return {"member": {"cert": _pem(pki["cert"]), "key": _key_seen(pki["key"])}}
+
+
+@pytest.mark.parametrize(
+    ("renewal", "reasons"),
+    [
+        pytest.param(Renewal(30, None, NOW + DAY * 710), ["renew: 20 days left, fewer than 30"],
+                     id="within-days"),
+        pytest.param(Renewal(30, None, NOW + DAY * 731), ["renew: -1 days left, fewer than 30"],
+                     id="expired"),
+        pytest.param(Renewal(30, None, NOW + DAY * 699), [], id="not-yet"),
+        pytest.param(Renewal(0, NOW + datetime.timedelta(seconds=1), NOW),
+                     ["renew: issued 2026-01-01T00:00:00Z, before 2026-01-01T00:00:01Z (forced)"],
+                     id="forced"),
+        # the run's start: what this run signed already is not signed twice
+        pytest.param(Renewal(0, NOW, NOW), [], id="forced-issued-in-this-run"),
+        pytest.param(Renewal(), [], id="a-deploy"),
+    ],
+)
+def test_a_matching_certificate_is_renewed_only_when_told(pki, renewal: Renewal, reasons: list[str]) -> None:
+    got = certificates_to_issue([MEMBER], _seen(pki), _pem(pki["ca"]), renewal)
+    assert got == ({"member": reasons} if reasons else {})
+
+
+def test_a_stale_certificate_keeps_its_own_reasons_under_a_renewal(pki) -> None:
+    other_key = _key()
+    cert = _leaf(pki["key"], other_key, _ca(other_key))
+    seen = {"member": {"cert": _pem(cert), "key": _key_seen(pki["key"])}}
+    reasons = certificates_to_issue([MEMBER], seen, _pem(pki["ca"]), Renewal(0, NOW + DAY))
+    assert "not signed by the current CA" in reasons["member"]
+    assert not any(r.startswith("renew: ") for r in reasons["member"])  # no force: the request changed
+
+
+def test_the_role_settings_parse() -> None:
+    assert Renewal.from_role("30", "") == Renewal(30, None)
+    assert Renewal.from_role(0, "2026-11-28T19:30:00Z").issued_before == datetime.datetime(
+        2026, 11, 28, 19, 30, tzinfo=datetime.UTC)
+    assert Renewal.from_role(None, "2026-11-28T19:30:00").issued_before.tzinfo == datetime.UTC
+
+
+def test_the_controller_renews_ufcctls_certificate_never_the_ca(pki) -> None:
+    # 4000 days: more than the CA's 3650 too; still only the client certificate is named
+    far = Renewal(4000, None, NOW)
+    assert controller_problems(_controller(pki), far) == ["ufcctl.crt: renew: 730 days left, fewer than 4000"]
+    assert controller_problems(_controller(pki), Renewal(30, None, NOW)) == []
+    # a broken PKI is reported as before, never as a renewal
+    broken = _controller(pki, directory_mode=None)
+    assert controller_problems(broken, far) == ["directory mode absent, not 0700"]

@@ -1,0 +1,188 @@
+"""Use case `ufcctl certs renew`: the certificates etcd's CA signs, renewed one host at a time with no
+etcd cluster losing quorum or a write.
+
+Before anything changes: every etcd cluster must be healthy, and the plan (ufcctl/domain/certs/renew.py)
+is made from the same reading `certs check` makes, at the renewal threshold. Then, host by host
+(leaders last): a cluster this host leads hands leadership to another member (etcd's MoveLeader),
+playbooks/certs-renew.yml signs the host's certificates again with the existing CA and keys and
+restarts its members one at a time (each healthy before the next), and ufcctl waits until every
+member of those clusters is healthy and the restarted one holds everything the leader had committed
+when the run ended, before the next host.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ufcctl.app.certs import read_certificates
+from ufcctl.app.etcd_maint import Target, cluster_targets, etcd_status
+from ufcctl.app.inventory import load_inventory
+from ufcctl.domain.certs.catalog import CONTROL_PLANE
+from ufcctl.domain.certs.renew import PlanError, RenewPlan, Step, parse_only, plan_renewal, successor
+from ufcctl.domain.etcd.defrag import ClusterView, settled_leader_index, status_errors
+from ufcctl.domain.inventory.model import Inventory
+from ufcctl.engine.etcd_client import EtcdError
+from ufcctl.engine.runner import RunOptions, run_playbook
+from ufcctl.errors import InputError, RunFailed
+from ufcctl.paths import playbook
+
+PLAYBOOK = "certs-renew.yml"
+# Seconds a cluster has, after a host's run, to be healthy with the restarted member caught up; and a
+# leader handover to show. A restarted member is back in about a second on the lab; etcd's own
+# election timeout is 1-10 s at the role's settings: 120 s only stops a run that will not recover.
+SETTLE_TIMEOUT = 120.0
+POLL = 0.25
+
+
+@dataclass(frozen=True)
+class HostTime:
+    host: str
+    seconds: float
+    handovers: tuple[str, ...] = ()  # "core: cp1 -> cp2"
+
+
+@dataclass
+class RenewResult:
+    plan: RenewPlan
+    check: bool
+    times: list[HostTime] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"plan": self.plan.to_json(), "check": self.check, "seconds": round(self.seconds, 1),
+                "hosts": [{"host": t.host, "seconds": round(t.seconds, 1), "handovers": list(t.handovers)}
+                          for t in self.times]}
+
+
+def certs_renew(inventory_dir: Path, *, only: tuple[str, ...], within_days: int, force: bool, check: bool,
+                forks: int, log: Callable[[str], None] = print,
+                now: dt.datetime | None = None) -> RenewResult:
+    """Plan, then (unless `check` or nothing is due) renew host by host. Refuses (InputError, nothing
+    touched) a bad --only, a cluster that is not healthy, and a chosen certificate that is missing,
+    unreadable or on a host that does not answer."""
+    inventory = load_inventory(inventory_dir)
+    targets = cluster_targets(inventory_dir, None, inventory)
+    members = {t.cluster.name: [m.host for m in t.cluster.members] for t in targets}
+    try:
+        selection = parse_only(only, list(members))
+    except PlanError as err:
+        raise InputError(str(err), "`ufcctl certs renew --help` lists what --only takes") from err
+    statuses = etcd_status(inventory_dir, inventory=inventory)
+    sick = [s for s in statuses if not s.healthy]
+    if sick:
+        raise InputError(
+            "; ".join(f"etcd cluster {s.cluster} is not healthy: {'; '.join(s.problems)}" for s in sick),
+            "renewal restarts members one at a time and needs every member up first: "
+            "`ufcctl etcd status`, then start the member or `ufcctl etcd member replace`")
+    now = now or dt.datetime.now(dt.UTC)
+    names = list(dict.fromkeys([*(h for hosts in members.values() for h in hosts),
+                                *inventory.group_hosts(CONTROL_PLANE)]))
+    report = read_certificates(inventory, names, warn_days=within_days, forks=forks, controller=True, now=now)
+    plan = plan_renewal(report.rows, members, {s.cluster: s.leader for s in statuses}, selection,
+                        within_days=within_days, force=force)
+    if plan.problems:
+        raise InputError(f"certs renew: {len(plan.problems)} certificate(s) cannot be renewed: "
+                         + "; ".join(plan.problems[:5]),
+                         "a missing or unreadable certificate is made again by `ufcctl deploy`; a host that "
+                         "does not answer must be back first")
+    result = RenewResult(plan, check)
+    if check or plan.empty:
+        return result
+    extravars: dict[str, Any] = {"etcd_cert_renew_days": within_days}
+    if force:
+        # notBefore is the signing time on this controller: the run's start, in whole seconds
+        extravars["etcd_cert_renew_issued_before"] = now.replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    began = time.monotonic()
+    done: set[str] = set()
+    by_name = {t.cluster.name: t for t in targets}
+    for step in plan.steps:
+        result.times.append(_renew_host(inventory, step, by_name, members, done, extravars, log))
+        done.add(step.host)
+    result.seconds = time.monotonic() - began
+    return result
+
+
+def _renew_host(inventory: Inventory, step: Step, targets: dict[str, Target], members: dict[str, list[str]],
+                done: set[str], extravars: dict[str, Any], log: Callable[[str], None]) -> HostTime:
+    began = time.monotonic()
+    clusters = [c for c, hosts in members.items() if step.host in hosts]
+    handovers = tuple(h for c in clusters
+                      if step.restart and (h := _hand_over(targets[c], step.host, done, log)))
+    what = ", ".join(i.path for i in step.items) or "ufcctl's client certificate only"
+    log(f"{step.host}: renewing {what}" + (f"; restarting etcd {', '.join(clusters)} one at a time"
+                                           if step.restart else ""))
+    context = [h for h in dict.fromkeys([*(h for hosts in members.values() for h in hosts),
+                                         *inventory.group_hosts(CONTROL_PLANE)]) if h != step.host]
+    run = run_playbook(playbook(PLAYBOOK), inventory.subset([step.host]), RunOptions(
+        forks=1, context=tuple(inventory.subset(context)),
+        extravars={**extravars, "etcd_renew_restart": clusters}))
+    if run.failed_of([step.host]):
+        raise RunFailed(f"certs renew on {step.host} failed: {run.why(step.host)}",
+                        f"details in {run.run_dir}; the hosts before it are renewed, run the command again "
+                        "for the rest (a second run renews only what is still due)")
+    for cluster in clusters:  # also where no restart was planned: the role restarts on a changed file
+        _settle(targets[cluster], step.host)
+    seconds = time.monotonic() - began
+    log(f"{step.host}: done in {seconds:.1f} s")
+    return HostTime(step.host, seconds, handovers)
+
+
+def _view(target: Target) -> ClusterView | None:
+    try:
+        return target.client.view(with_last=False)
+    except EtcdError:
+        return None
+
+
+def _hand_over(target: Target, host: str, done: set[str], log: Callable[[str], None]) -> str | None:
+    """Move leadership of the cluster off `host` before its member restarts (to a renewed member when
+    there is one); None when `host` does not lead it."""
+    view = _view(target)
+    if view is None or view.leader != host:
+        return None
+    indexes = {n: s.raft_index for n, s in view.statuses.items() if not status_errors(s)}
+    heir = successor(indexes, host, done)
+    leader, member = view.member(host), view.member(heir) if heir else None
+    if leader is None or member is None:
+        return None  # a cluster of one: its restart is its outage (refused by the inventory check)
+    name = target.cluster.name
+    log(f"{host}: handing leadership of etcd {name} to {heir}")
+    try:
+        target.client.gateway(leader.endpoint).move_leader(member.member_id)
+    except EtcdError as err:
+        raise RunFailed(f"etcd cluster {name}: moving leadership from {host} to {heir}: {err}",
+                        f"nothing was renewed on {host}; `ufcctl etcd status --cluster {name}`") from err
+    _wait(f"etcd cluster {name}: leadership off {host}",
+          lambda: (v := _view(target)) is not None and v.leader not in (None, host))
+    return f"{name}: {host} -> {heir}"
+
+
+def _settle(target: Target, host: str) -> None:
+    """Every member healthy and the restarted one caught up: its committed raft index at least the
+    leader's as first seen from here after the host's run (a fixed target, however fast writers go;
+    the node checked the same after each restart: `ufcctl-etcd-member --wait-settled`)."""
+    goal: dict[str, int] = {}
+
+    def ready() -> bool:
+        view = _view(target)
+        index = settled_leader_index(view, host) if view is not None else None
+        if view is None or index is None:
+            return False
+        goal.setdefault("index", index)
+        return view.statuses[host].raft_index >= goal["index"]
+
+    _wait(f"etcd cluster {target.cluster.name}: every member healthy and {host} caught up", ready)
+
+
+def _wait(what: str, ready: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + SETTLE_TIMEOUT
+    while not ready():
+        if time.monotonic() > deadline:
+            raise RunFailed(f"{what}: not within {SETTLE_TIMEOUT:.0f} s",
+                            "check `ufcctl etcd status`; run the command again once every member is healthy")
+        time.sleep(POLL)
