@@ -29,6 +29,9 @@ def _tree_size(path: Path) -> tuple[int, int]:
 
 
 def main() -> None:
+    from benchlib import take_record  # this directory: the script's own
+
+    record = take_record("bench_artifacts")
     hosts_n = int(sys.argv[1]) if len(sys.argv) > 1 else 40
     tasks_n = int(sys.argv[2]) if len(sys.argv) > 2 else 30
     host_tasks = hosts_n * tasks_n
@@ -78,6 +81,11 @@ def main() -> None:
     scale = 16000 * 30
     print(f"projected for 16,000 hosts x 30 tasks: ufcctl {ufc_bytes / host_tasks * scale / 2**20:.0f} MiB, "
           f"runner default {base_bytes / host_tasks * scale / 2**30:.1f} GiB")
+    record.figure("ufcctl bytes per host-task", ufc_bytes / host_tasks, "B")
+    record.figure("runner default bytes per host-task", base_bytes / host_tasks, "B")
+    record.figure("ufcctl run wall", ufc_seconds, "s")
+    record.ratio("runner default / ufcctl bytes", base_bytes / max(ufc_bytes, 1))
+    record.write()
 
 
 if __name__ == "__main__":

@@ -53,6 +53,9 @@ LAB = os.environ.get("BENCH_LAB", "bdep")
 SUBNET = os.environ.get("BENCH_SUBNET", "10.89.79.0/24")
 BIN = Path(sys.executable).parent
 UFCCTL = str(BIN / "ufcctl")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import take_record  # noqa: E402
+
 RECAP = re.compile(
     r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)", re.MULTILINE)
 
@@ -191,6 +194,7 @@ def _machine() -> str:
 
 
 def main() -> None:
+    record = take_record("bench_deploy")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workers", nargs="?", type=int, default=6, help="worker nodes (default 6)")
     parser.add_argument("--tags", help="the cluster phase's tags (the CI smoke run: preflight,node_tuning)")
@@ -222,6 +226,9 @@ def main() -> None:
     for phase in ("cluster", "nodes"):
         for name, first, noop in ((f"ufcctl {phase}", ufc_first[phase], ufc_noop[phase]),
                                   (f"ansible-playbook {phase}", base_first[phase], base_noop[phase])):
+            for when, run in (("first", first), ("no-op", noop)):
+                record.figure(f"{name} {when} wall", run.wall, "s")
+                record.figure(f"{name} {when} CPU", run.cpu, "CPU-s")
             print(f"{name:34} {first.wall:8.1f} {first.cpu:7.1f} {noop.wall:8.1f} {noop.cpu:7.1f} "
                   f"{noop.host_tasks:10d} {noop.tasks_of(cp1):5d} {noop.tasks_of(w01):5d}  "
                   f"{first.load:.1f}/{noop.load:.1f}")
@@ -231,10 +238,14 @@ def main() -> None:
         print(f"{phase} phase, baseline / ufcctl: first wall = {bf.wall / uf.wall:.2f}x, "
               f"CPU = {bf.cpu / uf.cpu:.2f}x; no-op wall = {bn.wall / un.wall:.2f}x, "
               f"CPU = {bn.cpu / un.cpu:.2f}x")
+        record.ratio(f"{phase} baseline/ufcctl first CPU", bf.cpu / uf.cpu)
+        record.ratio(f"{phase} baseline/ufcctl no-op CPU", bn.cpu / un.cpu)
     per = {name: run["nodes"].cpu / args.workers for name, run in
            (("ufcctl first", ufc_first), ("no-op", ufc_noop), ("baseline first", base_first),
             ("baseline no-op", base_noop))}
     print("node phase controller CPU per worker: " + ", ".join(f"{k} {v:.2f} s" for k, v in per.items()))
+    for k, v in per.items():
+        record.figure(f"node phase CPU per worker, {k}", v, "CPU-s")
     joins = ufc_first["nodes"]
     # the join benchmark (issue 26): joined (and, on NPU nodes with a driver, admitted) workers per minute
     # of the node phase, and what one controller would spend at 16,000 of them at this per-node cost
@@ -246,6 +257,7 @@ def main() -> None:
     seconds = sorted(ufc_first["nodes"].node_seconds)
     if seconds:
         print(_projection(seconds[len(seconds) // 2]))
+    record.write()
 
 
 if __name__ == "__main__":

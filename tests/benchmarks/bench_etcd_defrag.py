@@ -24,6 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 from etcd_writer import Writer, percentile  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import take_record  # noqa: E402
+
 from ufcctl.app.inventory import load_inventory  # noqa: E402
 from ufcctl.domain.etcd.defrag import DefragSettings  # noqa: E402
 from ufcctl.domain.etcd.rule import parse_rule  # noqa: E402
@@ -42,6 +45,7 @@ def _latencies(writer: Writer, start: float, end: float) -> list[float]:
 
 
 def main() -> None:
+    record = take_record("bench_etcd_defrag")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--inventory", default="lab")
     parser.add_argument("--cluster", default="events", choices=["core", "events", "pods"])
@@ -102,6 +106,8 @@ def main() -> None:
             f"{name:<22}{len(lat):>8}{percentile(lat, 50) * 1000:>10.1f}{percentile(lat, 99) * 1000:>10.1f}"
             f"{max(lat or [0]) * 1000:>10.1f}{stats.rate:>9.0f}"
         )
+        record.figure(f"{name} put p50", percentile(lat, 50) * 1000, "ms")
+        record.figure(f"{name} put p99", percentile(lat, 99) * 1000, "ms")
     print(
         f"ratio during/baseline: p50 x{percentile(during_lat, 50) / percentile(base_lat, 50):.2f}, "
         f"p99 x{percentile(during_lat, 99) / percentile(base_lat, 99):.2f}; "
@@ -119,6 +125,10 @@ def main() -> None:
             f"{after:>11.1f}{before - after:>11.1f}"
         )
     print(f"rolling defrag wall time: {ended - started:.1f}s for {len(report.outcomes)} members")
+    record.figure("rolling defrag wall", ended - started, "s")
+    record.figure("lost writes", len(during.stats.failed) + len(base.stats.failed), "writes")
+    record.ratio("p99 during / baseline", percentile(during_lat, 99) / percentile(base_lat, 99))
+    record.write()
 
 
 if __name__ == "__main__":

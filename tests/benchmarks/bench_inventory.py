@@ -29,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script: make tests.helpers importable
 
+from tests.benchmarks.benchlib import Record, take_record  # noqa: E402
 from tests.helpers.gen_inventory import ClusterShape, write_cluster_inventory  # noqa: E402
 
 UFCCTL_PROBE = """
@@ -93,7 +94,7 @@ def machine() -> str:
     )
 
 
-def bench(style: str, nodes: int, repeat: int, binary: str, work: Path) -> None:
+def bench(style: str, nodes: int, repeat: int, binary: str, work: Path, record: Record) -> None:
     directory = write_cluster_inventory(work / style, ClusterShape(npu_nodes=nodes), style=style)
     size = sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
     print(
@@ -120,9 +121,13 @@ def bench(style: str, nodes: int, repeat: int, binary: str, work: Path) -> None:
         f"(target >= 20x)"
     )
     print(f"   machine after:  {machine()}")
+    record.figure(f"{style} ufcctl load+validate CPU", cpu, "s")
+    record.figure(f"{style} ansible-inventory --list CPU", theirs["cpu"], "s")
+    record.ratio(f"{style} ansible / ufcctl CPU", theirs["cpu"] / cpu)
 
 
 def main() -> None:
+    record = take_record("bench_inventory")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=16000)
     parser.add_argument("--style", choices=["ranges", "explicit", "both"], default="ranges")
@@ -134,7 +139,8 @@ def main() -> None:
     styles = ["ranges", "explicit"] if args.style == "both" else [args.style]
     with tempfile.TemporaryDirectory(prefix="bench-inventory-") as tmp:
         for style in styles:
-            bench(style, args.nodes, args.repeat, binary, Path(tmp))
+            bench(style, args.nodes, args.repeat, binary, Path(tmp), record)
+    record.write()
 
 
 if __name__ == "__main__":

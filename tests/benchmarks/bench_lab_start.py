@@ -45,6 +45,9 @@ def _load() -> str:
 
 
 def main() -> None:
+    from benchlib import take_record  # this directory: the script's own
+
+    record = take_record("bench_lab_start")
     workers = int(sys.argv[1]) if len(sys.argv) > 1 else 6
     levels = [int(x) for x in (sys.argv[2] if len(sys.argv) > 2 else "1,4,8").split(",")]
     podman = Podman()
@@ -70,6 +73,10 @@ def main() -> None:
     for level, start, ready, total, down, load in rows:
         ratio = total / base[3]
         print(f"{level:>8} {start:>8.1f} {ready:>8.1f} {total:>7.1f} {down:>7.1f} {ratio:>9.2f}  {load}")
+        record.figure(f"parallel {level} lab up", total, "s")
+        record.figure(f"parallel {level} lab down", down, "s")
+        record.ratio(f"parallel {level} / parallel {base[0]} up", ratio)
+    record.write()
 
 
 if __name__ == "__main__":

@@ -241,6 +241,9 @@ def machine() -> str:
 
 
 def main() -> None:
+    from benchlib import take_record  # this directory: the script's own
+
+    record = take_record("bench_placement")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the 16,000-node snapshot")
     parser.add_argument("--repeat", type=int, default=3)
@@ -295,6 +298,12 @@ def main() -> None:
         print(f"machine: {machine()}")
         own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
         print(f"(generator process peak RSS {own:.2f} GiB; not part of the measurement)")
+        for name, result in best.items():
+            record.figure(f"{name} CPU", result["cpu"], "s")
+            record.figure(f"{name} peak RSS", result["rss_kib"] / 2**20, "GiB")
+        record.ratio("validate / json.load CPU", ratio)
+        record.ratio("validate / json.load GC off CPU", strict)
+    record.write()
 
 
 if __name__ == "__main__":

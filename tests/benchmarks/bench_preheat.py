@@ -27,6 +27,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tests.benchmarks.benchlib import take_record  # noqa: E402
 from tests.lab_standins.upstream_registry import registry  # noqa: E402
 from tests.lab_standins.upstream_registry.image import MIB, TestImage, build_image  # noqa: E402
 from tests.lab_standins.upstream_registry.push import push_image  # noqa: E402
@@ -62,6 +63,7 @@ def _preheat(inventory: Path, ref: str, batch: int) -> float:
 
 
 def main() -> int:
+    record = take_record("bench_preheat")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--inventory", type=Path, required=True, help="a deployed lab's inventory directory")
     parser.add_argument("--layers", type=int, default=4)
@@ -129,6 +131,13 @@ def main() -> int:
           f"serving cache warmed, {fills:.1f} fills each): direct / caches = "
           f"{nodes / (fills * (tor_caches + pod_caches)):.1f}x fewer upstream bytes")
     print(f"load average at end {os.getloadavg()[0]:.1f}")
+    record.figure("through caches wall", cached_wall, "s")
+    record.figure("direct wall", direct_wall, "s")
+    record.figure("through caches upstream bytes / image", cached_bytes / size, "x")
+    record.figure("direct upstream bytes / image", direct_bytes / size, "x")
+    record.ratio("direct / caches upstream bytes", direct_bytes / cached_bytes)
+    record.ratio("direct / caches wall", direct_wall / cached_wall)
+    record.write()
     return 0
 
 

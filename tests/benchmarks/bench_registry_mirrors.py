@@ -42,6 +42,9 @@ def fleet() -> tuple[dict[str, list[str]], dict[str, dict[str, Any]], list[str]]
 
 
 def main() -> None:
+    from benchlib import take_record  # this directory: the script's own
+
+    record = take_record("bench_registry_mirrors")
     groups, hostvars, nodes = fleet()
     upstreams, _ = parse_upstreams(UPSTREAMS)
     start = time.perf_counter()
@@ -60,6 +63,10 @@ def main() -> None:
     print(f"machine: {platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}")
     print(f"16,000 nodes, 2,125 caches: index once {indexed:.3f} s; index per node {per_node:.1f} s "
           f"(extrapolated from {len(sample)} nodes); ratio {per_node / indexed:.0f}x")
+    record.figure("index once", indexed, "s")
+    record.figure("index per node (extrapolated)", per_node, "s")
+    record.ratio("per node / once", per_node / indexed)
+    record.write()
 
 
 if __name__ == "__main__":

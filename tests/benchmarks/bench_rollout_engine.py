@@ -49,6 +49,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib import take_record  # noqa: E402
 
 MEDIAN = 600.0  # simulated seconds of one node's upgrade
 SIGMA = 0.25
@@ -276,6 +279,7 @@ def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--simulate":
         simulate(sys.argv[2])
         return
+    record = take_record("bench_rollout_engine")
     nodes = int(sys.argv[1]) if len(sys.argv) > 1 else 16000
     capacity = int(sys.argv[2]) if len(sys.argv) > 2 else 200
     compression = float(sys.argv[3]) if len(sys.argv) > 3 else 1000.0
@@ -328,6 +332,9 @@ def main() -> None:
               f"{r['counts']['failed']:>6} {r['wall']:>7.1f} {per_node:>12.2f} {inventory_ms:>11.2f} "
               f"{r['writes'] / r['wall']:>9.0f} {r['launch']:>8.2f} {r['first']:>10.2f} "
               f"{r['makespan']:>11.0f} {r['makespan'] / bound:>8.3f}")
+        record.figure(f"{name} engine CPU per node", per_node, "ms")
+        record.figure(f"{name} first node admitted", r["first"], "s")
+        record.ratio(f"{name} makespan / bound", r["makespan"] / bound)
     print(f"peak memory (max RSS of the command's process): {peak_mb:.0f} MB")
     print(f"lower bound max(max Ti, sum Ti / C) = {bound:.0f}s")
     print(f"zero-overhead schedules: fifo {fifo_ideal:.0f}s ({fifo_ideal / bound:.3f}x bound), "
@@ -335,6 +342,8 @@ def main() -> None:
     print("launch: command start to the first chunk process started (inventory, plan, store, order); "
           "first go: to the first node admitted (also the simulator's start-up)")
     print("aims: engine CPU < 5 ms per node; first node admitted < 10 s at 16,000 nodes")
+    record.figure("peak memory", peak_mb, "MB")
+    record.write()
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import Measured, check, machine, measured  # noqa: E402
+from benchlib import Measured, Record, check, machine, measured, take_record  # noqa: E402
 
 from tests.lab_standins.npu_emulator.lab import installs, set_installed, write_faults  # noqa: E402
 from tests.lab_standins.npu_emulator.packages import RELEASES  # noqa: E402
@@ -145,6 +145,7 @@ def _baseline(env: dict[str, str], inventory: Path, target, c: int, fleet: Fleet
 
 
 def main() -> None:
+    record = take_record("bench_upgrade_drivers")
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("nodes", type=int, nargs="?", default=32)
     parser.add_argument("t", type=float, nargs="?", default=4.0, help="median emulated install seconds")
@@ -207,10 +208,12 @@ def main() -> None:
                 sys.exit(f"expected {expected} completed installs, the emulator counted {upgraded}")
         finally:
             _run([UFCCTL, "lab", "down"], env, "lab down")  # the mirror too
-    report(args, fleet, results, results[0].run.how)
+    report(args, fleet, results, results[0].run.how, record)
+    record.write()
 
 
-def report(args: argparse.Namespace, fleet: Fleet, results: list[Result], how: str) -> None:
+def report(args: argparse.Namespace, fleet: Fleet, results: list[Result], how: str,
+           record: Record) -> None:
     bound = fleet.lower_bound(args.c)
     times = sorted(fleet.seconds.values())
     print(machine())
@@ -223,13 +226,19 @@ def report(args: argparse.Namespace, fleet: Fleet, results: list[Result], how: s
                else "the command and its waited-for descendants, SSH masters not counted")
     print(f"controller CPU from {how}: {counted}")
     print(f"{'run':<44} {'wall s':>8} {'/ LB':>6} {'CPU s':>8} {'CPU/node':>8}")
+    record.figure("lower bound LB", bound, "s")
     for result in results:
         print(result.row(bound))
+        record.figure(f"{result.label} wall", result.run.wall, "s")
+        record.figure(f"{result.label} CPU per node", result.run.cpu / result.nodes, "CPU-s")
+        record.ratio(f"{result.label} / LB", result.run.wall / bound)
     by = {r.label: r for r in results}
     ufc = [r for r in results if r.label.startswith("ufcctl round")]
     if "baseline" in by:
         ratios = ", ".join(f"{r.label} {by['baseline'].run.wall / r.run.wall:.2f}x" for r in ufc)
         print(f"baseline / ufcctl: {ratios} (aim >= 2)")
+        for r in ufc:
+            record.ratio(f"baseline / {r.label}", by["baseline"].run.wall / r.run.wall)
     print(f"ufcctl / LB: {', '.join(f'{r.label} {r.run.wall / bound:.2f}x' for r in ufc)} (aim <= 1.3)")
     upgrade = max(r.run.cpu for r in ufc) / args.nodes
     print(f"controller CPU per node: upgrading {upgrade:.2f} CPU-s (aim <= 1.5), no-op "
