@@ -1,17 +1,17 @@
-"""`ufcctl upgrade-cluster` on the shared deployed lab, with the README's lines as written: the lab goes
-from Kubernetes v1.31.4 to v1.32.3 (the LAB KUBE EMULATOR's `kubeadm upgrade apply|node`, its kubelet
-reporting its version through the LAB API STAND-IN), while a client requests /version through the VIP
-every 0.1 s on a new connection each time.
+"""`ufcctl upgrade-cluster` on the shared deployed lab, with the README's lines as written: the lab goes from
+Kubernetes v1.31.4 to v1.32.3 (the LAB KUBE EMULATOR's `kubeadm upgrade apply|node`, its kubelet reporting
+its version through the LAB API STAND-IN), while a client requests /version through the VIP every 0.1 s on a
+new connection each time.
 
 Checked: a run the inventory does not record (ufc_kube_version still v1.31.4) is refused (exit 2) and
 touches nothing; once the inventory says v1.32.3, `deploy` and `add-nodes` are refused (they would swap
 kubeadm and kubelet under running nodes); then the README's run exits 0 after a snapshot of every etcd
-cluster, the control planes one at a time (apply on the first, node on the others) and every worker on the fleet engine; every
-apiserver answers v1.32.3, every Node reports kubelet v1.32.3, no node is left cordoned or marked,
-every haproxy backend is UP again; the requests through the VIP that failed during the run are counted
-and printed (the aim, asserted: none), and so are haproxy's connection errors, retries and redispatches
-(asserted: none; they are what shows a control plane restarted while still in the backends, since
-haproxy's retries hide that from a client making new connections). A second run has nothing to do.
+cluster, the control planes one at a time (apply on the first, node on the others) and every worker on the
+fleet engine; every apiserver answers v1.32.3, every Node reports kubelet v1.32.3, no node is left cordoned
+or marked, every haproxy backend is UP again; the requests through the VIP that failed during the run are
+counted and printed (the aim, asserted: none), and so are haproxy's connection errors, retries and
+redispatches (asserted: none; they are what shows a control plane restarted while still in the backends,
+since haproxy's retries hide that from a client making new connections). A second run has nothing to do.
 
 A stack module (tests/helpers/lab.py STACK_MODULES): its file name sorts after every other stack module
 (file order on one worker, tests/integration/conftest.py), so the lab moves to the new version only after
