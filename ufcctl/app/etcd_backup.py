@@ -21,6 +21,7 @@ from pathlib import Path
 from ufcctl.app.etcd_maint import cluster_targets, etcd_status
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.etcd.status import ClusterStatus
+from ufcctl.domain.inventory.model import Inventory
 from ufcctl.engine.etcd_client import EtcdError
 from ufcctl.engine.etcd_probe import probe_all
 from ufcctl.engine.runner import RunOptions, run_playbook
@@ -40,13 +41,14 @@ def backup_dir() -> Path:
 
 
 def etcd_backup(inventory_dir: Path, cluster: str | None = None, dest: Path | None = None,
-                log: Callable[[str], None] = print) -> list[Snapshot]:
-    """One snapshot of each cluster (or of `cluster`) into `dest`/<cluster>/ (default: the state dir)."""
+                log: Callable[[str], None] = print, inventory: Inventory | None = None) -> list[Snapshot]:
+    """One snapshot of each cluster (or of `cluster`) into `dest`/<cluster>/ (default: the state dir).
+    `inventory`: the one at `inventory_dir` when the caller loaded it already."""
     root = dest or backup_dir()
     if root.exists() and not root.is_dir():
         raise InputError(f"--dest {root}: not a directory", "give a directory (it is made if missing)")
     taken = []
-    for target in cluster_targets(inventory_dir, cluster):
+    for target in cluster_targets(inventory_dir, cluster, inventory):
         name = target.cluster.name
         try:
             view = target.client.view(with_last=False)

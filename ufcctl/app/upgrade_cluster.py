@@ -53,7 +53,7 @@ def check_request(inventory_dir: Path, version: str) -> tuple[Inventory, Upgrade
             f"--version {skew.text(wanted)}: the inventory {inventory_dir} says ufc_kube_version "
             f"{recorded!r}", f"set ufc_kube_version: \"{skew.text(wanted)[1:]}\" in the inventory's "
             "group_vars first (a later deploy installs what the inventory says), then run this again")
-    report = plan_upgrade_cluster(inventory_dir, version)
+    report = plan_upgrade_cluster(inventory_dir, version, inventory)
     if not report.verdict.allowed:
         raise InputError(f"upgrade to {report.verdict.target} refused: {report.verdict.refusals[0]}",
                          details=list(report.verdict.refusals[1:]))
@@ -64,7 +64,7 @@ def upgrade_control_planes(inventory_dir: Path, inventory: Inventory, report: Up
                            log: Callable[[str], None] = print) -> ControlPlanePhase:
     """Steps 2 and 3: the snapshots, then the control planes one at a time (RunFailed on a failure)."""
     log(f"snapshot of every etcd cluster before the upgrade to {report.verdict.target}")
-    snapshots = tuple(s.path for s in etcd_backup(inventory_dir, log=log))
+    snapshots = tuple(s.path for s in etcd_backup(inventory_dir, log=log, inventory=inventory))
     planes = inventory.group_hosts(CONTROL_PLANE)
     hosts = list(dict.fromkeys([*planes, *inventory.group_hosts(LB_GROUP)]))
     log(f"control planes one at a time ({', '.join(planes)}), each out of haproxy while it restarts")

@@ -90,11 +90,13 @@ def _kubelet_versions() -> tuple[dict[str, str], str]:
         return {}, f"the Node list could not be read with {kubeconfig}: {err}"
 
 
-def plan_upgrade_cluster(inventory_dir: Path, version: str) -> UpgradePlan:
+def plan_upgrade_cluster(inventory_dir: Path, version: str,
+                         inventory: Inventory | None = None) -> UpgradePlan:
+    """`inventory`: the one at `inventory_dir` when the caller loaded it already (read once, not twice)."""
     if skew.parse(version) is None:
         raise InputError(f"--version {version!r}: not a Kubernetes version",
                          "use vMAJOR.MINOR.PATCH, e.g. v1.32.0")
-    inventory = load_inventory(inventory_dir)
+    inventory = inventory or load_inventory(inventory_dir)
     planes = inventory.group_hosts(CONTROL_PLANE)
     if not planes:
         raise InputError(f"inventory {inventory_dir}: no hosts in {CONTROL_PLANE}")

@@ -9,7 +9,7 @@ import click
 
 from ufcctl.app.upgrade_cluster import check_request, upgrade_control_planes
 from ufcctl.app.upgrade_plan import UpgradePlan, plan_upgrade_cluster
-from ufcctl.cli.fleet import Fleet, fleet_options, rollout_request, run_inventory
+from ufcctl.cli.fleet import Fleet, fleet_options, rollout_request
 from ufcctl.cli.numbers import MAX_NODE_TIMEOUT, integer
 from ufcctl.cli.options import inventory_option, output_option
 from ufcctl.cli.rollout import plan, summary_out
@@ -95,11 +95,10 @@ def upgrade_cluster_command(inventory: Path, version: str, fleet: Fleet, drain_t
         return
     request = rollout_request(fleet, inventory, options=upgrade_cluster.upgrade_options(
         version=report.verdict.target, drain_timeout=drain_timeout))
-    loaded = run_inventory(request)
     upgrade_control_planes(inventory, inventory_data, report,
                            log=lambda line: click.echo(line, err=output == "json"))
     with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
-        summary = runs.start(upgrade_cluster.KIND, request, store, loaded, observer=progress)
+        summary = runs.start(upgrade_cluster.KIND, request, store, inventory_data, observer=progress)
     summary_out(summary, output)
 
 

@@ -44,7 +44,7 @@ def test_the_recorded_version_goes_on_to_the_skew_check(inventory: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     _set_version(inventory, "1.32.3")
 
-    def plan(inventory_dir: Path, version: str) -> None:
+    def plan(inventory_dir: Path, version: str, inventory: object = None) -> None:
         raise InputError("no Kubernetes CA on this machine")  # what the real plan says here
 
     monkeypatch.setattr(upgrade_cluster, "plan_upgrade_cluster", plan)
