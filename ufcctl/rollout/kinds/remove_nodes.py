@@ -21,6 +21,7 @@ from ufcctl.domain.inventory.model import CONTROL_PLANE, ETCD_GROUPS, KUBE_NODE,
 from ufcctl.domain.inventory.patterns import PatternError, select_hosts
 from ufcctl.errors import InputError, shown
 from ufcctl.rollout.kind import NodeGuard, RolloutKind, RolloutRequest
+from ufcctl.rollout.kinds.in_play_drain import drain_timeout, kubectl_host
 
 # The last task of roles/kube_node tasks/remove.yml: its ok/changed event means the node is done.
 MARKER_TASK = "Report the node done to the rollout engine"
@@ -32,12 +33,12 @@ PROTECTED_GROUPS = (CONTROL_PLANE, *ETCD_GROUPS)
 
 
 def _extravars(options: Mapping[str, Any]) -> dict[str, Any]:
-    return {"kube_node_remove_drain_timeout": int(options.get("drain_timeout", DEFAULT_DRAIN_TIMEOUT))}
+    return {"kube_node_remove_drain_timeout": drain_timeout(options, DEFAULT_DRAIN_TIMEOUT)}
 
 
 def _deadline(options: Mapping[str, Any]) -> float:
     """The drain's own timeout, plus reset and deletion (a few minutes at most)."""
-    return float(int(options.get("drain_timeout", DEFAULT_DRAIN_TIMEOUT)) + 600)
+    return float(drain_timeout(options, DEFAULT_DRAIN_TIMEOUT) + 600)
 
 
 def _drain_in_play(request: RolloutRequest) -> tuple[NodeGuard | None, str]:
@@ -68,12 +69,8 @@ def _prepare(request: RolloutRequest, inventory: Inventory) -> str:
     changed since), and a first control plane to run kubectl on."""
     if request.limit is not None:
         refuse_cluster_hosts(inventory, request.limit)
-    control_planes = inventory.group_hosts(CONTROL_PLANE)
-    if not control_planes:
-        raise InputError(f"{request.inventory_dir}: group {CONTROL_PLANE} has no hosts: nothing to drain the "
-                         "nodes and delete their Node objects from",
-                         "list the cluster's control planes in the inventory")
-    return f"kubectl (drain, delete node) on {control_planes[0]}"
+    return kubectl_host(request, inventory, "drain, delete node",
+                        "nothing to drain the nodes and delete their Node objects from")
 
 
 KIND = RolloutKind(

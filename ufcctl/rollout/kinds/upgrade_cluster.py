@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ufcctl.domain.inventory.model import CONTROL_PLANE, KUBE_NODE, Inventory
-from ufcctl.errors import InputError
 from ufcctl.rollout.kind import NodeGuard, RolloutKind, RolloutRequest
+from ufcctl.rollout.kinds.in_play_drain import drain_timeout, kubectl_host
 
 # The last task of roles/kube_node tasks/upgrade.yml: its ok/changed event means the node is done.
 MARKER_TASK = "Report the node done to the rollout engine"
@@ -28,12 +28,12 @@ DEFAULT_DRAIN_TIMEOUT = 900
 
 
 def _extravars(options: Mapping[str, Any]) -> dict[str, Any]:
-    return {"kube_node_upgrade_drain_timeout": int(options.get("drain_timeout", DEFAULT_DRAIN_TIMEOUT))}
+    return {"kube_node_upgrade_drain_timeout": drain_timeout(options, DEFAULT_DRAIN_TIMEOUT)}
 
 
 def _deadline(options: Mapping[str, Any]) -> float:
     """The drain's own timeout, plus two binaries, the kubelet's restart and its 5-minute health gate."""
-    return float(int(options.get("drain_timeout", DEFAULT_DRAIN_TIMEOUT)) + 900)
+    return float(drain_timeout(options, DEFAULT_DRAIN_TIMEOUT) + 900)
 
 
 def _drain_in_play(request: RolloutRequest) -> tuple[NodeGuard | None, str]:
@@ -42,11 +42,7 @@ def _drain_in_play(request: RolloutRequest) -> tuple[NodeGuard | None, str]:
 
 
 def _prepare(request: RolloutRequest, inventory: Inventory) -> str:
-    control_planes = inventory.group_hosts(CONTROL_PLANE)
-    if not control_planes:
-        raise InputError(f"{request.inventory_dir}: group {CONTROL_PLANE} has no hosts: nothing to drain the "
-                         "nodes from", "list the cluster's control planes in the inventory")
-    return f"kubectl (drain, release) on {control_planes[0]}"
+    return kubectl_host(request, inventory, "drain, release", "nothing to drain the nodes from")
 
 
 KIND = RolloutKind(
