@@ -27,6 +27,10 @@ what the real one would need:
   plane it stops the emulator's apiserver unit (the real one's static pod goes with its manifest). The
   Node object and etcd stay, as with the real one (external etcd: no member is removed). Without -f it
   asks on stdin and aborts unless the answer is y;
+- `certs renew all|<name>` and `certs check-expiration` (kubeadm 1.31's renewal manager, external etcd:
+  the certificates it finds re-signed by the CA on disk with new keys, kubeconfigs' client certificates
+  included; MISSING! for an absent one; what kubeadm refuses refused). The running apiserver keeps the
+  certificate it loaded until it is restarted;
 - `token create`, `token list -o json`, `config validate`, `version`.
 It runs no control-plane component and signs no kubelet certificate; the API it serves is the LAB API
 STAND-IN's (apiserver.py: what it checks and what it does not). Every successful join appends a line to
@@ -86,6 +90,7 @@ KUBELET_CLIENT = Path("/var/lib/kubelet/pki/kubelet-client-current.pem")
 # runs; only `kubeadm upgrade apply|node` replace it (a static pod's image changing), as with the real one.
 APISERVER_BIN = Path("/var/lib/ufc-kube-emulator/kube-apiserver")
 UPGRADES = Path("/var/lib/ufc-kube-emulator/upgrades.jsonl")
+RENEWALS = Path("/var/lib/ufc-kube-emulator/renewals.jsonl")
 KUBERNETES_DIR = Path("/etc/kubernetes")
 KUBELET_DIR = Path("/var/lib/kubelet")
 # What `kubeadm reset` deletes (kubeadm 1.31, cmd/kubeadm/app/cmd/phases/reset/cleanupnode.go: the
@@ -854,6 +859,299 @@ def cmd_upgrade_node(argv: list[str]) -> int:
     return 0
 
 
+# -- kubeadm certs (renew all|<name>, check-expiration) ------------------------------------------------
+# kubeadm 1.31's renewal manager (cmd/kubeadm/app/phases/certs/renewal/manager.go, cmd/certs.go): name ->
+# (file under the certificate directory, its CA's base name, the CA's name as check-expiration prints it,
+# kubeadm's long name). With external etcd (the roles' ClusterConfiguration; here: this control plane's
+# apiserver.json names etcd) the certificates of etcd's CA are not kubeadm's: `renew <one of them>` prints
+# MISSING! and `renew all` skips them. Renewals are unconditional, keep subject, SANs and usages, and make a
+# NEW key (pkiutil.NewCertAndKey), signed by the CA on disk; a kubeconfig keeps everything but its client
+# certificate and key and the embedded CA, rewritten from ca.crt.
+RENEW_PKI = {
+    "apiserver": ("apiserver", "ca", "ca", "certificate for serving the Kubernetes API"),
+    "apiserver-kubelet-client": ("apiserver-kubelet-client", "ca", "ca",
+                                 "certificate for the API server to connect to kubelet"),
+    "front-proxy-client": ("front-proxy-client", "front-proxy-ca", "front-proxy-ca",
+                           "certificate for the front proxy client"),
+}
+RENEW_ETCD = {
+    "apiserver-etcd-client": ("apiserver-etcd-client", "etcd/ca", "etcd-ca",
+                              "certificate the apiserver uses to access etcd"),
+    "etcd-healthcheck-client": ("etcd/healthcheck-client", "etcd/ca", "etcd-ca",
+                                "certificate for liveness probes to healthcheck etcd"),
+    "etcd-peer": ("etcd/peer", "etcd/ca", "etcd-ca",
+                  "certificate for etcd nodes to communicate with each other"),
+    "etcd-server": ("etcd/server", "etcd/ca", "etcd-ca", "certificate for serving etcd"),
+}
+EMBEDDED = "certificate embedded in the kubeconfig file for the"
+RENEW_KUBECONFIG = {
+    "admin.conf": f"{EMBEDDED} admin to use and for kubeadm itself",
+    "controller-manager.conf": f"{EMBEDDED} controller manager to use",
+    "scheduler.conf": f"{EMBEDDED} scheduler manager to use",
+    "super-admin.conf": f"{EMBEDDED} super-admin",
+}
+CERT_DAYS = 365  # ClusterConfiguration.certificateValidityPeriod's default, 8760h
+CERTS_VALUE_FLAGS = ("--cert-dir", "--config", "--kubeconfig", "--rootfs", "-o", "--output")
+
+
+def _certs_args(argv: list[str], command: str) -> tuple[list[str], dict[str, str]]:
+    """Positional arguments and the flags kubeadm certs takes (cobra's `unknown flag` otherwise)."""
+    positional, flags = [], {}
+    args = iter(argv)
+    for arg in args:
+        name, eq, value = arg.partition("=")
+        if name in CERTS_VALUE_FLAGS:
+            flags[name] = value if eq else next(args, "")
+        elif name.startswith("-v") or name == "--v":
+            continue
+        elif name.startswith("-"):
+            raise Failed(f"unknown flag: {name}")
+        else:
+            positional.append(arg)
+    for name in ("--config", "--rootfs", "-o", "--output"):
+        if flags.get(name):
+            raise Failed(f"kubeadm certs {command} {name}: not emulated (LAB KUBE EMULATOR)")
+    return positional, flags
+
+
+def _open(path: Path) -> bytes:
+    """A file's bytes, failing as Go's os.Open does (a non-root user cannot read a 0600 file of root's)."""
+    try:
+        if os.geteuid() != 0 and path.exists() and not path.stat().st_mode & 0o004:
+            raise PermissionError
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise Failed(f"open {path}: no such file or directory") from None
+    except PermissionError:
+        raise Failed(f"open {path}: permission denied") from None
+
+
+def _pem_cert(path: Path) -> Any:
+    from cryptography import x509
+
+    try:
+        return x509.load_pem_x509_certificate(_open(path))
+    except ValueError as err:
+        raise Failed(f"{path}: data does not contain any valid RSA or ECDSA certificates ({err})") from None
+
+
+class _Certs:
+    """kubeadm's renewal manager over `pki` and /etc/kubernetes, for this node's configuration."""
+
+    def __init__(self, pki: Path, external_etcd: bool):
+        self.pki = pki
+        self.handlers: dict[str, tuple[str, str, str, str, str]] = {}  # name -> kind, file, ca, ca name, long
+        for name, (base, ca, ca_name, long) in {**RENEW_PKI, **({} if external_etcd else RENEW_ETCD)}.items():
+            self.handlers[name] = ("pki", base, ca, ca_name, long)
+        for name, long in RENEW_KUBECONFIG.items():
+            self.handlers[name] = ("kubeconfig", name, "ca", "ca", long)
+        self.cas = sorted({(h[3], h[2]) for h in self.handlers.values()})  # (name, base)
+
+    def path(self, name: str) -> Path:
+        kind, base = self.handlers[name][:2]
+        return KUBERNETES_DIR / base if kind == "kubeconfig" else self.pki / f"{base}.crt"
+
+    def exists(self, name: str) -> bool:
+        return self.path(name).is_file()
+
+    def external(self, ca: str) -> bool:
+        """kubeadm's UsingExternalCA / UsingExternalFrontProxyCA: the CA's certificate must load; no key
+        means an external CA, which needs the certificates it signed present and valid."""
+        try:
+            _pem_cert(self.pki / f"{ca}.crt")
+        except Failed as err:
+            raise Failed(f"Error checking external CA condition for {ca} certificate authority: failure "
+                         f"loading {ca} certificate: couldn't load the certificate file: {err}") from None
+        if ca.startswith("etcd/") or (self.pki / f"{ca}.key").exists():
+            return False
+        signed = ("apiserver", "apiserver-kubelet-client") if ca == "ca" else ("front-proxy-client",)
+        for name in signed:
+            if not self.exists(name):
+                raise Failed(f"Error checking external CA condition for {ca} certificate authority: failure "
+                             f"loading certificate for {name}: couldn't load the certificate file "
+                             f"{self.path(name)}: open {self.path(name)}: no such file or directory")
+        return True
+
+    def read(self, name: str) -> tuple[Any, dict[str, Any] | None]:
+        """The current certificate (and, of a kubeconfig, the parsed file)."""
+        from cryptography import x509
+
+        path = self.path(name)
+        if self.handlers[name][0] == "pki":
+            try:
+                return _pem_cert(path), None
+            except Failed as err:
+                raise Failed(f"failed to load existing certificate {self.handlers[name][1]}: {err}") from None
+        try:
+            doc = yaml.safe_load(_open(path)) or {}
+            context = {c["name"]: c["context"] for c in doc.get("contexts") or []}[doc["current-context"]]
+            cluster = {c["name"]: c["cluster"] for c in doc.get("clusters") or []}[context["cluster"]]
+            user = {u["name"]: u["user"] for u in doc.get("users") or []}[context["user"]]
+        except Failed as err:
+            raise Failed(f"failed to load kubeConfig file {path}: {err}") from None
+        except (KeyError, TypeError, yaml.YAMLError) as err:
+            raise Failed(f"invalid kubeConfig file {path}: {err}") from None
+        if not cluster.get("certificate-authority-data"):
+            raise Failed(f"kubeConfig file {path} does not have an embedded server certificate")
+        if not user.get("client-certificate-data"):
+            raise Failed(f"kubeConfig file {path} does not have an embedded client certificate")
+        try:
+            cert = x509.load_pem_x509_certificate(base64.b64decode(user["client-certificate-data"]))
+        except ValueError as err:
+            raise Failed(f"kubeConfig file {path} does not contain a valid client certificate: "
+                         f"{err}") from None
+        return cert, doc
+
+    def renew(self, name: str) -> bool:
+        """kubeadm's RenewUsingLocalCA: False for an external CA (nothing written)."""
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        kind, base, ca = self.handlers[name][:3]
+        if self.external(ca):
+            return False
+        old, doc = self.read(name)
+        ca_cert = _pem_cert(self.pki / f"{ca}.crt")
+        try:
+            ca_key = serialization.load_pem_private_key(_open(self.pki / f"{ca}.key"), None)
+        except Failed as err:
+            raise Failed(f"failure loading {ca} certificate authority: couldn't load the private key file "
+                         f"{self.pki / ca}.key: {err}") from None
+        key = ec.generate_private_key(ec.SECP256R1())
+        now = dt.datetime.now(dt.UTC)
+        builder = (x509.CertificateBuilder().subject_name(old.subject).issuer_name(ca_cert.subject)
+                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now - dt.timedelta(minutes=5))
+                   .not_valid_after(now + dt.timedelta(days=CERT_DAYS)))
+        kept = (x509.SubjectAlternativeName, x509.ExtendedKeyUsage, x509.KeyUsage)  # certToConfig's
+        for extension in old.extensions:
+            if isinstance(extension.value, kept):
+                builder = builder.add_extension(extension.value, extension.critical)
+        cert = builder.sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
+        cert_pem = cert.public_bytes(serialization.Encoding.PEM)
+        key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                    serialization.NoEncryption())
+        if kind == "pki":
+            _write(self.pki / f"{base}.crt", cert_pem.decode(), 0o644)
+            _write(self.pki / f"{base}.key", key_pem.decode(), 0o600)
+            return True
+        assert doc is not None
+        context = {c["name"]: c["context"] for c in doc["contexts"]}[doc["current-context"]]
+        for entry in doc["clusters"]:
+            if entry["name"] == context["cluster"]:
+                entry["cluster"]["certificate-authority-data"] = base64.b64encode(
+                    ca_cert.public_bytes(serialization.Encoding.PEM)).decode()
+        for entry in doc["users"]:
+            if entry["name"] == context["user"]:
+                entry["user"]["client-certificate-data"] = base64.b64encode(cert_pem).decode()
+                entry["user"]["client-key-data"] = base64.b64encode(key_pem).decode()
+        _write(self.path(name), yaml.safe_dump(doc), 0o600)
+        return True
+
+
+def _certs_manager(command: str, flags: dict[str, str]) -> _Certs:
+    """The cluster's configuration as kubeadm reads it (here: this control plane's apiserver.json, which
+    names the external etcd), else kubeadm's fallback: the default configuration, with local etcd."""
+    print(f"[{command}] Reading configuration from the cluster...")
+    conf = _local_apiserver()
+    if conf and ADMIN_CONF.is_file():
+        print(f"[{command}] FYI: You can look at this config file with 'kubectl -n kube-system get cm "
+              "kubeadm-config -o yaml'\n")
+    else:
+        print(f"[{command}] Error reading configuration from the Cluster. Falling back to default "
+              "configuration\n")
+    return _Certs(Path(flags.get("--cert-dir") or PKI), bool(conf.get("etcd")))
+
+
+def _renew_one(certs: _Certs, name: str) -> None:
+    """kubeadm's renewCert."""
+    if name not in certs.handlers or not certs.exists(name):
+        long = certs.handlers[name][4] if name in certs.handlers else RENEW_ETCD[name][3]
+        print(f"MISSING! {long}")
+        return
+    ca, long = certs.handlers[name][2], certs.handlers[name][4]
+    if not certs.renew(name):
+        print(f"Detected external {ca}, {long} can't be renewed")
+        return
+    print(f"{long} renewed")
+
+
+def cmd_certs_renew(argv: list[str]) -> int:
+    """`kubeadm certs renew all|<name> [--cert-dir D] [--kubeconfig F]`."""
+    positional, flags = _certs_args(argv, "renew")
+    names = {*RENEW_PKI, *RENEW_ETCD, *RENEW_KUBECONFIG, "all"}
+    if not positional:
+        raise Failed('missing subcommand; "renew" is not meant to be run on its own')
+    if positional[0] not in names:
+        raise Failed(f'invalid subcommand: "{positional[0]}"')
+    if len(positional) > 1:
+        raise Failed(f'unknown command "{positional[1]}" for "kubeadm certs renew {positional[0]}"')
+    certs = _certs_manager("renew", flags)
+    if positional[0] != "all":
+        _renew_one(certs, positional[0])
+        return 0
+    for name in sorted(certs.handlers):
+        _renew_one(certs, name)
+    _log_renewal(sorted(certs.handlers))
+    print("\nDone renewing certificates. You must restart the kube-apiserver, kube-controller-manager, "
+          "kube-scheduler and etcd, so that they can use the new certificates.")
+    return 0
+
+
+def _log_renewal(names: list[str]) -> None:
+    STATE.mkdir(parents=True, exist_ok=True)
+    with RENEWALS.open("a") as fh:
+        fh.write(json.dumps({"time": time.time(), "node": HOST, "names": names}) + "\n")
+
+
+def _residual(not_after: dt.datetime) -> str:
+    """apimachinery's duration.ShortHumanDuration of the time left."""
+    seconds = (not_after - dt.datetime.now(dt.UTC)).total_seconds()
+    if seconds < -1:
+        return "<invalid>"
+    for unit, size, limit in (("s", 1, 60), ("m", 60, 3600), ("h", 3600, 86400), ("d", 86400, 86400 * 365)):
+        if seconds < limit:
+            return f"{int(max(seconds, 0) // size)}{unit}"
+    return f"{int(seconds // (86400 * 365))}y"
+
+
+def _table(rows: list[list[str]]) -> str:
+    """Go's tabwriter with minwidth 10, padding 3, as kubeadm prints its tables."""
+    columns = max(len(r) for r in rows)
+    widths = [max([10, *(len(r[i]) + 3 for r in rows if i < len(r) - 1)]) for i in range(columns)]
+    return "\n".join("".join(cell.ljust(widths[i]) if i < len(row) - 1 else cell
+                             for i, cell in enumerate(row)) for row in rows)
+
+
+def cmd_certs_check_expiration(argv: list[str]) -> int:
+    """`kubeadm certs check-expiration [--cert-dir D] [--kubeconfig F]`: the two tables kubeadm prints."""
+    positional, flags = _certs_args(argv, "check-expiration")
+    if positional:
+        raise Failed(f'unknown command "{positional[0]}" for "kubeadm certs check-expiration"')
+    certs = _certs_manager("check-expiration", flags)
+    when = "%b %d, %Y %H:%M UTC"
+    rows = [["CERTIFICATE", "EXPIRES", "RESIDUAL TIME", "CERTIFICATE AUTHORITY", "EXTERNALLY MANAGED"]]
+    for name in sorted(certs.handlers):
+        if not certs.exists(name):
+            rows.append([f"!MISSING! {name}", "", "", "", ""])
+            continue
+        external = certs.external(certs.handlers[name][2])
+        cert = certs.read(name)[0]
+        rows.append([name, cert.not_valid_after_utc.strftime(when), _residual(cert.not_valid_after_utc),
+                     certs.handlers[name][3], "yes" if external else "no"])
+    cas = [["CERTIFICATE AUTHORITY", "EXPIRES", "RESIDUAL TIME", "EXTERNALLY MANAGED"]]
+    for ca_name, base in certs.cas:
+        if not (certs.pki / f"{base}.crt").is_file():
+            cas.append([f"!MISSING! {ca_name}", "", "", ""])
+            continue
+        cert = _pem_cert(certs.pki / f"{base}.crt")
+        cas.append([ca_name, cert.not_valid_after_utc.strftime(when), _residual(cert.not_valid_after_utc),
+                    "yes" if certs.external(base) else "no"])
+    print(_table(rows) + "\n\n" + _table(cas))
+    return 0
+
+
 def _flag(args: list[str], name: str, default: str | None = None) -> str | None:
     for i, arg in enumerate(args):
         if arg == name and i + 1 < len(args):
@@ -884,6 +1182,10 @@ def main(argv: list[str]) -> int:
             return cmd_upgrade_apply(argv[2:])
         if argv[:2] == ["upgrade", "node"]:
             return cmd_upgrade_node(argv[2:])
+        if argv[:2] in (["certs", "renew"], ["certificates", "renew"]):
+            return cmd_certs_renew(argv[2:])
+        if argv[:2] in (["certs", "check-expiration"], ["certificates", "check-expiration"]):
+            return cmd_certs_check_expiration(argv[2:])
         if argv[:2] == ["token", "list"] and _flag(argv, "-o") == "json":
             return cmd_token_list()
         if argv[:2] == ["token", "create"]:
@@ -893,7 +1195,8 @@ def main(argv: list[str]) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(f"kubeadm {' '.join(argv)}: not emulated (LAB KUBE EMULATOR: version, config validate, init, join, "
-          "reset, upgrade apply|node, token create, token list -o json, each with the flags the roles use)",
+          "reset, upgrade apply|node, certs renew|check-expiration, token create, token list -o json, each "
+          "with the flags the roles use)",
           file=sys.stderr)
     return 2
 
