@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cryptography import x509
+from cryptography.hazmat.primitives import hashes
 
 from ufcctl.domain.certs.catalog import Expected
 
@@ -35,12 +36,14 @@ class CertRow:
     not_after: dt.datetime | None = None
     days_left: int | None = None
     detail: str = ""  # why unreadable, missing or unreachable
+    sha256: str = ""  # of the certificate (DER), hex: which certificate it is (certs renew compares them)
 
     def to_json(self) -> dict[str, Any]:
         return {"host": self.host, "path": self.path, "what": self.what, "subject": self.subject,
                 "issuer": self.issuer,
                 "not_after": self.not_after.isoformat() if self.not_after else None,
-                "days_left": self.days_left, "status": self.status, "detail": self.detail}
+                "days_left": self.days_left, "status": self.status, "detail": self.detail,
+                "sha256": self.sha256}
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ def judge(expected: Expected, read: FileRead | None, now: dt.datetime, warn_days
         cert = x509.load_pem_x509_certificate((read.pem or "").encode())
         not_after = cert.not_valid_after_utc
         subject, issuer = cert.subject.rfc4514_string(), cert.issuer.rfc4514_string()
+        digest = cert.fingerprint(hashes.SHA256()).hex()
     except ValueError as err:
         return CertRow(*base, status=UNREADABLE, detail=f"not a certificate: {str(err)[:200]}")
     left = days_left(not_after, now)
@@ -90,7 +94,8 @@ def judge(expected: Expected, read: FileRead | None, now: dt.datetime, warn_days
         status = SOON
     else:
         status = OK
-    return CertRow(*base, status=status, subject=subject, issuer=issuer, not_after=not_after, days_left=left)
+    return CertRow(*base, status=status, subject=subject, issuer=issuer, not_after=not_after, days_left=left,
+                   sha256=digest)
 
 
 def host_rows(expected: Sequence[Expected], reads: Mapping[str, FileRead], now: dt.datetime,

@@ -107,5 +107,6 @@ def test_report_json_shape_and_verdict() -> None:
     assert doc["counts"] == {OK: 1, UNREACHABLE: 1} and doc["passed"] is False
     first = doc["certificates"][0]
     assert set(first) == {"host", "path", "what", "subject", "issuer", "not_after", "days_left", "status",
-                          "detail"}
+                          "detail", "sha256"}
+    assert len(first["sha256"]) == 64
     assert first["not_after"] == (NOW + dt.timedelta(days=100)).isoformat() and first["days_left"] == 100

@@ -10,9 +10,12 @@ from ufcctl.domain.certs.catalog import expected_on_host
 from ufcctl.domain.certs.check import EXPIRED, MISSING, OK, SOON, UNREACHABLE, CertRow
 from ufcctl.domain.certs.renew import (
     ETCD_SIGNED,
+    KUBEADM_RENEWED,
     PlanError,
     Selection,
+    SiteCert,
     parse_only,
+    plan_all,
     plan_renewal,
     successor,
 )
@@ -116,7 +119,8 @@ def test_bad_only_is_refused(values: tuple[str, ...], message: str) -> None:
 
 
 def test_only_parses() -> None:
-    assert parse_only((), CLUSTERS) == Selection(frozenset({"etcd"}))
+    assert parse_only((), CLUSTERS) == Selection(frozenset({"etcd", "kubeadm", "registry"}))
+    assert parse_only(("kubeadm", "registry"), CLUSTERS) == Selection(frozenset({"kubeadm", "registry"}))
     assert parse_only(("etcd:core", "etcd:pods"), CLUSTERS).etcd_clusters == {"core", "pods"}
     assert parse_only(("etcd",), CLUSTERS).everything
 
@@ -126,3 +130,76 @@ def test_successor_prefers_a_renewed_member_then_the_most_up_to_date() -> None:
     assert successor(indexes, "cp1", done={"cp2"}) == "cp2"
     assert successor(indexes, "cp1", done=set()) == "cp3"
     assert successor({"cp1": 5}, "cp1", done=set()) is None
+
+
+# ---- every kind: etcd, then kubeadm's on the control planes, then the registry caches -------------------
+
+CACHE_TLS = "/etc/ufcctl/registry-cache/tls.crt"
+
+
+def _all(rows: list[CertRow], only: tuple[str, ...] = (), force: bool = False,
+         sources: dict[str, SiteCert] | None = None):  # noqa: ANN202
+    return plan_all(rows, MEMBERS, {c: "cp1" for c in CLUSTERS}, parse_only(only, CLUSTERS),
+                    control_planes=["cp1", "cp2", "cp3", "cp4"], sources=sources or {},
+                    within_days=30, force=force)
+
+
+def _cache_row(host: str, sha: str, days: int = 300, status: str = OK) -> CertRow:
+    return CertRow(host, CACHE_TLS, "registry cache TLS", status, "CN=cache", "CN=site",
+                   NOW + dt.timedelta(days=days), days, sha256=sha)
+
+
+def test_everything_forced_runs_etcd_then_each_control_plane_then_the_caches() -> None:
+    rows = [*_rows(), _cache_row("c1", "aa"), _cache_row("c2", "bb")]
+    plan = _all(rows, force=True, sources={h: SiteCert("/site/tls.crt", "bb") for h in ("c1", "c2")})
+    assert [(s.kind, s.host) for s in plan.steps] == [
+        ("etcd", "cp2"), ("etcd", "cp3"), ("etcd", "cp4"), ("etcd", "cp1"),
+        ("kubeadm", "cp1"), ("kubeadm", "cp2"), ("kubeadm", "cp3"), ("kubeadm", "cp4"),
+        ("registry", "c1"), ("registry", "c2")]
+    kubeadm = [s for s in plan.steps if s.kind == "kubeadm"]
+    assert all(s.restart == ("kube-apiserver",) for s in kubeadm)
+    # every certificate kubeadm manages on a control plane (not the front proxy CA), each once
+    assert [sorted(i.what for i in s.items) for s in kubeadm] == [sorted(KUBEADM_RENEWED)] * 4
+    assert "front proxy CA" not in KUBEADM_RENEWED and len(KUBEADM_RENEWED) == 7
+    assert [i.why for s in plan.steps if s.kind == "registry" for i in s.items] == [
+        "the controller's certificate differs", "forced (the same certificate: copied, instances restarted)"]
+
+
+def test_kubeadm_due_on_one_control_plane_renews_all_of_its_and_nothing_elsewhere() -> None:
+    rows = _rows(**{"cp2:/etc/kubernetes/admin.conf": (20, SOON)})
+    plan = _all(rows)
+    assert [(s.kind, s.host) for s in plan.steps] == [("kubeadm", "cp2")]
+    whys = {i.path: i.why for i in plan.steps[0].items}
+    assert whys.pop("/etc/kubernetes/admin.conf") == "20 days left, fewer than 30"
+    assert len(whys) == 6 and set(whys.values()) == {"renewed with the rest (kubeadm certs renew all)"}
+    assert _all(rows, only=("etcd",)).empty and _all(rows, only=("registry",)).empty
+
+
+def test_a_renewed_etcd_client_certificate_restarts_that_apiserver_whatever_only_says() -> None:
+    rows = _rows(**{"cp4:/etc/kubernetes/pki/apiserver-etcd-client.crt": (3, SOON)})
+    plan = _all(rows, only=("etcd",))
+    assert [(s.kind, s.host, len(s.items)) for s in plan.steps] == [("etcd", "cp4", 1), ("kubeadm", "cp4", 0)]
+    assert plan.steps[1].restart == ("kube-apiserver",) and "etcd client certificate" in plan.steps[1].note
+
+
+def test_a_missing_kubeadm_certificate_or_a_silent_control_plane_refuses_the_plan() -> None:
+    rows = _rows(**{"cp3:/etc/kubernetes/pki/apiserver.crt": (0, MISSING)})
+    assert _all(rows, only=("kubeadm",)).problems == ("cp3:/etc/kubernetes/pki/apiserver.crt: missing",)
+    assert not _all(rows, only=("etcd",)).problems  # not chosen: not a problem of this run
+
+
+def test_registry_renews_only_where_the_controller_has_another_certificate() -> None:
+    same = SiteCert("/site/tls.crt", "aa")
+    rows = [*_rows(), _cache_row("c1", "aa"), _cache_row("c2", "aa", 10, SOON)]
+    plan = _all(rows, only=("registry",), sources={"c1": same, "c2": same})
+    assert plan.empty and not plan.problems
+    assert len(plan.notes) == 1 and "c2:" in plan.notes[0]
+    assert "cannot sign the site's certificate" in plan.notes[0]
+    newer = {"c1": SiteCert("/site/tls.crt", "bb"), "c2": SiteCert("/site/tls.crt", "bb")}
+    plan = _all(rows, only=("registry",), sources=newer)
+    assert [(s.host, s.items[0].why) for s in plan.steps] == [
+        ("c1", "the controller's certificate differs"),
+        ("c2", "the controller's certificate differs (10 days left, fewer than 30)")]
+    unreadable = {"c1": SiteCert("/site/tls.crt", error="no such file"), "c2": same}
+    assert _all(rows, only=("registry",), sources=unreadable).problems == (
+        "c1: registry_cache_tls_cert_src /site/tls.crt on the controller: no such file",)
