@@ -1,5 +1,7 @@
 """Use case `ufcctl certs renew`: the certificates etcd's CA signs, renewed one host at a time with no
-etcd cluster losing quorum or a write.
+etcd cluster losing quorum or a write; then kubeadm's on one control plane at a time, each out of
+haproxy's backends while its kube-apiserver restarts (the VIP keeps answering); then the site's registry
+cache certificate copied again to one cache host at a time.
 
 Before anything changes: every etcd cluster must be healthy, and the plan (ufcctl/domain/certs/renew.py)
 is made from the same reading `certs check` makes, at the renewal threshold. Then, host by host
@@ -7,7 +9,9 @@ is made from the same reading `certs check` makes, at the renewal threshold. The
 playbooks/certs-renew.yml signs the host's certificates again with the existing CA and keys and
 restarts its members one at a time (each healthy before the next), and ufcctl waits until every
 member of those clusters is healthy and the restarted one holds everything the leader had committed
-when the run ended, before the next host.
+when the run ended, before the next host. A control plane: playbooks/certs-renew-kubeadm.yml (roles/
+kube_control_plane tasks/certs_renew.yml). A cache host: playbooks/certs-renew-registry.yml (roles/
+registry_cache tasks/renew.yml).
 """
 
 from __future__ import annotations
@@ -22,16 +26,31 @@ from typing import Any
 from ufcctl.app.certs import read_certificates
 from ufcctl.app.etcd_maint import Target, cluster_targets, etcd_status
 from ufcctl.app.inventory import load_inventory
-from ufcctl.domain.certs.catalog import CONTROL_PLANE
-from ufcctl.domain.certs.renew import PlanError, RenewPlan, Step, parse_only, plan_renewal, successor
+from ufcctl.domain.certs.catalog import CONTROL_PLANE, REGISTRY_CACHE
+from ufcctl.domain.certs.renew import (
+    ETCD,
+    KUBEADM,
+    REGISTRY,
+    PlanError,
+    RenewPlan,
+    SiteCert,
+    Step,
+    parse_only,
+    plan_all,
+    successor,
+)
 from ufcctl.domain.etcd.defrag import ClusterView, settled_leader_index, status_errors
 from ufcctl.domain.inventory.model import Inventory
 from ufcctl.engine.etcd_client import EtcdError
+from ufcctl.engine.pki_files import bytes_of
 from ufcctl.engine.runner import RunOptions, run_playbook
 from ufcctl.errors import InputError, RunFailed
 from ufcctl.paths import playbook
 
 PLAYBOOK = "certs-renew.yml"
+KUBEADM_PLAYBOOK = "certs-renew-kubeadm.yml"
+REGISTRY_PLAYBOOK = "certs-renew-registry.yml"
+LB_GROUP = "apiserver_lb"
 # Seconds a cluster has, after a host's run, to be healthy with the restarted member caught up; and a
 # leader handover to show. A restarted member is back in about a second on the lab; etcd's own
 # election timeout is 1-10 s at the role's settings: 120 s only stops a run that will not recover.
@@ -44,6 +63,7 @@ class HostTime:
     host: str
     seconds: float
     handovers: tuple[str, ...] = ()  # "core: cp1 -> cp2"
+    kind: str = ETCD
 
 
 @dataclass
@@ -55,8 +75,8 @@ class RenewResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"plan": self.plan.to_json(), "check": self.check, "seconds": round(self.seconds, 1),
-                "hosts": [{"host": t.host, "seconds": round(t.seconds, 1), "handovers": list(t.handovers)}
-                          for t in self.times]}
+                "hosts": [{"kind": t.kind, "host": t.host, "seconds": round(t.seconds, 1),
+                           "handovers": list(t.handovers)} for t in self.times]}
 
 
 def certs_renew(inventory_dir: Path, *, only: tuple[str, ...], within_days: int, force: bool, check: bool,
@@ -72,7 +92,8 @@ def certs_renew(inventory_dir: Path, *, only: tuple[str, ...], within_days: int,
         selection = parse_only(only, list(members))
     except PlanError as err:
         raise InputError(str(err), "`ufcctl certs renew --help` lists what --only takes") from err
-    statuses = etcd_status(inventory_dir, inventory=inventory)
+    # every kind but the registry's restarts something that needs etcd: its clusters healthy first
+    statuses = etcd_status(inventory_dir, inventory=inventory) if selection.components != {REGISTRY} else []
     sick = [s for s in statuses if not s.healthy]
     if sick:
         raise InputError(
@@ -80,16 +101,19 @@ def certs_renew(inventory_dir: Path, *, only: tuple[str, ...], within_days: int,
             "renewal restarts members one at a time and needs every member up first: "
             "`ufcctl etcd status`, then start the member or `ufcctl etcd member replace`")
     now = now or dt.datetime.now(dt.UTC)
+    caches = inventory.group_hosts(REGISTRY_CACHE) if REGISTRY in selection.components else []
     names = list(dict.fromkeys([*(h for hosts in members.values() for h in hosts),
-                                *inventory.group_hosts(CONTROL_PLANE)]))
+                                *inventory.group_hosts(CONTROL_PLANE), *caches]))
     report = read_certificates(inventory, names, warn_days=within_days, forks=forks, controller=True, now=now)
-    plan = plan_renewal(report.rows, members, {s.cluster: s.leader for s in statuses}, selection,
-                        within_days=within_days, force=force)
+    plan = plan_all(report.rows, members, {s.cluster: s.leader for s in statuses}, selection,
+                    control_planes=inventory.group_hosts(CONTROL_PLANE),
+                    sources=_site_certs(inventory, caches), within_days=within_days, force=force)
     if plan.problems:
         raise InputError(f"certs renew: {len(plan.problems)} certificate(s) cannot be renewed: "
                          + "; ".join(plan.problems[:5]),
                          "a missing or unreadable certificate is made again by `ufcctl deploy`; a host that "
-                         "does not answer must be back first")
+                         "does not answer must be back first; registry_cache_tls_cert_src must name a "
+                         "readable file on this machine")
     result = RenewResult(plan, check)
     if check or plan.empty:
         return result
@@ -101,8 +125,13 @@ def certs_renew(inventory_dir: Path, *, only: tuple[str, ...], within_days: int,
     done: set[str] = set()
     by_name = {t.cluster.name: t for t in targets}
     for step in plan.steps:
-        result.times.append(_renew_host(inventory, step, by_name, members, done, extravars, log))
-        done.add(step.host)
+        if step.kind == KUBEADM:
+            result.times.append(_renew_control_plane(inventory, step, log))
+        elif step.kind == REGISTRY:
+            result.times.append(_renew_cache(inventory, step, force, log))
+        else:
+            result.times.append(_renew_host(inventory, step, by_name, members, done, extravars, log))
+            done.add(step.host)
     result.seconds = time.monotonic() - began
     return result
 
@@ -130,6 +159,62 @@ def _renew_host(inventory: Inventory, step: Step, targets: dict[str, Target], me
     seconds = time.monotonic() - began
     log(f"{step.host}: done in {seconds:.1f} s")
     return HostTime(step.host, seconds, handovers)
+
+
+def _run_one(name: str, inventory: Inventory, step: Step, context: list[str], extravars: dict[str, Any],
+             log: Callable[[str], None]) -> HostTime:
+    """One host's run of a kubeadm or registry renewal playbook (RunFailed names the host)."""
+    began = time.monotonic()
+    run = run_playbook(playbook(name), inventory.subset([step.host]), RunOptions(
+        forks=1, context=tuple(inventory.subset([h for h in dict.fromkeys(context) if h != step.host])),
+        extravars=extravars))
+    if run.failed_of([step.host]):
+        raise RunFailed(f"certs renew ({step.kind}) on {step.host} failed: {run.why(step.host)}",
+                        f"details in {run.run_dir}; the hosts before it are renewed, run the command again "
+                        "for the rest (a second run renews only what is still due)")
+    seconds = time.monotonic() - began
+    log(f"{step.host}: done in {seconds:.1f} s")
+    return HostTime(step.host, seconds, kind=step.kind)
+
+
+def _renew_control_plane(inventory: Inventory, step: Step, log: Callable[[str], None]) -> HostTime:
+    """kubeadm certs renew all (or, with no certificate in the step, nothing) and kube-apiserver restarted
+    while this control plane is out of every haproxy's backends (delegated to the apiserver_lb hosts)."""
+    log(f"{step.host}: " + (f"kubeadm certs renew all ({len(step.items)} certificate(s))" if step.items
+                            else step.note) + "; kube-apiserver restarted out of haproxy's backends")
+    return _run_one(KUBEADM_PLAYBOOK, inventory, step, inventory.group_hosts(LB_GROUP),
+                    {"kube_control_plane_certs_renew": bool(step.items)}, log)
+
+
+def _renew_cache(inventory: Inventory, step: Step, force: bool, log: Callable[[str], None]) -> HostTime:
+    log(f"{step.host}: the site's certificate copied again, instances restarted one after the other")
+    return _run_one(REGISTRY_PLAYBOOK, inventory, step, [], {"registry_cache_renew_force": force}, log)
+
+
+def _site_certs(inventory: Inventory, caches: list[str]) -> dict[str, SiteCert]:
+    """The controller's registry_cache_tls_cert_src of each cache host (a templated value cannot be
+    read here: named as such), with its certificate's sha256."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+
+    out: dict[str, SiteCert] = {}
+    for host in caches:
+        value = str(inventory.hosts[host].vars.get("registry_cache_tls_cert_src") or "")
+        if not value or "{{" in value:
+            out[host] = SiteCert(value or "(not set)", error="not a literal path this command can read"
+                                 if value else "not set")
+            continue
+        data = bytes_of(Path(value))
+        if data is None:
+            out[host] = SiteCert(value, error="cannot read it")
+            continue
+        try:
+            cert = x509.load_pem_x509_certificate(data)
+        except ValueError:
+            out[host] = SiteCert(value, error="no PEM certificate in it")
+            continue
+        out[host] = SiteCert(value, cert.fingerprint(hashes.SHA256()).hex())
+    return out
 
 
 def _view(target: Target) -> ClusterView | None:

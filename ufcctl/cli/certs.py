@@ -58,8 +58,9 @@ def check(inventory: Path, limit: str | None, warn_days: int, forks: int, output
 @certs.command()
 @inventory_option()
 @click.option("--only", multiple=True, metavar="WHAT",
-              help="etcd (every certificate etcd's CA signs) or etcd:<cluster> (that cluster's members); "
-                   "repeatable; default: everything renew knows.")
+              help="etcd (every certificate etcd's CA signs), etcd:<cluster> (that cluster's members), "
+                   "kubeadm (kubeadm's on the control planes) or registry (the site's registry cache "
+                   "certificate, copied again); repeatable; default: all of them, in that order.")
 @click.option("--within-days", type=integer(1, MAX_WARN_DAYS), default=None, metavar="N",
               help=f"Renew what has fewer than N days left [default: {DEFAULT_WARN_DAYS}, what `certs check` "
                    "warns about].")
@@ -69,10 +70,12 @@ def check(inventory: Path, limit: str | None, warn_days: int, forks: int, output
 @output_option()
 def renew(inventory: Path, only: tuple[str, ...], within_days: int | None, force: bool, check: bool,
           forks: int, output: str) -> None:
-    """Renew the etcd certificates (each member's peer/server certificate, the defrag agent's,
-    kube-apiserver's and ufcctl's etcd client certificates) with the existing CA, one host at a
-    time: leaders last, each member restarted and caught up before the next. The CAs are never
-    renewed here.
+    """Renew, one host at a time and in this order: the etcd certificates (each member's peer/server
+    certificate, the defrag agent's, kube-apiserver's and ufcctl's etcd client certificates) with the
+    existing CA, leaders last, each member restarted and caught up before the next; kubeadm's on each
+    control plane (`kubeadm certs renew all`, kube-apiserver restarted out of haproxy's backends); the
+    site's registry cache certificate, copied again where the controller's differs (ufcctl cannot sign
+    it). The CAs are never renewed here.
 
     Exit codes: 0 renewed, or nothing due (the plan is printed); 1 a step failed (the hosts before it
     are renewed: run it again); 2 bad input (inventory, --only, --within-days with --force), an etcd

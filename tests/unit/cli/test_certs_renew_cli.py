@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner, Result
 
 from tests.unit.cli.test_certs_cli import Nodes, _in, _inventory, nodes  # noqa: F401 (fixture)
@@ -26,7 +27,8 @@ class Cluster:
         (state / "pki" / "default" / "etcd" / "ufcctl.key").write_text("key")
         self.leaders = {c: "cp1" for c in CLUSTERS}
         self.sick: set[str] = set()
-        self.runs: list[tuple[str, dict[str, Any], list[str]]] = []
+        self.runs: list[tuple[str, dict[str, Any], list[str]]] = []  # etcd's
+        self.others: list[tuple[str, str, dict[str, Any], list[str]]] = []  # playbook, host, ...
         self.events: list[str] = []
         monkeypatch.setattr(app, "etcd_status", self.status)
         monkeypatch.setattr(app, "run_playbook", self.run)
@@ -40,10 +42,15 @@ class Cluster:
                               self.leaders[c], (), ()) for c in CLUSTERS]
 
     def run(self, playbook: Path, hosts: list[Any], options: Any, **_: Any) -> RunResult:
-        assert playbook.name == "certs-renew.yml" and len(hosts) == 1
-        host = hosts[0].name
-        self.runs.append((host, dict(options.extravars), [h.name for h in options.context]))
-        self.events.append(f"run {host}")
+        assert playbook.name in ("certs-renew.yml", "certs-renew-kubeadm.yml", "certs-renew-registry.yml")
+        assert len(hosts) == 1
+        host, context = hosts[0].name, [h.name for h in options.context]
+        if playbook.name == "certs-renew.yml":
+            self.runs.append((host, dict(options.extravars), context))
+            self.events.append(f"run {host}")
+        else:
+            self.others.append((playbook.name, host, dict(options.extravars), context))
+            self.events.append(f"run {host} {playbook.name}")
         return RunResult("r", playbook.name, "successful", 0, {host: HostResult(host, ok=1)}, Path("/x"), 0.1)
 
 
@@ -70,7 +77,30 @@ def test_force_renews_host_by_host_leader_last_with_the_runs_settings(tmp_path: 
     assert etcd.events[:4] == ["run cp3", "settle core cp3", "settle events cp3", "settle pods cp3"]
     assert etcd.events[4:6] == ["hand over pods from cp2", "run cp2"]
     assert etcd.events[9:12] == ["hand over core from cp1", "hand over events from cp1", "run cp1"]
-    assert "renewed 10 certificate(s) on 3 host(s)" in result.stdout  # 3 x 3 + ufcctl's
+    # then each kube-apiserver restarted (out of haproxy) to load its renewed etcd client certificate
+    assert etcd.events[15:] == [f"run cp{i} certs-renew-kubeadm.yml" for i in (1, 2, 3)]
+    assert {v["kube_control_plane_certs_renew"] for _, _, v, _ in etcd.others} == {False}
+    assert "renewed 10 certificate(s) in 6 step(s)" in result.stdout  # 3 x 3 + ufcctl's
+
+
+def test_kubeadm_forced_renews_one_control_plane_at_a_time_with_haproxy_in_view(
+        tmp_path: Path, etcd: Cluster, nodes: Nodes) -> None:  # noqa: F811
+    inventory = _inventory(tmp_path)
+    hosts = yaml.safe_load((inventory / "hosts.yml").read_text())
+    hosts["all"]["children"]["apiserver_lb"] = {"children": {"kube_control_plane": {}}}
+    (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
+    result = _renew(tmp_path, "--only", "kubeadm", "--force")
+    assert result.exit_code == 0, result.output
+    assert not etcd.runs
+    assert [(p, h) for p, h, _, _ in etcd.others] == [
+        ("certs-renew-kubeadm.yml", f"cp{i}") for i in (1, 2, 3)]
+    for _, host, extravars, context in etcd.others:
+        assert extravars == {"kube_control_plane_certs_renew": True}
+        assert sorted(context) == sorted({"cp1", "cp2", "cp3"} - {host})  # the haproxy hosts it delegates to
+    # the lab's two: apiserver.crt and admin.conf on each control plane
+    assert "renewed 6 certificate(s) in 3 step(s)" in result.stdout
+    assert "step 1: kubeadm cp1: 2 certificate(s), kube-apiserver restarted out of haproxy's backends" \
+        in result.stdout
 
 
 def test_nothing_due_exits_0_and_touches_nothing(tmp_path: Path, etcd: Cluster) -> None:
