@@ -4,8 +4,12 @@ threshold above every lifetime exits 1. The expiry metric of the etcd certificat
 VictoriaMetrics with the same notAfter, and an expiring one (a test series on one worker) fires
 CertificateExpiresSoon, shown by `ufcctl health`, then resolves. Last, `ufcctl certs renew --only etcd
 --force` as the README says, under a writer per etcd cluster: no failed write, every renewed notAfter
-later, healthy clusters, and a second run renews nothing. Shares the deployed stack
-(tests/integration/conftest.py) and leaves it as it found it (with newer etcd certificates)."""
+later, healthy clusters, and a second run renews nothing. Then `--only kubeadm --force` as the README says,
+while a client requests the VIP every 0.1 s: no request fails, every kubeadm certificate's notAfter is
+later, each apiserver serves its renewed certificate, kubectl through the VIP works with the renewed
+admin.conf, and `certs renew` of every kind then has nothing to do. Shares the deployed stack
+(tests/integration/conftest.py) and leaves it as it found it (with newer certificates).
+The kubeadm part needs the LAB KUBE EMULATOR's `kubeadm certs` (a lab made from this checkout)."""
 
 from __future__ import annotations
 
@@ -18,14 +22,16 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from etcd_writer import Writer
 
-from tests.helpers.lab import STACK_LAB, STACK_STATE, Stack, ufcctl
+from tests.helpers.lab import ROOT, STACK_LAB, STACK_STATE, Stack, ufcctl
 from tests.helpers.victoria_query import query, wait_for
+from tests.lab_standins import apiserver_standin
 from ufcctl.app.certs import controller_dirs
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.certs.catalog import expected_on_controller, expected_on_host
-from ufcctl.domain.certs.renew import ETCD_SIGNED
+from ufcctl.domain.certs.renew import ETCD_SIGNED, KUBEADM_RENEWED
 from ufcctl.domain.etcd.settings import controller_pki_dir
 from ufcctl.domain.etcd.topology import etcd_clusters
 from ufcctl.engine.etcd_client import ClusterClient, TlsFiles
@@ -206,3 +212,73 @@ def test_renew_under_writers_loses_no_write_and_a_second_run_renews_nothing(lab:
     finally:
         for cluster in clusters:
             ClusterClient(cluster.name, cluster.client_urls, tls).first("delete_prefix", f"{RENEW_PREFIX}/")
+
+
+# ---- kubeadm's certificates, with a client on the VIP (after etcd's: the module's last test) -----------
+
+CLIENT = f"{STACK_LAB}-w06"
+CONTROL_PLANES = [f"{STACK_LAB}-cp{i}" for i in (1, 2, 3)]
+SERVED = ("import hashlib,ssl,socket; c=ssl.create_default_context(cafile='/etc/kubernetes/pki/ca.crt');"
+          "c.check_hostname=False; s=c.wrap_socket(socket.create_connection(('127.0.0.1',6443)));"
+          "print(hashlib.sha256(s.getpeercert(True)).hexdigest())")
+
+
+def _readme(start: str, exact: bool = False) -> str:
+    """The README's first line starting with `start` (or being it), as written (its comment cut)."""
+    for line in (ROOT / "README.md").read_text().splitlines():
+        words = line.split("#", 1)[0].strip()
+        if words == start or (not exact and words.startswith(start)):
+            return words
+    raise AssertionError(f"README.md has no `{start} ...` line")
+
+
+def _shell(lab: Stack, line: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-c", line], cwd=ROOT, env=lab.env, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def _kubeadm_rows(rows: list[dict]) -> dict[tuple[str, str], dict]:
+    return {(c["host"], c["path"]): c for c in rows if c["what"] in KUBEADM_RENEWED}
+
+
+def test_renew_kubeadm_keeps_the_vip_answering_and_the_renewed_admin_conf_works(lab: Stack,
+                                                                                checked: list[dict]) -> None:
+    before = _kubeadm_rows(checked)
+    assert len(before) == 6, sorted(before)  # the lab's: apiserver.crt and admin.conf on 3 control planes
+    vip = str(yaml.safe_load((lab.inventory / "group_vars/all/cluster.yml").read_text())["ufc_vip"])
+    apiserver_standin.start_client(CLIENT, vip, env=lab.env)
+    started = time.time()
+    try:
+        run = _shell(lab, _readme("ufcctl certs renew --inventory lab --only kubeadm"))
+    finally:
+        ended = time.time()
+        time.sleep(1)
+        apiserver_standin.stop_client(CLIENT, env=lab.env)
+    print(run.stdout[-3000:], run.stderr[-2000:])
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    requests = [e for e in apiserver_standin.client_log(CLIENT, env=lab.env) if started <= e[0] <= ended]
+    failed = [e for e in requests if not e[1]]
+    per_host = re.findall(rf"({STACK_LAB}-cp\d): done in ([0-9.]+) s", run.stdout)
+    print(f"certs renew --only kubeadm --force: {ended - started:.1f} s wall, per control plane "
+          f"{per_host}; {len(requests)} requests through the VIP, {len(failed)} failed: {failed[:5]}")
+    assert [h for h, _ in per_host] == CONTROL_PLANES and len(requests) > 50
+    assert failed == []
+    proc = ufcctl(["certs", "check", "--inventory", "lab", "--output", "json"], lab.env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    after = _kubeadm_rows(json.loads(proc.stdout)["certificates"])
+    assert set(after) == set(before)
+    stale = {k: (before[k]["not_after"], after[k]["not_after"]) for k in before
+             if not after[k]["not_after"] > before[k]["not_after"]}
+    assert not stale, stale
+    for host in CONTROL_PLANES:  # each apiserver serves its renewed certificate (it was restarted)
+        served = subprocess.run(["podman", "exec", host, "python3", "-c", SERVED], env=lab.env,
+                                capture_output=True, text=True, timeout=60, check=False)
+        assert served.stdout.strip() == after[(host, "/etc/kubernetes/pki/apiserver.crt")]["sha256"], host
+    # ufcctl keeps no copy of admin.conf: the README's copy is taken again, and kubectl goes through the VIP
+    copy = _shell(lab, _readme("podman cp ufc-cp1:/etc/kubernetes/admin.conf .ufc/lab/admin.conf"))
+    assert copy.returncode == 0, copy.stderr
+    nodes = _shell(lab, _readme("kubectl --kubeconfig .ufc/lab/admin.conf get nodes"), timeout=120)
+    assert nodes.returncode == 0 and f"{STACK_LAB}-cp1" in nodes.stdout, nodes.stdout + nodes.stderr
+    again = _shell(lab, _readme("ufcctl certs renew --inventory lab", exact=True), timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "nothing to renew (fewer than 30 days left)" in again.stdout, again.stdout

@@ -1105,6 +1105,12 @@ def _log_renewal(names: list[str]) -> None:
         fh.write(json.dumps({"time": time.time(), "node": HOST, "names": names}) + "\n")
 
 
+def _not_after(cert: Any) -> dt.datetime:
+    """notAfter in UTC (the lab image's python3-cryptography 38 has no not_valid_after_utc)."""
+    utc = getattr(cert, "not_valid_after_utc", None)
+    return utc if utc is not None else cert.not_valid_after.replace(tzinfo=dt.UTC)
+
+
 def _residual(not_after: dt.datetime) -> str:
     """apimachinery's duration.ShortHumanDuration of the time left."""
     seconds = (not_after - dt.datetime.now(dt.UTC)).total_seconds()
@@ -1138,7 +1144,7 @@ def cmd_certs_check_expiration(argv: list[str]) -> int:
             continue
         external = certs.external(certs.handlers[name][2])
         cert = certs.read(name)[0]
-        rows.append([name, cert.not_valid_after_utc.strftime(when), _residual(cert.not_valid_after_utc),
+        rows.append([name, _not_after(cert).strftime(when), _residual(_not_after(cert)),
                      certs.handlers[name][3], "yes" if external else "no"])
     cas = [["CERTIFICATE AUTHORITY", "EXPIRES", "RESIDUAL TIME", "EXTERNALLY MANAGED"]]
     for ca_name, base in certs.cas:
@@ -1146,7 +1152,7 @@ def cmd_certs_check_expiration(argv: list[str]) -> int:
             cas.append([f"!MISSING! {ca_name}", "", "", ""])
             continue
         cert = _pem_cert(certs.pki / f"{base}.crt")
-        cas.append([ca_name, cert.not_valid_after_utc.strftime(when), _residual(cert.not_valid_after_utc),
+        cas.append([ca_name, _not_after(cert).strftime(when), _residual(_not_after(cert)),
                     "yes" if certs.external(base) else "no"])
     print(_table(rows) + "\n\n" + _table(cas))
     return 0
