@@ -247,20 +247,14 @@ def test_renew_kubeadm_keeps_the_vip_answering_and_the_renewed_admin_conf_works(
     before = _kubeadm_rows(checked)
     assert len(before) == 6, sorted(before)  # the lab's: apiserver.crt and admin.conf on 3 control planes
     vip = str(yaml.safe_load((lab.inventory / "group_vars/all/cluster.yml").read_text())["ufc_vip"])
-    apiserver_standin.start_client(CLIENT, vip, env=lab.env)
-    started = time.time()
-    try:
+    with apiserver_standin.client_running(CLIENT, vip, env=lab.env) as window:
         run = _shell(lab, _readme("ufcctl certs renew --inventory lab --only kubeadm"))
-    finally:
-        ended = time.time()
-        time.sleep(1)
-        apiserver_standin.stop_client(CLIENT, env=lab.env)
     print(run.stdout[-3000:], run.stderr[-2000:])
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    requests = [e for e in apiserver_standin.client_log(CLIENT, env=lab.env) if started <= e[0] <= ended]
-    failed = [e for e in requests if not e[1]]
+    requests, failed = window.requests, window.failed
     per_host = re.findall(rf"({STACK_LAB}-cp\d): done in ([0-9.]+) s", run.stdout)
-    print(f"certs renew --only kubeadm --force: {ended - started:.1f} s wall, per control plane "
+    print(f"certs renew --only kubeadm --force: {window.ended - window.started:.1f} s wall, per control "
+          f"plane "
           f"{per_host}; {len(requests)} requests through the VIP, {len(failed)} failed: {failed[:5]}")
     assert [h for h, _ in per_host] == CONTROL_PLANES and len(requests) > 50
     assert failed == []

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -134,25 +133,18 @@ def test_the_readme_upgrade_moves_every_node_and_the_vip_keeps_answering(
         assert "runs v1.31.4: a deploy would swap kubeadm and kubelet" in swap.stderr, swap.stderr
         assert "ufcctl upgrade-cluster --inventory" in swap.stderr and "Traceback" not in swap.stderr
     vip = str(yaml.safe_load((stack.inventory / "group_vars/all/cluster.yml").read_text())["ufc_vip"])
-    apiserver_standin.start_client(CLIENT, vip, env=stack.env)
     before = _haproxy_counters(stack)
-    started = time.time()
-    try:
+    with apiserver_standin.client_running(CLIENT, vip, env=stack.env) as window:
         run = _shell(stack, UPGRADE)
-    finally:
-        ended = time.time()
-        time.sleep(1)
-        apiserver_standin.stop_client(CLIENT, env=stack.env)
     print(run.stdout[-4000:], run.stderr[-2000:])
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     after = _haproxy_counters(stack)
     grown = {k: tuple(a - b for a, b in zip(v, before.get(k, (0, 0, 0)), strict=True))
              for k, v in after.items()}
     grown = {k: dict(zip(COUNTERS, v, strict=True)) for k, v in grown.items() if any(v)}
-    requests = [e for e in apiserver_standin.client_log(CLIENT, env=stack.env) if started <= e[0] <= ended]
-    failed = [e for e in requests if not e[1]]
+    requests, failed = window.requests, window.failed
     control = re.search(r"control planes on v1\.32\.3 in ([0-9.]+) s", run.stdout + run.stderr)
-    print(f"upgrade-cluster: {ended - started:.1f} s in all, control planes "
+    print(f"upgrade-cluster: {window.ended - window.started:.1f} s in all, control planes "
           f"{control[1] if control else '?'} s; {len(requests)} requests through the VIP, {len(failed)} "
           f"failed: {failed[:5]}; haproxy connection errors, retries, redispatches: {grown or 'none'}")
     assert len(requests) > 50  # the client ran the whole time

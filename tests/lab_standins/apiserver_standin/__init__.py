@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 SCRIPT = Path(__file__).with_name("standin.py")
@@ -77,3 +81,32 @@ def client_log(container: str, env: dict[str, str] | None = None) -> list[tuple[
         if len(parts) == 3:
             entries.append((float(parts[0]), parts[1] == "ok", parts[2]))
     return entries
+
+
+@dataclass
+class ClientWindow:
+    """When the VIP client ran around a step, and its requests in that time (filled on exit)."""
+
+    started: float
+    ended: float = 0.0
+    requests: list[tuple[float, bool, str]] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[tuple[float, bool, str]]:
+        return [e for e in self.requests if not e[1]]
+
+
+@contextmanager
+def client_running(container: str, vip: str, env: dict[str, str] | None = None) -> Iterator[ClientWindow]:
+    """The VIP client running in `container` around the `with` body (a second's tail after it); the
+    window's requests are those made while the body ran."""
+    start_client(container, vip, env=env)
+    window = ClientWindow(time.time())
+    try:
+        yield window
+    finally:
+        window.ended = time.time()
+        time.sleep(1)
+        stop_client(container, env=env)
+        window.requests = [e for e in client_log(container, env=env)
+                           if window.started <= e[0] <= window.ended]
