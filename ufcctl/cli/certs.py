@@ -92,7 +92,8 @@ def renew(inventory: Path, only: tuple[str, ...], within_days: int | None, force
     elif check or not result.times:
         print_renew_plan(result.plan, check=check)
     else:
-        print_renew_result(result.plan, [(t.host, t.seconds) for t in result.times], result.seconds)
+        print_renew_result(result.plan, [(f"{t.kind} {t.host}", t.seconds) for t in result.times],
+                           result.seconds)
 
 
 COMMANDS = [certs]
