@@ -189,8 +189,10 @@ def test_the_kind_runs_one_host_at_a_time_with_one_stamp(clusters: dict[str, Clu
     summary = runs.start(rcp.KIND, req, store, cluster_inventory(), run_fn=fake)
     assert summary.status == "done" and sorted(fake.starts) == ["cp2", "cp3"]
     options = fake.calls[0][2]
+    # kubectl on the inventory's first control plane, named: the chunk's inventory lists targets first
     assert options.extravars == {"kube_node_remove_drain_timeout": 60,
-                                 "kube_control_plane_remove_stamp": req.options["stamp"]}
+                                 "kube_control_plane_remove_stamp": req.options["stamp"],
+                                 "k8s_manifests_apply_host": "cp1"}
     assert [h.name for h in options.context] == ["cp1", "cp2", "cp3"]
     assert summary.steps["prepare"].endswith("kubectl (drain, delete node) on cp1")
 

@@ -44,6 +44,14 @@ def _extravars(options: Mapping[str, Any]) -> dict[str, Any]:
             "kube_control_plane_remove_stamp": str(options["stamp"])}
 
 
+def _kubectl_host(inventory: Inventory) -> dict[str, Any]:
+    """kubectl (drain, delete node) runs on the inventory's first control plane, which check_removal never
+    lets go: named here because the chunk's inventory lists its targets first, so `groups[...][0]` there
+    would be the host being removed."""
+    planes = inventory.group_hosts(CONTROL_PLANE)
+    return {"k8s_manifests_apply_host": planes[0]} if planes else {}
+
+
 def _deadline(options: Mapping[str, Any]) -> float:
     return float(drain_timeout(options, DEFAULT_DRAIN_TIMEOUT) + ETCD_SECONDS)
 
@@ -136,6 +144,7 @@ KIND = RolloutKind(
     hooks=_drain_in_play,
     # the control planes (kubectl on the first) and every haproxy (its backends) beside each chunk
     context_groups=(CONTROL_PLANE, APISERVER_LB),
+    inventory_extravars=_kubectl_host,
     prepare=_prepare,
 )
 
