@@ -4,7 +4,8 @@ while a client requests /version through the VIP every 0.1 s on a new connection
 again by the README's deploy line.
 
 Checked: a removal while one etcd cluster is unhealthy is refused (exit 2, one `Error:` line naming the
-cluster, nothing touched); `--dry-run` touches nothing; the removal exits 0 and then every etcd cluster
+cluster, nothing touched); cp3 is made the leader of events first, and `--dry-run` says leadership moves
+and touches nothing; the removal exits 0 and then every etcd cluster
 lists 2 members and is healthy, cp3's etcd members, timers and kube-apiserver are stopped and disabled,
 its data directories are moved aside (never deleted), its Node is gone, every haproxy has it in MAINT in
 both backends, keepalived is stopped there (the VIP is elsewhere), and no request through the VIP failed;
@@ -30,6 +31,7 @@ import yaml
 
 from tests.helpers.lab import ROOT, STACK_LAB, Stack, ufcctl
 from tests.lab_standins import apiserver_standin
+from ufcctl.app.etcd_maint import cluster_targets
 from ufcctl.rollout.store import StateStore
 
 pytestmark = pytest.mark.integration
@@ -103,6 +105,22 @@ def _units(stack: Stack, verb: str, *units: str) -> list[str]:
     return _exec(stack, HOST, "systemctl", verb, *units).stdout.split()
 
 
+def _lead_events_from_cp3(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make cp3 the leader of the events cluster (etcd's MoveLeader through ufcctl's client), so the removal
+    must hand leadership over before its member remove."""
+    monkeypatch.setenv("UFC_STATE_DIR", stack.env["UFC_STATE_DIR"])
+    (target,) = cluster_targets(stack.inventory, "events")
+    current = target.client.view(with_last=False)
+    leader, heir = current.member(current.leader or ""), current.member(HOST)
+    assert leader is not None and heir is not None, current
+    if leader.name != HOST:
+        target.client.gateway(leader.endpoint).move_leader(heir.member_id)
+    deadline = time.monotonic() + 30
+    while target.client.view(with_last=False).leader != HOST:
+        assert time.monotonic() < deadline, "cp3 did not take the lead of events"
+        time.sleep(0.5)
+
+
 ETCD_UNITS = [f"etcd-{c}.service" for c in CLUSTERS]
 TIMERS = [f"ufcctl-etcd-{k}@{c}.timer" for c in CLUSTERS for k in ("defrag", "backup")]
 
@@ -133,10 +151,12 @@ def test_a_removal_while_a_cluster_is_unhealthy_is_refused_and_touches_nothing(l
         time.sleep(1)
 
 
-def test_remove_cp3_then_again_then_join_it_back(lab: Stack) -> None:
+def test_remove_cp3_then_again_then_join_it_back(lab: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    _lead_events_from_cp3(lab, monkeypatch)  # the removal must move leadership off cp3 first
     dry = ufcctl([*REMOVE[1:], "--dry-run"], lab.env, timeout=600)
     assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
-    assert "etcd core: " + HOST in dry.stderr, dry.stderr
+    assert f"etcd core: {HOST} leaves, 2 member(s) stay" in dry.stderr, dry.stderr
+    assert f"etcd events: {HOST} leaves (it leads: leadership moves to" in dry.stderr, dry.stderr
     assert _units(lab, "is-active", *ETCD_UNITS, "kube-apiserver", "keepalived") == ["active"] * 5
     assert all(_members(s) == CONTROL_PLANES for s in _etcd(lab).values())
     units = [*ETCD_UNITS, *TIMERS, "kube-apiserver", "keepalived", "kubelet"]
