@@ -76,6 +76,7 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ufcctl/rollout/*", ("test_upgrade_drivers_lab.py", "test_workers_lab.py")),
     ("ufcctl/domain/rollout/*", ("test_upgrade_drivers_lab.py", "test_workers_lab.py")),
     ("ufcctl/app/etcd_maint.py", ("test_etcd_lab.py",)),
+    ("ufcctl/engine/etcd_targets.py", ("test_etcd_lab.py", "test_workers_remove_cp_lab.py")),
     ("ufcctl/domain/etcd/*", ("test_etcd_lab.py",)),
     ("ufcctl/engine/etcd_*", ("test_etcd_lab.py",)),
     ("ufcctl/nodeside/*", ("test_etcd_lab.py",)),

@@ -21,11 +21,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ufcctl.app.etcd_maint import cluster_targets
 from ufcctl.domain.etcd.defrag import health_problems
 from ufcctl.domain.etcd.membership import plan_leave
 from ufcctl.domain.inventory.model import APISERVER_LB, CONTROL_PLANE, ETCD_GROUPS, Inventory
 from ufcctl.engine.etcd_client import EtcdError
+from ufcctl.engine.etcd_targets import cluster_targets
 from ufcctl.errors import InputError, shown
 from ufcctl.rollout.kind import NodeGuard, RolloutKind, RolloutRequest
 from ufcctl.rollout.kinds.in_play_drain import drain_timeout, kubectl_host
