@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.lab import ROOT, STACK_LAB, Stack, ufcctl
+from tests.helpers.lab import ROOT, STACK_LAB, Stack, haproxy_servers, ufcctl
 from tests.lab_standins import apiserver_standin
 from ufcctl.app.etcd_maint import cluster_targets
 from ufcctl.rollout.store import StateStore
@@ -41,8 +41,6 @@ CONTROL_PLANES = [f"{STACK_LAB}-cp{i}" for i in (1, 2, 3)]
 CLIENT = f"{STACK_LAB}-w06"
 KUBECTL = ["kubectl", "--kubeconfig=/etc/kubernetes/admin.conf"]
 CLUSTERS = ("core", "events", "pods")
-STAT = ("import socket; s = socket.socket(socket.AF_UNIX); s.connect('/run/haproxy/admin.sock'); "
-        "s.sendall(b'show stat\\n'); print(s.makefile().read())")
 
 
 def readme_line(start: str) -> list[str]:
@@ -74,16 +72,7 @@ def _members(status: dict) -> list[str]:
 
 def _servers(stack: Stack) -> dict[tuple[str, str, str], str]:
     """(haproxy host, backend, server) -> status, for both apiserver backends of every haproxy."""
-    found = {}
-    for host in CONTROL_PLANES:
-        lines = _exec(stack, host, "python3", "-c", STAT).stdout.splitlines()
-        head = lines[0].lstrip("# ").split(",")
-        for line in lines[1:]:
-            row = dict(zip(head, line.split(","), strict=False))
-            if row.get("pxname", "").startswith("apiserver_") and row.get("svname") not in ("FRONTEND",
-                                                                                             "BACKEND"):
-                found[(host, row["pxname"], row["svname"])] = row["status"]
-    return found
+    return {key: row["status"] for key, row in haproxy_servers(stack.env, CONTROL_PLANES).items()}
 
 
 def _node(stack: Stack) -> dict | None:
