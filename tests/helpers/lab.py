@@ -43,7 +43,8 @@ STACK_MODULES = frozenset({"test_certs_lab.py", "test_cluster_objects_lab.py", "
                            "test_images_lab.py",
                            "test_main_job_lab.py",
                            "test_monitoring_lab.py", "test_nfs_lab.py", "test_vip_failover.py",
-                           "test_workers_lab.py", "test_workers_remove_lab.py",
+                           "test_workers_lab.py", "test_workers_remove_cp_lab.py",
+                           "test_workers_remove_lab.py",
                            "test_workers_upgrade_lab.py"})
 MAIN_JOB = ROOT / "scripts" / "run.sh"
 STACK_INVENTORY = ROOT / "inventories" / "lab"
@@ -144,3 +145,24 @@ def deployed_stack(work: Path) -> Iterator[Stack]:
     finally:
         down = ufcctl(["lab", "down"], stack_env)
         assert down.returncode == 0, down.stdout + down.stderr
+
+
+# haproxy's `show stat` through the admin socket roles/apiserver_lb opens (python3 of the lab image).
+HAPROXY_STAT = ("import socket; s = socket.socket(socket.AF_UNIX); s.connect('/run/haproxy/admin.sock'); "
+                "s.sendall(b'show stat\\n'); print(s.makefile().read())")
+
+
+def haproxy_servers(env: dict[str, str], hosts: list[str]) -> dict[tuple[str, str, str], dict[str, str]]:
+    """(haproxy host, backend, server) -> its `show stat` row, for the servers of both apiserver backends
+    of each host's haproxy."""
+    found = {}
+    for host in hosts:
+        lines = subprocess.run(["podman", "exec", host, "python3", "-c", HAPROXY_STAT], env=env,
+                               capture_output=True, text=True, timeout=120, check=False).stdout.splitlines()
+        head = lines[0].lstrip("# ").split(",")
+        for line in lines[1:]:
+            row = dict(zip(head, line.split(","), strict=False))
+            if row.get("pxname", "").startswith("apiserver_") and row.get("svname") not in ("FRONTEND",
+                                                                                             "BACKEND"):
+                found[(host, row["pxname"], row["svname"])] = row
+    return found

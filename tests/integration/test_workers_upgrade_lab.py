@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.lab import ROOT, STACK_LAB, STACK_STATE, Stack
+from tests.helpers.lab import ROOT, STACK_LAB, STACK_STATE, Stack, haproxy_servers
 from tests.lab_standins import apiserver_standin
 from tests.lab_standins.kube_emulator import lab as emulator
 from ufcctl.app.inventory import load_inventory
@@ -40,8 +40,6 @@ CONTROL_PLANES = [f"{STACK_LAB}-cp{i}" for i in (1, 2, 3)]
 CLIENT = f"{STACK_LAB}-w06"
 KUBECTL = ["kubectl", "--kubeconfig=/etc/kubernetes/admin.conf"]
 VERSIONS_FILE = "group_vars/all/versions.yml"
-STAT = ("import socket; s = socket.socket(socket.AF_UNIX); s.connect('/run/haproxy/admin.sock'); "
-        "s.sendall(b'show stat\\n'); print(s.makefile().read())")
 
 
 def readme_line(start: str) -> str:
@@ -76,16 +74,8 @@ COUNTERS = ("econ", "wretr", "wredis")
 
 
 def _haproxy_counters(stack: Stack) -> dict[tuple[str, str, str], tuple[int, ...]]:
-    counters = {}
-    for host in CONTROL_PLANES:
-        lines = _exec(stack, host, "python3", "-c", STAT).stdout.splitlines()
-        head = lines[0].lstrip("# ").split(",")
-        for line in lines[1:]:
-            row = dict(zip(head, line.split(","), strict=False))
-            if row.get("pxname", "").startswith("apiserver_") and row.get("svname") not in ("FRONTEND",
-                                                                                             "BACKEND"):
-                counters[(host, row["pxname"], row["svname"])] = tuple(int(row[c] or 0) for c in COUNTERS)
-    return counters
+    return {key: tuple(int(row[c] or 0) for c in COUNTERS)
+            for key, row in haproxy_servers(stack.env, CONTROL_PLANES).items()}
 
 
 def _nodes(stack: Stack) -> list[dict]:
@@ -168,11 +158,9 @@ def test_the_readme_upgrade_moves_every_node_and_the_vip_keeps_answering(
         assert "ufcctl.io/cordoned-for" not in (node["metadata"].get("annotations") or {}), name
         ready = [c for c in node["status"].get("conditions") or [] if c["type"] == "Ready"]
         assert ready and ready[0]["status"] == "True", name
-    for host in CONTROL_PLANES:  # every server of both backends UP again on every haproxy
-        stat = _exec(stack, host, "python3", "-c", STAT)
-        rows = [r.split(",") for r in stat.stdout.splitlines() if r.startswith("apiserver_")]
-        servers = [(r[0], r[1], r[17]) for r in rows if r[1] not in ("FRONTEND", "BACKEND")]
-        assert len(servers) == 6 and all(s[2] == "UP" for s in servers), (host, servers)
+    # every server of both backends UP again on every haproxy (3 haproxies x 2 backends x 3 servers)
+    servers = {key: row["status"] for key, row in haproxy_servers(stack.env, CONTROL_PLANES).items()}
+    assert len(servers) == 18 and set(servers.values()) == {"UP"}, servers
 
 
 def test_a_second_run_has_nothing_to_do(stack: Stack, versions_file: Path) -> None:

@@ -7,24 +7,24 @@ certificate is the one roles/etcd issued into the controller PKI directory.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.etcd.defrag import ClusterView, health_problems, status_errors
 from ufcctl.domain.etcd.defrag_result import RunReport
-from ufcctl.domain.etcd.settings import SettingsError, controller_pki_dir, defrag_config
+from ufcctl.domain.etcd.settings import SettingsError, defrag_config
 from ufcctl.domain.etcd.snapshot import Assembled, EndpointProbe, assemble
 from ufcctl.domain.etcd.status import ClusterStatus, MemberRow, PruneResult
-from ufcctl.domain.etcd.topology import KINDS_BY_NAME, EtcdCluster, etcd_clusters
+from ufcctl.domain.etcd.topology import EtcdCluster, etcd_clusters
 from ufcctl.domain.inventory.model import Inventory
-from ufcctl.engine.etcd_client import ClusterClient, EtcdError, TlsFiles
+from ufcctl.engine import etcd_targets
+from ufcctl.engine.etcd_client import ClusterClient, EtcdError
 from ufcctl.engine.etcd_probe import probe_all
+from ufcctl.engine.etcd_targets import Target, client_tls
 from ufcctl.errors import InputError, RunFailed
 from ufcctl.nodeside.etcd_defrag import DefragRun
 from ufcctl.nodeside.etcd_defrag_config import AgentConfig
-from ufcctl.paths import state_dir
 
 # Seconds each member has to answer `ufcctl etcd status` (all of its calls together). A healthy
 # member answers in milliseconds; 5 s is generous for a loaded one, and a dead network costs
@@ -32,49 +32,11 @@ from ufcctl.paths import state_dir
 STATUS_TIMEOUT = 5.0
 
 
-@dataclass(frozen=True)
-class Target:
-    cluster: EtcdCluster
-    client: ClusterClient
-    hostvars: dict[str, Any]
-
-
 def cluster_targets(inventory_dir: Path, only: str | None,
                     inventory: Inventory | None = None) -> list[Target]:
-    """Each etcd cluster of the inventory (or only `only`): its topology, a client with ufcctl's
-    certificate, and the vars of its first member. `inventory`: the one at `inventory_dir`, when the
-    caller loaded it already (validating 16,000 hosts again is seconds of work)."""
-    inventory = inventory or load_inventory(inventory_dir)
-    clusters = etcd_clusters(inventory)
-    if not clusters:
-        raise InputError(f"inventory {inventory_dir}: no hosts in etcd_core, etcd_events or etcd_pods")
-    if only is not None:
-        if only not in KINDS_BY_NAME:
-            raise InputError(
-                f"--cluster {only!r}: unknown cluster", f"use one of: {', '.join(KINDS_BY_NAME)}"
-            )
-        clusters = tuple(c for c in clusters if c.name == only)
-        if not clusters:
-            raise InputError(
-                f"--cluster {only}: group {KINDS_BY_NAME[only].group} has no hosts in {inventory_dir}"
-            )
-    tls = _tls(inventory, clusters[0])
-    return [
-        Target(c, ClusterClient(c.name, c.client_urls, tls), dict(inventory.hosts[c.members[0].host].vars))
-        for c in clusters
-    ]
-
-
-def _tls(inventory: Inventory, cluster: EtcdCluster) -> TlsFiles:
-    pki = controller_pki_dir(inventory.hosts[cluster.members[0].host].vars, state_dir())
-    files = TlsFiles(str(pki / "ca.crt"), str(pki / "ufcctl.crt"), str(pki / "ufcctl.key"))
-    missing = [f for f in (files.ca, files.cert, files.key) if not Path(f).is_file()]
-    if missing:
-        raise InputError(
-            f"no etcd client certificate for ufcctl: missing {', '.join(missing)}",
-            f"deploy etcd first (`ufcctl deploy --inventory {inventory.path}`): roles/etcd creates them",
-        )
-    return files
+    """Each etcd cluster of the inventory (or only `only`): engine/etcd_targets.py. `inventory`: the one at
+    `inventory_dir`, when the caller loaded it already (validating 16,000 hosts again is seconds of work)."""
+    return etcd_targets.cluster_targets(inventory_dir, only, inventory or load_inventory(inventory_dir))
 
 
 def _unreachable_row(member: str, endpoint: str, error: str) -> MemberRow:
@@ -220,7 +182,7 @@ def etcd_prune(inventory_dir: Path, cluster: str, yes: bool = False) -> PruneRes
             "nothing to prune: no events or pods cluster, so core still serves every resource",
             "prune only after etcd_events / etcd_pods have hosts and kube-apiserver uses the overrides",
         )
-    client = ClusterClient("core", clusters["core"].client_urls, _tls(inventory, clusters["core"]))
+    client = ClusterClient("core", clusters["core"].client_urls, client_tls(inventory, clusters["core"]))
     try:
         counts = {p: client.first("count_prefix", p) for p in prefixes}
         deleted = {p: client.first("delete_prefix", p) for p in prefixes if counts[p]} if yes else {}

@@ -18,7 +18,7 @@ from ufcctl.report.output import print_run_summary
 from ufcctl.report.progress import RunProgress
 from ufcctl.report.rollout import RolloutProgress
 from ufcctl.rollout import runs
-from ufcctl.rollout.kinds import remove_nodes
+from ufcctl.rollout.kinds import remove_control_plane, remove_nodes
 from ufcctl.rollout.store import StateStore
 
 # 10 nodes at a time: each drained node's pods must find room on the rest, and PodDisruptionBudgets
@@ -32,7 +32,7 @@ DEFAULT_WINDOW = 1
 @inventory_option()
 @click.option("--limit", "-l", required=True,
               help="The workers to remove (Ansible host pattern inside kube_node); control planes and etcd "
-                   "members are refused.")
+                   "members are refused unless --control-plane.")
 @fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW, limit=False, order=True)
 @click.option("--drain-timeout", type=integer(10, MAX_NODE_TIMEOUT),
               default=remove_nodes.DEFAULT_DRAIN_TIMEOUT, show_default=True,
@@ -41,20 +41,35 @@ DEFAULT_WINDOW = 1
               help="Ansible check mode: report what would be drained, reset and deleted; change nothing.")
 @click.option("--retry-failed", is_flag=True,
               help="A new run over only the nodes that failed or were skipped in the newest removal.")
+@click.option("--control-plane", is_flag=True,
+              help="Remove control planes and etcd members instead (never workers), one at a time: "
+                   "drain, VIP and haproxy backends, kubeadm reset, each etcd member removed with quorum "
+                   "kept, data moved aside, Node deleted. Every etcd cluster must be healthy; batch and "
+                   "window are 1.")
 @output_option()
 def remove_nodes_command(inventory: Path, limit: str, fleet: Fleet, drain_timeout: int, dry_run: bool,
-                         retry_failed: bool, output: str) -> None:
+                         retry_failed: bool, control_plane: bool, output: str) -> None:
     """Remove workers from the cluster: drain each (kubectl on the first control plane), kubeadm reset,
     kubelet and containerd stopped and disabled, join state wiped, Node object deleted. The NPU driver
     stays; `ufcctl add-nodes --limit ...` joins a node again. `ufcctl resume RUN_ID` continues a stopped
-    run without redoing finished nodes."""
-    request = rollout_request(fleet, inventory, limit=limit, dry_run=dry_run,
-                              options=remove_nodes.remove_options(drain_timeout=drain_timeout))
-    loaded = run_inventory(request)
-    remove_nodes.refuse_cluster_hosts(loaded, limit)  # exit 2 before the state store is opened
+    run without redoing finished nodes. With --control-plane: control planes and etcd members, one at a
+    time; `ufcctl deploy` joins one again."""
+    if control_plane:
+        kind = remove_control_plane.KIND
+        request = remove_control_plane.one_at_a_time(rollout_request(
+            fleet, inventory, limit=limit, dry_run=dry_run,
+            options=remove_control_plane.remove_options(drain_timeout=drain_timeout)))
+        loaded = run_inventory(request)
+        for line in remove_control_plane.check_removal(request, loaded):  # exit 2 before the store opens
+            click.echo(line, err=True)
+    else:
+        kind = remove_nodes.KIND
+        request = rollout_request(fleet, inventory, limit=limit, dry_run=dry_run,
+                                  options=remove_nodes.remove_options(drain_timeout=drain_timeout))
+        loaded = run_inventory(request)
+        remove_nodes.refuse_cluster_hosts(loaded, limit)  # exit 2 before the state store is opened
     with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
-        summary = runs.start(remove_nodes.KIND, request, store, loaded, observer=progress,
-                             retry_failed=retry_failed)
+        summary = runs.start(kind, request, store, loaded, observer=progress, retry_failed=retry_failed)
     summary_out(summary, output)
 
 

@@ -1,11 +1,16 @@
 """Node CLI used by roles/etcd: is a cluster running (probe), add this member to it (join), is it
-back and caught up after a restart (wait-settled).
+back and caught up after a restart (wait-settled), take this member out of it (leave).
 
 `--probe` prints {"running": bool, ...}; `--join` adds this member (or reuses an unfinished add)
 and writes the bootstrap environment file with `ETCD_INITIAL_CLUSTER_STATE=existing`; the role
 starts the unit right after, one joining host at a time. `--wait-settled` (tasks/renew.yml, after
 restarting this member) waits until every member answers under one leader and this member's raft
-index reaches the leader's as first seen then; exit 1 after --timeout seconds.
+index reaches the leader's as first seen then; exit 1 after --timeout seconds. `--leave`
+(tasks/leave.yml, `ufcctl remove-nodes --control-plane`) removes THIS member (the config's own name,
+never another) through another member: refused (exit 2, nothing done) unless the cluster is healthy
+and keeps a member; a leader first hands leadership to the most up-to-date other member; then it
+waits until the members that stay are healthy under one leader. A member already removed prints
+{"changed": false}: a rerun after a kill finishes the rest of the removal without a second remove.
 
 Runs on the nodes: imports follow the rule in ufcctl/nodeside/__init__.py.
 """
@@ -16,10 +21,11 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
-from ufcctl.domain.etcd.defrag import settled_leader_index
-from ufcctl.domain.etcd.membership import initial_cluster, plan_join
+from ufcctl.domain.etcd.defrag import ClusterView, health_problems, settled_leader_index
+from ufcctl.domain.etcd.membership import initial_cluster, plan_join, plan_leave
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError
 from ufcctl.nodeside.etcd_defrag_config import load_config
 from ufcctl.nodeside.textfile import write_atomic
@@ -72,6 +78,53 @@ def wait_settled(client: ClusterClient, member: str, timeout: float, poll: float
     return None
 
 
+def _view(client: ClusterClient) -> ClusterView | None:
+    try:
+        return client.view(with_last=False)
+    except EtcdError:
+        return None
+
+
+def _wait_for(what: str, ready: Callable[[ClusterView], bool], client: ClusterClient, timeout: float,
+              poll: float = 0.25) -> None:
+    """Poll the cluster until `ready`; EtcdError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        view = _view(client)
+        if view is not None and ready(view):
+            return
+        if time.monotonic() > deadline:
+            raise EtcdError(client.cluster, f"{what}: not within {timeout:.0f} s")
+        time.sleep(poll)
+
+
+def leave(client: ClusterClient, name: str, timeout: float) -> tuple[int, dict[str, Any]]:
+    """Remove member `name` from its cluster (plan_leave says whether and how); (exit code, result)."""
+    try:
+        view = client.view(with_last=False)
+    except EtcdError as err:
+        return EXIT_REFUSED, {"error": f"cluster {client.cluster} does not answer: {err}"}
+    plan = plan_leave(view, name)
+    if plan.action == "absent":
+        return 0, {"changed": False, "reason": plan.reason}
+    if plan.action == "refuse":
+        return EXIT_REFUSED, {"error": plan.reason}
+    own = view.member(name)
+    endpoint = own.endpoint if own else None
+    if plan.heir is not None:
+        heir = view.member(plan.heir)
+        assert heir is not None and endpoint
+        client.gateway(endpoint).move_leader(heir.member_id)
+        _wait_for(f"leadership of {client.cluster} off {name}",
+                  lambda v: v.leader not in (None, name), client, timeout)
+    client.first("member_remove", plan.member_id, avoid=endpoint)
+    # the members that stay: listed without `name`, every one answering under one leader
+    client.endpoints = [e for e in client.endpoints if e != endpoint] or client.endpoints
+    _wait_for(f"cluster {client.cluster} healthy without {name}",
+              lambda v: v.member(name) is None and not health_problems(v), client, timeout)
+    return 0, {"changed": True, "removed": name, "member_id": plan.member_id, "leadership_to": plan.heir}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ufcctl-etcd-member", description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True, help="agent config (JSON) written by roles/etcd")
@@ -80,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--join", action="store_true", help="add this member to the running cluster")
     mode.add_argument("--wait-settled", action="store_true",
                       help="wait until every member is healthy and this one caught up (after its restart)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds (--wait-settled)")
+    mode.add_argument("--leave", action="store_true",
+                      help="remove this member from its healthy cluster (leadership handed over first)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds (--wait-settled, --leave)")
     parser.add_argument("--name", help="this member's name (--join)")
     parser.add_argument("--peer-url", help="this member's peer URL (--join)")
     parser.add_argument("--bootstrap-env", help="file to write the initial-cluster settings to (--join)")
@@ -96,6 +151,16 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(json.dumps({"settled": True, "member": cfg.member, "seconds": round(took, 2)}))
         return 0
+    if args.leave:
+        try:
+            code, result = leave(client, cfg.member or "", args.timeout)
+        except EtcdError as err:
+            code, result = 1, {"error": f"cluster {cfg.cluster}: removing member {cfg.member}: {err}"}
+        if "error" in result:
+            print(f"error: {result['error']}", file=sys.stderr)
+        else:
+            print(json.dumps(result))
+        return code
     try:
         members = client.first("member_list_raw")
     except EtcdError as err:

@@ -8,7 +8,14 @@ kind in it by name.
 from __future__ import annotations
 
 from ufcctl.rollout.kind import KindRegistry
-from ufcctl.rollout.kinds import deploy_nodes, preheat_images, remove_nodes, upgrade_cluster, upgrade_drivers
+from ufcctl.rollout.kinds import (
+    deploy_nodes,
+    preheat_images,
+    remove_control_plane,
+    remove_nodes,
+    upgrade_cluster,
+    upgrade_drivers,
+)
 
 KINDS = KindRegistry((upgrade_drivers.KIND, deploy_nodes.KIND, preheat_images.KIND, remove_nodes.KIND,
-                     upgrade_cluster.KIND))
+                     upgrade_cluster.KIND, remove_control_plane.KIND))

@@ -5,7 +5,10 @@ The role never re-initialises a cluster: a member without data joins the running
 lost its data is refused (it must be removed first; etcd would otherwise reject it or, worse,
 start it with a stale identity).
 
-Standard library only: shipped to etcd nodes with the agent.
+Also leaving a cluster (`plan_leave`, for remove-nodes --control-plane): only from a healthy cluster,
+never its last member, a leader hands over first.
+
+Standard library only (and ufcctl.domain.etcd.defrag): shipped to etcd nodes with the agent.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from ufcctl.domain.etcd.defrag import ClusterView, health_problems
 
 
 @dataclass(frozen=True)
@@ -50,3 +55,32 @@ def initial_cluster(members: Sequence[Mapping[str, Any]], name: str, peer_url: s
     if f"{name}={peer_url}" not in entries:
         entries.append(f"{name}={peer_url}")
     return ",".join(entries)
+
+
+@dataclass(frozen=True)
+class LeavePlan:
+    """What `ufcctl-etcd-member --leave` does for member `name` (remove-nodes --control-plane)."""
+
+    action: str  # absent (not a member: nothing to do), refuse, remove
+    reason: str
+    member_id: str = ""  # the member to remove (decimal string, as the gateway lists it)
+    heir: str | None = None  # the member leadership moves to first (when `name` leads)
+
+
+def plan_leave(view: ClusterView, name: str) -> LeavePlan:
+    """Whether member `name` may leave its cluster now, and how: only from a healthy cluster (every
+    member answering under one leader, no alarm but NOSPACE), never its last member (a cluster of 0 has
+    no data), and a leader hands leadership to the most up-to-date other member first."""
+    member = view.member(name)
+    if member is None:
+        return LeavePlan("absent", f"{name} is not a member of cluster {view.cluster} (removed already)")
+    problems = health_problems(view)
+    if problems:
+        return LeavePlan("refuse", f"cluster {view.cluster} is not healthy: {'; '.join(problems)}")
+    if len(view.members) < 2:
+        return LeavePlan("refuse", f"{name} is the last member of cluster {view.cluster}: its removal would "
+                                   "leave the cluster with no member")
+    heir = None
+    if view.leader == name:
+        heir = max((s.raft_index, n) for n, s in view.statuses.items() if n != name)[1]
+    return LeavePlan("remove", f"{len(view.members) - 1} member(s) stay", member.member_id, heir)

@@ -5,10 +5,10 @@ first control plane, reset (kubeadm reset -f, kubelet and containerd stopped and
 state wiped) and its Node object deleted (playbooks/remove-nodes.yml, roles/kube_node tasks/remove.yml);
 its NPU driver stays. What is particular to this kind: the refusal of control planes and etcd members
 before anything is written (`refuse_cluster_hosts`: their removal needs the etcd member removed one at a
-time with quorum kept, which this kind does not do), the control planes beside each chunk (kubectl runs
-on the first), and the drain inside the node's play rather than in a controller-side guard, so a node
-killed between cordon and reset is `running` in the store and redone by `ufcctl resume` (a drain of a
-cordoned node and a reset of a reset node change nothing).
+time with quorum kept, the remove-control-plane kind's work, `--control-plane`), the control planes
+beside each chunk (kubectl runs on the first), and the drain inside the node's play rather than in a
+controller-side guard, so a node killed between cordon and reset is `running` in the store and redone
+by `ufcctl resume` (a drain of a cordoned node and a reset of a reset node change nothing).
 Window, budget, canary, alignment, state, resume and `--retry-failed` are the engine's.
 """
 
@@ -46,22 +46,28 @@ def _drain_in_play(request: RolloutRequest) -> tuple[NodeGuard | None, str]:
     return None, f"in each node's play: kubectl drain on the first control plane, {mode}"
 
 
-def refuse_cluster_hosts(inventory: Inventory, limit: str) -> None:
-    """InputError naming the control planes and etcd members --limit selects: nothing is touched."""
+def chosen_hosts(inventory: Inventory, limit: str) -> list[str]:
+    """The hosts --limit selects, inventory order; InputError for a pattern that does not parse."""
     try:
-        chosen = set(select_hosts(inventory, limit))
+        return select_hosts(inventory, limit)
     except PatternError as err:
         raise InputError(f"--limit {shown(limit)}: {err}",
                          "use host names, group names, globs, ! and &") from err
+
+
+def refuse_cluster_hosts(inventory: Inventory, limit: str) -> None:
+    """InputError naming the control planes and etcd members --limit selects: nothing is touched."""
+    chosen = set(chosen_hosts(inventory, limit))
     protected = [h for g in PROTECTED_GROUPS for h in inventory.group_hosts(g) if h in chosen]
     if protected:
         names = list(dict.fromkeys(protected))
         listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
         groups = sorted({g for g in PROTECTED_GROUPS for h in names if h in inventory.group_hosts(g)})
         raise InputError(
-            f"--limit {shown(limit)} selects {listed} ({', '.join(groups)}): remove-nodes removes workers "
-            "only", "narrow --limit to workers (e.g. '<pattern>:!kube_control_plane'); removing a control "
-            "plane or an etcd member (etcd member remove, one at a time) is not built")
+            f"--limit {shown(limit)} selects {listed} ({', '.join(groups)}): without --control-plane "
+            "remove-nodes removes workers only",
+            "narrow --limit to workers (e.g. '<pattern>:!kube_control_plane'), or remove control planes and "
+            "etcd members with --control-plane (one at a time, each etcd member removed with quorum kept)")
 
 
 def _prepare(request: RolloutRequest, inventory: Inventory) -> str:
