@@ -12,9 +12,14 @@ import subprocess
 NFS_CP = "nfs-cp"
 
 
+# NFSv3: Debian 12's libnfs 4.0.0 fails NFSv4 writes beyond ~4 KB (ufcctl/domain/nfs/backup_store.py,
+# which the store's export follows; not imported: the node-side zip carries only what it needs)
+NFS_VERSION = 3
+
+
 def nfs_url(base: str, *parts: str) -> str:
-    """`nfs://server/path` + `/part/...`, NFSv4 (one TCP port, as roles/nfs_server serves)."""
-    return "/".join([base.rstrip("/"), *parts]) + "?version=4"
+    """`nfs://server/path` + `/part/...`, NFSv3 (the store's export)."""
+    return "/".join([base.rstrip("/"), *parts]) + f"?version={NFS_VERSION}"
 
 
 def copy(local: str, url: str, timeout: float) -> str:

@@ -187,7 +187,7 @@ class FakeNfsCp:
 
     def __call__(self, local: str, url: str, timeout: float) -> str:
         self.calls.append(["nfs-cp", local, url])
-        assert url.startswith("nfs://10.0.0.5/srv/store/") and url.endswith("?version=4")
+        assert url.startswith("nfs://10.0.0.5/srv/store/") and url.endswith("?version=3")
         if self.fail_on and url.split("?")[0].endswith(self.fail_on):
             return "nfs-cp exit 10: Failed to open nfs://...: NFS4ERR_ACCESS"
         target = self.store / url.split("?")[0].removeprefix("nfs://10.0.0.5/srv/store/")
@@ -209,7 +209,7 @@ def test_the_timer_copies_each_snapshot_off_the_member_sum_file_last(tmp_path: P
     copied = tmp_path / "server" / "core" / name
     assert copied.read_bytes() == (tmp_path / "b" / "core" / name).read_bytes()
     assert check(str(copied)).sum_file  # the copy passes what a restore checks, with its .sha256
-    assert f"action=copied url=nfs://10.0.0.5/srv/store/core/{name}?version=4" in lines[-1]
+    assert f"action=copied url=nfs://10.0.0.5/srv/store/core/{name}?version=3" in lines[-1]
     prom = (tmp_path / "ufcctl-etcd-backup-core.prom").read_text()
     assert 'ufcctl_etcd_backup_offsite_last_result{etcd_cluster="core",member="m1"} 1' in prom
 
@@ -252,7 +252,7 @@ def test_nfs_copy_runs_nfs_cp_and_reports_its_last_line(tmp_path: Path,
     tool.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tool.parent}:{os.environ['PATH']}")
     url = nfs_copy.nfs_url("nfs://10.0.0.5/srv/store/", "core", "a.db")
-    assert url == "nfs://10.0.0.5/srv/store/core/a.db?version=4"
+    assert url == "nfs://10.0.0.5/srv/store/core/a.db?version=3"
     assert nfs_copy.copy("/x/a.db", url, 5) == ""
     assert (tmp_path / "copied").read_text().split() == ["/x/a.db", url]
     assert nfs_copy.copy("/x/a.db", "nfs://h/fail", 5) == "nfs-cp exit 10: Failed to mount nfs share"

@@ -8,6 +8,12 @@ addresses only and squashes every client user to one id (`all_squash`): each mem
 own uid, and none of them needs to exist on the server. `insecure`: libnfs run by the unprivileged etcd
 user connects from a port above 1023, which the kernel server refuses without it.
 
+NFSv3, not v4: Debian 12's libnfs 4.0.0 cannot write more than about 4 KB over NFSv4 ("ZDR error: Failed
+to encode COMPOUND4args", measured here against nfs-ganesha 4.3: 1,000 bytes copied, 4,000 refused), and
+over NFSv3 copied a 3 MB file whole as the unprivileged etcd user. So the store is served over v3 (a
+ganesha server gains v3 beside the dataset export's v4; the kernel server serves v3 by default), and the
+members reach the server's rpcbind (111/tcp) and mountd besides 2049/tcp.
+
 Both roles read this one module: roles/nfs_server renders the export and the directories, roles/etcd the
 URL its members copy to, so the two cannot disagree on the path.
 """
@@ -23,6 +29,7 @@ ETCD_GROUPS = ("etcd_core", "etcd_events", "etcd_pods")
 CLUSTERS = ("core", "events", "pods")  # one directory each, as the members' backup_dir has
 NFS_SERVER = "nfs_server"
 DIR_MODE = "0700"
+NFS_VERSION = 3  # see above: libnfs 4.0's NFSv4 writes fail beyond ~4 KB
 
 
 def options(owner: str) -> list[str]:

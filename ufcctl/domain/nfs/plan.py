@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ufcctl.domain.nfs import backup_store, exports, ganesha, layout
@@ -72,9 +72,12 @@ def plan_server(settings: Mapping[str, Any]) -> ServerPlan:
     if impl == "ganesha":
         server = _server(s)
         export = ganesha.GaneshaExport(EXPORT_ID, path, s["ganesha_pseudo_path"], clients, tuple(options))
-        if store_clients:  # the store's NFSv4 path is its server path, as with the kernel server
+        if store_clients:  # NFSv3 (backup_store.py: libnfs's v4 writes fail); the server gains v3, the
+            # dataset export keeps the versions it had
+            export = replace(export, protocols=tuple(server.protocols))
+            server = replace(server, protocols=tuple(sorted({*server.protocols, backup_store.NFS_VERSION})))
             stores = [ganesha.GaneshaExport(BACKUP_EXPORT_ID, store_path, store_path, store_clients,
-                                            tuple(store_options))]
+                                            tuple(store_options), (backup_store.NFS_VERSION,))]
         problems = ganesha.exports_problems([export, *stores]) + ganesha.server_problems(server)
     else:
         problems = exports.export_problems(path, clients, options, "nfs_server_export")

@@ -106,6 +106,10 @@ def test_the_etcd_snapshot_store_is_a_second_export_for_the_members_only() -> No
     assert "Export_Id = 2;" in ganesha.ganesha_exports and f'Pseudo = "{store}";' in ganesha.ganesha_exports
     assert "Squash = All_Squash;" in ganesha.ganesha_exports
     assert "Anonymous_Uid = 65534;" in ganesha.ganesha_exports
+    # NFSv3 for the store (libnfs 4.0's v4 writes fail), the dataset export keeps v4 only
+    data, store_block = ganesha.ganesha_exports.split("EXPORT {")[1:]
+    assert "Protocols = 4;" in data and "Protocols = 3;" in store_block
+    assert "Protocols = 3, 4;" in ganesha.ganesha_server
 
 
 @pytest.mark.parametrize("path", ["/data/etcd", "/data"])
