@@ -268,7 +268,8 @@ def test_prune_counts_then_deletes_orphans_in_core(lab: Lab) -> None:
 
 def test_member_timers_take_one_checked_snapshot_per_cluster(lab: Lab) -> None:
     """Every member's `ufcctl-etcd-backup@events` runs; exactly one (the first healthy follower) takes a
-    snapshot, which `sha256sum -c` accepts on the member, and it writes its textfile metrics."""
+    snapshot, which `sha256sum -c` accepts on the member, writes its textfile metrics, and copies it to
+    the NFS server's snapshot store, which a worker cannot reach."""
     directory = "/var/backups/ufcctl-etcd/events"
     before = {m: _exec(lab.env, m, f"ls {directory} 2>/dev/null || true").split() for m in MEMBERS}
     for member in MEMBERS:
@@ -287,6 +288,28 @@ def test_member_timers_take_one_checked_snapshot_per_cluster(lab: Lab) -> None:
     others = [m for m in MEMBERS if m != taker]
     log = _exec(lab.env, others[0], "journalctl -u ufcctl-etcd-backup@events.service -o cat -n 5 --no-pager")
     assert f"member {taker} takes this run's snapshot" in log, log
+    # copied off the member: the NFS server's etcd snapshot store (roles/nfs_server, a second export for
+    # the members only), the snapshot whole and its .sha256 beside it, owned by the squashed id
+    assert f'ufcctl_etcd_backup_offsite_last_result{{etcd_cluster="events",member="{taker}"}} 1' in prom, prom
+    server = _nfs_server(lab)
+    store = "/srv/ufcctl-etcd-backups/events"
+    assert _exec(lab.env, server, f"cd {store} && sha256sum -c {db}.sha256").strip() == f"{db}: OK"
+    assert _exec(lab.env, server, f"stat -c '%u %a' {store} {store}/{db}").split() == ["65534", "700",
+                                                                                     "65534", "660"]
+    # a worker is not among the store's clients: refused (the dataset export is open to it)
+    worker = f"{LAB}-w01"
+    refused = subprocess.run(["podman", "exec", worker, "nfs-ls",
+                              f"nfs://{lab.addresses[server]}/srv/ufcctl-etcd-backups/events?version=3"],
+                             env=lab.env, capture_output=True, text=True, timeout=60, check=False)
+    assert refused.returncode != 0 and db not in refused.stdout, refused.stdout + refused.stderr
+    # the server's retention timer's unit runs clean (keeps 168 per cluster: nothing to prune here)
+    _exec(lab.env, server, "systemctl start ufcctl-etcd-backup-prune.service")
+    assert db in _exec(lab.env, server, f"ls {store}")
+
+
+def _nfs_server(lab: Lab) -> str:
+    hosts = yaml.safe_load((lab.inventory / "hosts.yml").read_text())["all"]["children"]
+    return next(iter(hosts["nfs_server"]["hosts"]))
 
 
 def test_restore_drill_brings_back_every_acknowledged_key_and_the_api(lab: Lab, tmp_path: Path) -> None:

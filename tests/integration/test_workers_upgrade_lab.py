@@ -13,6 +13,12 @@ counted and printed (the aim, asserted: none), and so are haproxy's connection e
 redispatches (asserted: none; they are what shows a control plane restarted while still in the backends,
 since haproxy's retries hide that from a client making new connections). A second run has nothing to do.
 
+Then the runtime's drain-restart path in `deploy`: the inventory records the Ascend Docker Runtime 6.0.1
+(the LAB NPU EMULATOR's mirror serves 6.0.0 and 6.0.1) and the README's `ufcctl deploy --inventory lab`
+runs as written (which also shows a deploy after an upgrade the inventory records is allowed): every NPU
+worker ran the installer's `--upgrade` once and records 6.0.1, the controlled pods that were on workers
+were evicted (the drain) and their Deployments are whole again, and no node is left cordoned or marked.
+
 A stack module (tests/helpers/lab.py STACK_MODULES): its file name sorts after every other stack module
 (file order on one worker, tests/integration/conftest.py), so the lab moves to the new version only after
 every other module ran on v1.31.4.
@@ -167,3 +173,57 @@ def test_a_second_run_has_nothing_to_do(stack: Stack, versions_file: Path) -> No
     again = _shell(stack, UPGRADE, timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr
     assert f"nothing to do: every apiserver and kubelet runs {TARGET}" in again.stdout
+
+
+RUNTIME_TARGET = "6.0.1"  # the LAB NPU EMULATOR's mirror serves 6.0.0 (the default) and 6.0.1
+ADR_PATH = "/usr/local/Ascend/Ascend-Docker-Runtime"
+DEPLOY = readme_line("ufcctl deploy --inventory lab")
+
+
+def _controlled_pods_on_workers(stack: Stack, workers: set[str]) -> dict[str, tuple[str, str, str]]:
+    """Pods a drain evicts (not DaemonSet ones) on `workers`: name -> (node, namespace, kind/owner)."""
+    proc = _exec(stack, CONTROL_PLANES[0], *KUBECTL, "get", "pods", "-A", "--output=json")
+    assert proc.returncode == 0, proc.stderr
+    found = {}
+    for pod in json.loads(proc.stdout)["items"]:
+        owner = (pod["metadata"].get("ownerReferences") or [{}])[0]
+        node = pod["spec"].get("nodeName")
+        if node in workers and owner.get("kind") not in ("DaemonSet", None):
+            found[pod["metadata"]["name"]] = (node, pod["metadata"]["namespace"],
+                                              f"{owner['kind'].lower()}/{owner['name']}")
+    return found
+
+
+def test_a_runtime_version_change_in_deploy_drains_upgrades_and_releases_npu_workers(
+        stack: Stack, versions_file: Path) -> None:
+    inventory = load_inventory(stack.inventory)
+    workers = set(inventory.group_hosts("npu_node")) - set(CONTROL_PLANES)
+    assert workers
+    # the operator's step the README names: the new version in the inventory, beside ufc_kube_version
+    versions_file.write_text(versions_file.read_text()
+                             + f'ufc_ascend_docker_runtime_version: "{RUNTIME_TARGET}"\n')
+    evicted = _controlled_pods_on_workers(stack, workers)
+    assert evicted, "no pod but DaemonSet ones on the workers: the drain would evict nothing here"
+    started = time.monotonic()
+    run = _shell(stack, DEPLOY)
+    seconds = time.monotonic() - started
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-3000:]
+    for host in sorted(workers):
+        record = _exec(stack, host, "cat", f"{ADR_PATH}/ufcctl-version")
+        assert record.stdout.strip() == RUNTIME_TARGET, (host, record.stdout, record.stderr)
+        log = _exec(stack, host, "cat", "/var/log/ascend-docker-runtime/installer.log").stdout
+        assert log.count("upgrade from 6.0.0") == 1, (host, log)  # `--upgrade`, once
+        assert _exec(stack, host, "test", "-e", "/etc/kubernetes/ufcctl/runtime-upgrading").returncode == 1
+        assert _exec(stack, host, "ctr", "version").returncode == 0, host  # containerd answers
+    for pod, (node, namespace, owner) in evicted.items():  # evicted by the drain, replaced elsewhere
+        gone = _exec(stack, CONTROL_PLANES[0], *KUBECTL, "get", "pod", "-n", namespace, pod)
+        assert gone.returncode != 0, (pod, node)
+        status = _exec(stack, CONTROL_PLANES[0], *KUBECTL, "rollout", "status", "-n", namespace,
+                       owner, "--timeout=120s")
+        assert status.returncode == 0, status.stdout + status.stderr
+    for node in _nodes(stack):
+        name = node["metadata"]["name"]
+        assert not node["spec"].get("unschedulable"), name
+        assert "ufcctl.io/cordoned-for" not in (node["metadata"].get("annotations") or {}), name
+    print(f"deploy with an Ascend Docker Runtime change on {len(workers)} workers: {seconds:.1f} s, "
+          f"{len(evicted)} pods evicted")

@@ -40,6 +40,7 @@ SUBSYSTEM_LAYERS = {
     "rollout": {"store": "engine", "storefile": "engine"},
     "lab": {"cli": "cli", "podman": "engine", "debootstrap": "engine", "sshkey": "engine",
             "hostlimits": "engine", "emulators": "engine"},
+    "nodeside": {"nfs_copy": "engine"},
 }
 SUBSYSTEM_DEFAULT = {"rollout": "app", "lab": "app", "nodeside": "nodeside"}
 LAB_REGISTRATION = "cli/main.py"

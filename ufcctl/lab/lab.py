@@ -78,6 +78,12 @@ class LabSettings:
         return self.state_path / f"{self.lab}-nfs-export"
 
     @property
+    def etcd_store_dir(self) -> Path:
+        """The NFS server's etcd snapshot store (roles/nfs_server nfs_server_backup_path), bind-mounted like
+        the export: ganesha's VFS backend cannot serve a directory on the container's overlayfs."""
+        return self.state_path / f"{self.lab}-etcd-store"
+
+    @property
     def npu_emulator_dir(self) -> Path:
         """The NPU emulator's packages, bind-mounted read-only into its mirror container."""
         return self.state_path / f"{self.lab}-npu-emulator"
@@ -294,8 +300,10 @@ def _reconcile_containers(podman: Podman, settings: LabSettings, layout: LabLayo
     if to_create:
         notify(f"starting {len(to_create)} container(s) on {layout.network}")
         settings.nfs_dir.mkdir(parents=True, exist_ok=True)
+        settings.etcd_store_dir.mkdir(parents=True, exist_ok=True)
         labels = {LABEL_LAB: "1", LABEL_NAME: settings.lab, LABEL_IMAGE_HASH: image.image_hash}
-        specs = [container_spec(n, layout, image.image, labels, settings.nfs_dir) for n in to_create]
+        specs = [container_spec(n, layout, image.image, labels, settings.nfs_dir, settings.etcd_store_dir)
+                 for n in to_create]
         parallel(podman.run_container, specs, parallel_starts)
     stale = tuple(sorted(n for n, c in kept.items() if c.labels.get(LABEL_IMAGE_HASH) != image.image_hash))
     return _Changes(tuple(n.name for n in to_create), removed, restarted, stale)
@@ -369,6 +377,7 @@ def lab_down(settings: LabSettings, notify: Notify, remove_images: bool = False,
             removed_inventory = inventory_dir
             notify(f"removed {inventory_dir}")
         shutil.rmtree(settings.nfs_dir, ignore_errors=True)
+        shutil.rmtree(settings.etcd_store_dir, ignore_errors=True)
         shutil.rmtree(settings.npu_emulator_dir, ignore_errors=True)
         node_image.prune_old_builds(podman)  # builds kept only because these containers ran them
         images: list[str] = []

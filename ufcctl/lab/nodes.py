@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from ufcctl.domain.nfs import backup_store
 from ufcctl.errors import EnvironmentMissing, RunFailed
 from ufcctl.lab.hostlimits import inotify_usage
 from ufcctl.lab.inventory import NFS_EXPORT_DIR
@@ -57,8 +58,12 @@ def parallel(func: Callable[[T], R], items: Sequence[T], workers: int) -> list[R
 
 
 def container_spec(node: LabNode, layout: LabLayout, image: str, labels: Mapping[str, str],
-                   nfs_dir: Path) -> ContainerSpec:
-    volumes = ((str(nfs_dir), NFS_EXPORT_DIR),) if node.name == layout.nfs_server else ()
+                   nfs_dir: Path, etcd_store_dir: Path | None = None) -> ContainerSpec:
+    volumes: tuple[tuple[str, str], ...] = ()
+    if node.name == layout.nfs_server:  # the dataset export, and the etcd snapshot store where given
+        volumes = ((str(nfs_dir), NFS_EXPORT_DIR),)
+        if etcd_store_dir is not None:
+            volumes += ((str(etcd_store_dir), backup_store.STORE_PATH),)
     return ContainerSpec(
         name=node.name, image=image, network=layout.network, ip=node.ip, mac=mac_for_ip(node.ip),
         labels={**labels, LABEL_ROLE: node.role}, capabilities=CAPABILITIES, volumes=volumes,

@@ -12,6 +12,12 @@ Kubernetes Secret), its etcd trailer checked while it streams, flushed, renamed 
 then is its `.sha256` written and older snapshots pruned: a crash leaves a `.part` file (removed by
 the next run) but never a file under a snapshot's name that is not whole.
 
+Off the member: with `offsite` in the config (roles/etcd etcd_backup_offsite_url: the NFS server's
+snapshot store, roles/nfs_server), the timer copies each good snapshot there with libnfs's `nfs-cp`,
+the snapshot first and its `.sha256` last, so a `.sha256` on the server marks a whole copy (the server
+prunes its store and removes copies left without one). No NFS mount on the member: nothing to hang a
+member's boot or its etcd when the NFS server is away, and it runs the same in the container lab.
+
 Runs on the nodes: imports follow the rule in ufcctl/nodeside/__init__.py.
 """
 
@@ -29,6 +35,7 @@ from dataclasses import dataclass
 from ufcctl.domain.etcd import backup, defrag_metrics
 from ufcctl.domain.etcd.defrag import ClusterView, status_errors
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError, TlsFiles
+from ufcctl.nodeside import nfs_copy
 from ufcctl.nodeside.textfile import read_text, write_atomic
 
 # a .part file this old is a crashed run's (a snapshot of the 8 GiB quota streams in minutes)
@@ -199,9 +206,28 @@ def _remove(path: str) -> None:
 # --- the timer's command line -----------------------------------------------------------------
 
 
+# an hour is the timer unit's own bound for the whole run
+OFFSITE_TIMEOUT_SECONDS = 3600
+Copier = Callable[[str, str, float], str]  # nfs_copy.copy: (local, url, timeout) -> "" or why not
+
+
+def copy_offsite(snapshot: Snapshot, base: str, copier: Copier = nfs_copy.copy,
+                 timeout: float = OFFSITE_TIMEOUT_SECONDS) -> str:
+    """Copy the snapshot, then its .sha256 (the marker of a whole copy), to <base>/<cluster>/; the
+    snapshot's URL, or SnapshotError naming what failed (the local snapshot stays either way)."""
+    name = os.path.basename(snapshot.path)
+    for local in (snapshot.path, snapshot.path + backup.SUM_SUFFIX):
+        url = nfs_copy.nfs_url(base, snapshot.cluster, os.path.basename(local))
+        why = copier(local, url, timeout)
+        if why:
+            raise SnapshotError(f"copy of {name} to {url}: {why}")
+    return nfs_copy.nfs_url(base, snapshot.cluster, name)
+
+
 METRIC = "ufcctl_etcd_backup_"
 HELP = {
     "last_result": "Result of the last snapshot this member took: 1 ok, 0 failed.",
+    "offsite_last_result": "Result of copying the last snapshot off this member: 1 ok, 0 failed.",
     "last_run_timestamp_seconds": "Start of the last snapshot run that acted on this member.",
     "last_success_timestamp_seconds": "When this member last took a good snapshot (absent until one).",
     "last_size_bytes": "Size of the last good snapshot this member took.",
@@ -209,7 +235,7 @@ HELP = {
 
 
 def metrics_text(cluster: str, member: str, at: float, ok: bool, snapshot: Snapshot | None,
-                 previous_success: float | None) -> str:
+                 previous_success: float | None, offsite_ok: bool | None = None) -> str:
     """The member's last snapshot run as Prometheus text (node exporter textfile collector); the success
     time carries over a failed run, so the Overdue alert keeps counting from the last good one."""
     success = snapshot.taken_at if snapshot else previous_success
@@ -220,6 +246,8 @@ def metrics_text(cluster: str, member: str, at: float, ok: bool, snapshot: Snaps
         "last_run_timestamp_seconds": at,
         "last_success_timestamp_seconds": success,
         "last_size_bytes": snapshot.size if snapshot else None,
+        # absent where no store is configured or no snapshot was taken to copy
+        "offsite_last_result": None if offsite_ok is None else (1 if offsite_ok else 0),
     }
     lines = []
     for name, value in values.items():
@@ -232,9 +260,10 @@ def metrics_text(cluster: str, member: str, at: float, ok: bool, snapshot: Snaps
 
 
 def run_timer(raw: dict, client: ClusterClient, log: Callable[[str], None],
-              clock: Callable[[], float] = time.time) -> int:
-    """One timer run on a member: 0 when this member took a good snapshot or another member takes it,
-    1 when the snapshot failed or no member is healthy."""
+              clock: Callable[[], float] = time.time, copier: Copier = nfs_copy.copy) -> int:
+    """One timer run on a member: 0 when this member took a good snapshot (and copied it off, where a
+    store is configured) or another member takes it, 1 when the snapshot or its copy failed or no member
+    is healthy."""
     cluster, member = str(raw["cluster"]), str(raw["member"])
     directory = os.path.join(str(raw["backup_dir"]), cluster)
     started = clock()
@@ -252,7 +281,7 @@ def run_timer(raw: dict, client: ClusterClient, log: Callable[[str], None],
         return 0
     own = view.member(member)
     endpoint = own.endpoint if own and own.endpoint else client.endpoints[0]
-    snapshot, ok = None, False
+    snapshot, ok, offsite_ok = None, False, None
     try:
         snapshot = take(client, endpoint, member, directory, cluster, clock=clock)
         gone = prune(directory, cluster, int(raw.get("backup_keep", 0)), clock)
@@ -260,15 +289,23 @@ def run_timer(raw: dict, client: ClusterClient, log: Callable[[str], None],
         ok = True
     except SnapshotError as err:
         log(f"cluster={cluster} action=failed error={err}")
+    base = str(raw.get("offsite") or "")
+    if snapshot is not None and ok and base:
+        try:
+            log(f"cluster={cluster} action=copied url={copy_offsite(snapshot, base, copier)}")
+            offsite_ok = True
+        except SnapshotError as err:  # the snapshot is good and kept here: the run fails, the alert says so
+            log(f"cluster={cluster} action=copy-failed error={err}")
+            offsite_ok = False
     textfile_dir = str(raw.get("textfile_dir") or "")
     if textfile_dir:
         path = os.path.join(textfile_dir, f"ufcctl-etcd-backup-{cluster}.prom")
         previous = defrag_metrics.previous_success(read_text(path), METRIC + "last_success_timestamp_seconds")
         try:
-            write_atomic(path, metrics_text(cluster, member, started, ok, snapshot, previous))
+            write_atomic(path, metrics_text(cluster, member, started, ok, snapshot, previous, offsite_ok))
         except OSError as err:
             log(f"cluster={cluster} action=metrics-not-written path={path} error={err}")
-    return 0 if ok else 1
+    return 0 if ok and offsite_ok is not False else 1
 
 
 def main(argv: list[str] | None = None) -> int:

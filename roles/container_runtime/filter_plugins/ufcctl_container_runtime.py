@@ -1,4 +1,5 @@
-"""Jinja filters over ufcctl/domain/runtime/containerd.py (config.toml and hosts.toml, checked) and
+"""Jinja filters over ufcctl/domain/runtime/containerd.py (config.toml and hosts.toml, checked),
+ufcctl/domain/runtime/upgrade.py (the node's probe and what it asks for: installs, upgrades, drain) and
 ufcctl/domain/images/mirrors.py (a node's registry mirrors from the inventory's registry caches)."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from typing import Any
 
 from ufcctl.domain.images import mirrors as cache_mirrors
 from ufcctl.domain.runtime import containerd
+from ufcctl.domain.runtime import upgrade as runtime_upgrade
 
 try:
     from ansible.errors import AnsibleFilterError
@@ -83,7 +85,19 @@ def ufcctl_registry_cache_mirrors(groups: Mapping[str, Any], hostvars: Mapping[s
     return cache_mirrors.node_mirrors(node, index, upstreams, scheme)
 
 
+def ufcctl_runtime_plan(v: Mapping[str, Any]) -> dict[str, Any]:
+    """What the node's probe asks for (ufcctl/domain/runtime/upgrade.py): packages, versions, drain."""
+    return runtime_upgrade.plan(v).as_dict()
+
+
+def ufcctl_runtime_probe_script(_: Any = None) -> str:
+    """The probe's shell script (ufcctl/domain/runtime/upgrade.py PROBE_SCRIPT)."""
+    return runtime_upgrade.PROBE_SCRIPT
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {"ufcctl_containerd_files": ufcctl_containerd_files,
-                "ufcctl_registry_cache_mirrors": ufcctl_registry_cache_mirrors}
+                "ufcctl_registry_cache_mirrors": ufcctl_registry_cache_mirrors,
+                "ufcctl_runtime_plan": ufcctl_runtime_plan,
+                "ufcctl_runtime_probe_script": ufcctl_runtime_probe_script}

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ufcctl.domain.etcd import pki, rule, topology
+from ufcctl.domain.nfs import backup_store
 
 
 def _groups(groups: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
@@ -72,9 +73,15 @@ def ufcctl_etcd_certs_to_issue(
     return pki.certificates_to_issue(requests, probed or {}, str(ca_pem) if ca_pem else None, renewal)
 
 
+def ufcctl_etcd_backup_store(groups: Mapping[str, Any], hostvars: Mapping[str, Any]) -> str:
+    """nfs:// URL of the NFS server's etcd snapshot store, or "" (ufcctl/domain/nfs/backup_store.py)."""
+    return backup_store.url(groups, hostvars)
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
+            "ufcctl_etcd_backup_store": ufcctl_etcd_backup_store,
             "ufcctl_etcd_clusters": ufcctl_etcd_clusters,
             "ufcctl_etcd_apiserver_flags": ufcctl_etcd_apiserver_flags,
             "ufcctl_etcd_problems": ufcctl_etcd_problems,

@@ -7,6 +7,7 @@ import grp
 import json
 import os
 import pwd
+import shutil
 import ssl
 import stat
 import urllib.request
@@ -40,6 +41,7 @@ options:
     elements: dict
     default: []
     description: "{name, cert, key}: paths of a certificate and its key."
+  tools: {type: list, elements: str, default: [], description: Commands whose presence on PATH is reported.}
 """
 
 RETURN = r"""
@@ -56,6 +58,7 @@ certs:
   description: "name -> {cert: PEM text or null, key: {exists, mode, owner, group, type, curve, public_key}}"
   type: dict
   returned: always
+tools: {description: command -> found on PATH, type: dict, returned: always}
 """
 
 HEALTH_TIMEOUT = 3
@@ -143,6 +146,7 @@ def main():
             "units": {"type": "list", "elements": "str", "default": []},
             "health": {"type": "list", "elements": "dict", "default": []},
             "certs": {"type": "list", "elements": "dict", "default": []},
+            "tools": {"type": "list", "elements": "str", "default": []},
         },
         supports_check_mode=True,
     )
@@ -157,6 +161,7 @@ def main():
         units=unit_states(module, p["units"]),
         health={h["cluster"]: healthy(h) for h in p["health"]},
         certs={c["name"]: {"cert": cert_text(c["cert"]), "key": key_info(c["key"])} for c in p["certs"]},
+        tools={t: shutil.which(t) is not None for t in p["tools"]},
     )
 
 

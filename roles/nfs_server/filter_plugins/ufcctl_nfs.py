@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ufcctl.domain.nfs import plan
+from ufcctl.domain.nfs import backup_store, plan
 
 
 def ufcctl_nfs_server_plan(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -17,6 +17,12 @@ def ufcctl_nfs_server_plan(settings: Mapping[str, Any]) -> dict[str, Any]:
     return plan.plan_server(settings).as_dict()
 
 
+def ufcctl_nfs_backup_clients(groups: Mapping[str, Any], hostvars: Mapping[str, Any]) -> list[str]:
+    """The etcd snapshot store's clients: every etcd member's address (ufcctl/domain/nfs/backup_store.py)."""
+    return backup_store.clients(groups, hostvars)
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"ufcctl_nfs_server_plan": ufcctl_nfs_server_plan}
+        return {"ufcctl_nfs_server_plan": ufcctl_nfs_server_plan,
+                "ufcctl_nfs_backup_clients": ufcctl_nfs_backup_clients}

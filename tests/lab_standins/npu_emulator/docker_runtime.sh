@@ -1,22 +1,32 @@
 #!/bin/sh
 # LAB NPU EMULATOR: a stand-in of the Ascend Docker Runtime installer @PACKAGE@ (not Huawei
 # software). Flags as the real one (docs/reference/nodes-observability-images.md §9): --install,
-# --install-path=<abs>, --uninstall, --version; anything else is refused. Its ascend-docker-runtime
-# passes every call through to runc, as the real one does after adding the NPU devices.
+# --upgrade (over an installed runtime only), --install-path=<abs>, --uninstall, --version; anything else
+# is refused. Its ascend-docker-runtime passes every call through to runc, as the real one does after
+# adding the NPU devices.
 set -e
 path=/usr/local/Ascend/Ascend-Docker-Runtime
 action=
 for arg in "$@"; do
   case "$arg" in
     --install) action=install ;;
+    --upgrade) action=upgrade ;;
     --uninstall) action=uninstall ;;
     --version) echo "@VERSION@"; exit 0 ;;
     --install-path=/*) path="${arg#--install-path=}" ;;
-    *) echo "unsupported option $arg (lab NPU emulator: --install, --install-path=<abs>, --uninstall, --version)" >&2; exit 2 ;;
+    *) echo "unsupported option $arg (lab NPU emulator: --install, --upgrade, --install-path=<abs>, --uninstall, --version)" >&2; exit 2 ;;
   esac
 done
 log=/var/log/ascend-docker-runtime/installer.log
 mkdir -p /var/log/ascend-docker-runtime
+if [ "$action" = upgrade ]; then
+  if [ ! -x "$path/ascend-docker-runtime" ]; then
+    echo "Ascend Docker Runtime is not installed in $path: nothing to upgrade (use --install)" >&2
+    exit 1
+  fi
+  echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) upgrade from $(cat "$path/version.info" 2>/dev/null || echo unknown)" >> "$log"
+  action=install
+fi
 case "$action" in
   install)
     mkdir -p "$path" /etc/ascend-docker-runtime.d
@@ -30,5 +40,5 @@ case "$action" in
   uninstall)
     rm -rf "$path" /etc/ascend-docker-runtime.d
     echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) uninstall $path" >> "$log" ;;
-  *) echo "one of --install, --uninstall, --version is needed" >&2; exit 2 ;;
+  *) echo "one of --install, --upgrade, --uninstall, --version is needed" >&2; exit 2 ;;
 esac

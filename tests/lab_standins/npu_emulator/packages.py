@@ -67,7 +67,9 @@ def build(out_dir: Path, releases: list[Release]) -> dict[str, str]:
     return sums
 
 
-DOCKER_RUNTIME_VERSIONS = ("6.0.0",)  # container_runtime_ascend_version's default (roles/container_runtime)
+# container_runtime_ascend_version's default (roles/container_runtime), and a later one the upgrade test
+# (tests/integration/test_workers_upgrade_lab.py) moves the NPU workers to through `ufcctl deploy`
+DOCKER_RUNTIME_VERSIONS = ("6.0.0", "6.0.1")
 
 
 def docker_runtime_name(version: str, arch: str = "x86_64") -> str:

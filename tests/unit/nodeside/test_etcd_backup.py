@@ -176,3 +176,85 @@ def test_main_refuses_a_bad_config_with_exit_2(tmp_path: Path, capsys: pytest.Ca
     config.write_text('{"cluster": "core"}')
     assert etcd_backup.main(["--config", str(config)]) == 2
     assert "bad config: KeyError" in capsys.readouterr().err
+
+
+class FakeNfsCp:
+    """nfs_copy.copy as the timer calls it: copies into `store` (the URL's path under the server), or
+    fails the way nfs-cp does."""
+
+    def __init__(self, store: Path, fail_on: str = ""):
+        self.store, self.fail_on, self.calls = store, fail_on, []
+
+    def __call__(self, local: str, url: str, timeout: float) -> str:
+        self.calls.append(["nfs-cp", local, url])
+        assert url.startswith("nfs://10.0.0.5/srv/store/") and url.endswith("?version=3")
+        if self.fail_on and url.split("?")[0].endswith(self.fail_on):
+            return "nfs-cp exit 10: Failed to open nfs://...: NFS4ERR_ACCESS"
+        target = self.store / url.split("?")[0].removeprefix("nfs://10.0.0.5/srv/store/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(Path(local).read_bytes())
+        return ""
+
+
+def test_the_timer_copies_each_snapshot_off_the_member_sum_file_last(tmp_path: Path) -> None:
+    view = _view({"m1": _status("1", "2"), "m2": _status("2", "2")})
+    client = FakeClient(FakeGateway(snapshot_bytes()), view)
+    raw = {"cluster": "core", "member": "m1", "backup_dir": str(tmp_path / "b"),
+           "textfile_dir": str(tmp_path), "offsite": "nfs://10.0.0.5/srv/store/"}
+    nfs = FakeNfsCp(tmp_path / "server")
+    lines: list[str] = []
+    assert run_timer(raw, client, lines.append, clock=lambda: 1000.0, copier=nfs) == 0
+    name = backup.file_name("core", 1000)
+    assert [Path(c[2].split("?")[0]).name for c in nfs.calls] == [name, f"{name}.sha256"]  # the marker last
+    copied = tmp_path / "server" / "core" / name
+    assert copied.read_bytes() == (tmp_path / "b" / "core" / name).read_bytes()
+    assert check(str(copied)).sum_file  # the copy passes what a restore checks, with its .sha256
+    assert f"action=copied url=nfs://10.0.0.5/srv/store/core/{name}?version=3" in lines[-1]
+    prom = (tmp_path / "ufcctl-etcd-backup-core.prom").read_text()
+    assert 'ufcctl_etcd_backup_offsite_last_result{etcd_cluster="core",member="m1"} 1' in prom
+
+
+def test_a_failed_copy_fails_the_run_keeps_the_snapshot_and_says_so(tmp_path: Path) -> None:
+    view = _view({"m1": _status("1", "2"), "m2": _status("2", "2")})
+    client = FakeClient(FakeGateway(snapshot_bytes()), view)
+    raw = {"cluster": "core", "member": "m1", "backup_dir": str(tmp_path / "b"),
+           "textfile_dir": str(tmp_path), "offsite": "nfs://10.0.0.5/srv/store"}
+    nfs = FakeNfsCp(tmp_path / "server", fail_on=".sha256")
+    lines: list[str] = []
+    assert run_timer(raw, client, lines.append, clock=lambda: 1000.0, copier=nfs) == 1
+    name = backup.file_name("core", 1000)
+    assert (tmp_path / "b" / "core" / name).exists()  # kept on the member
+    assert not (tmp_path / "server" / "core" / f"{name}.sha256").exists()  # no marker: not a whole copy
+    assert "action=copy-failed" in lines[-1] and "nfs-cp exit 10: Failed to open" in lines[-1]
+    prom = (tmp_path / "ufcctl-etcd-backup-core.prom").read_text()
+    assert 'last_result{etcd_cluster="core",member="m1"} 1' in prom  # the snapshot itself is good
+    assert 'offsite_last_result{etcd_cluster="core",member="m1"} 0' in prom
+
+
+def test_no_store_configured_copies_nothing_and_reports_no_offsite_metric(tmp_path: Path) -> None:
+    view = _view({"m1": _status("1", "2"), "m2": _status("2", "2")})
+    raw = {"cluster": "core", "member": "m1", "backup_dir": str(tmp_path / "b"),
+           "textfile_dir": str(tmp_path), "offsite": ""}
+    nfs = FakeNfsCp(tmp_path / "server")
+    assert run_timer(raw, FakeClient(FakeGateway(snapshot_bytes()), view), [].append, copier=nfs) == 0
+    assert nfs.calls == [] and "offsite" not in (tmp_path / "ufcctl-etcd-backup-core.prom").read_text()
+
+
+def test_nfs_copy_runs_nfs_cp_and_reports_its_last_line(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """ufcctl/nodeside/nfs_copy.py with a stand-in nfs-cp on PATH: "" when it succeeds, its last line
+    and exit code when it fails, a clear line when it is not installed."""
+    from ufcctl.nodeside import nfs_copy
+    tool = tmp_path / "bin" / "nfs-cp"
+    tool.parent.mkdir()
+    tool.write_text('#!/bin/sh\ncase "$2" in *fail*) echo "Failed to mount nfs share" >&2; exit 10;; esac\n'
+                    'echo "$1 $2" > "$(dirname "$0")/../copied"\n')
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}:{os.environ['PATH']}")
+    url = nfs_copy.nfs_url("nfs://10.0.0.5/srv/store/", "core", "a.db")
+    assert url == "nfs://10.0.0.5/srv/store/core/a.db?version=3"
+    assert nfs_copy.copy("/x/a.db", url, 5) == ""
+    assert (tmp_path / "copied").read_text().split() == ["/x/a.db", url]
+    assert nfs_copy.copy("/x/a.db", "nfs://h/fail", 5) == "nfs-cp exit 10: Failed to mount nfs share"
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert nfs_copy.copy("/x/a.db", url, 5).startswith("nfs-cp: ")

@@ -19,6 +19,7 @@ ROLE_ONLY = {
     "nfs_server_kernel_exports_file",
     "nfs_server_kernel_conf_file",
     "nfs_server_ganesha_config_file",
+    "nfs_server_backup_keep",  # the store's retention timer (vars/main.yml), not the planner's
 }
 
 
@@ -34,6 +35,9 @@ def test_filter_plugin_exposes_the_planner() -> None:
     module = load_file(ROLE / "filter_plugins" / "ufcctl_nfs.py")
     filters = module.FilterModule().filters()
     settings = {key: DEFAULTS[f"nfs_server_{key}"] for key in SETTINGS}
-    settings.update(ganesha_pseudo_path="/data", export_network="10.0.0.0/16")
+    settings.update(ganesha_pseudo_path="/data", export_network="10.0.0.0/16", backup_clients=["10.0.0.11"])
     assert filters["ufcctl_nfs_server_plan"](settings) == plan_server(settings).as_dict()
+    groups = {"etcd_core": ["cp1", "cp2"], "etcd_events": ["cp2", "cp3"], "nfs_server": ["nfs1"]}
+    hostvars = {"cp1": {"ansible_host": "10.0.0.12"}, "cp2": {"ansible_host": "10.0.0.11"}, "cp3": {}}
+    assert filters["ufcctl_nfs_backup_clients"](groups, hostvars) == ["10.0.0.11", "10.0.0.12", "cp3"]
     assert filters["ufcctl_nfs_server_plan"](settings)["problems"] == []

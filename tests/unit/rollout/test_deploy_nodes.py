@@ -58,7 +58,7 @@ def test_control_planes_are_never_joined_as_workers_and_the_token_is_made_once(
     assert summary.status == "done" and sorted(fake.starts) == [f"w{i:02d}" for i in range(5)]
     assert tokens == [["join-token.yml", "cp1"]]  # only the first control plane, once
     assert summary.steps["prepare"] == "join token from cp1: ok"
-    assert summary.steps["drain"].startswith("none")
+    assert summary.steps["drain"].startswith("in each node's play, only where a joined worker")
     assert fake.calls[0][2].extravars == {}
     # every chunk's inventory carries the cluster's hosts beside its workers (never run on them): the
     # NFS client, node exporter and NPU taint removal read groups the chunk alone would not have

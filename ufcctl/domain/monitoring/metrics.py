@@ -32,6 +32,7 @@ REGISTRY: dict[str, frozenset[str]] = {
         "ufcctl_etcd_backup_last_success_timestamp_seconds",
         "ufcctl_etcd_backup_last_size_bytes",
         "ufcctl_etcd_backup_last_result",
+        "ufcctl_etcd_backup_offsite_last_result",
         "ufcctl_vip_held",
         "ufcctl_service_active",
         "ufcctl_certificate_not_after_timestamp_seconds",

@@ -130,6 +130,11 @@ def _rules(defrag_overdue_seconds: int, cert_warn_days: int = CERT_WARN_DAYS) ->
             "ufcctl: 90m spans the next hourly run (etcd_backup_on_calendar), so a failure it repairs does "
             "not fire"),
         AlertRule(
+            "EtcdBackupCopyFailing", "ufcctl_etcd_backup_offsite_last_result == 0", "90m", "warning", "etcd",
+            "etcd {{ $labels.etcd_cluster }}: the last snapshot {{ $labels.member }} took was not copied off "
+            "the member",
+            "ufcctl: 90m spans the next hourly run (etcd_backup_on_calendar), as EtcdBackupFailing"),
+        AlertRule(
             "EtcdBackupOverdue",
             "time() - max by (etcd_cluster) (ufcctl_etcd_backup_last_success_timestamp_seconds) > "
             f"{BACKUP_OVERDUE_SECONDS}",

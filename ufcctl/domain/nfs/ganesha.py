@@ -51,6 +51,7 @@ class GaneshaExport:
     pseudo: str  # NFSv4 path clients use: nfs://server<pseudo>
     clients: tuple[str, ...]
     options: tuple[str, ...]  # exports(5) syntax, translated by exports.ganesha_settings
+    protocols: tuple[int, ...] = ()  # this export's NFS versions; () = the server's
 
 
 def server_problems(server: GaneshaServer) -> list[str]:
@@ -138,7 +139,7 @@ def render_exports(
             f'Pseudo = "{export.pseudo}";',
             # Same as the server's, or ganesha logs "A protocol is specified for a CLIENT block
             # that is not enabled in NFS_CORE_PARAM, fixing up" at every start (seen in 4.3).
-            f"Protocols = {', '.join(str(p) for p in sorted(protocols))};",
+            f"Protocols = {', '.join(str(p) for p in sorted(export.protocols or protocols))};",
             f"Transports = {', '.join(sorted(transports))};",
             f"SecType = {', '.join(settings.sectype)};",
             "Access_Type = None;",

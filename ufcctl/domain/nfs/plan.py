@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ufcctl.domain.nfs import exports, ganesha, layout
+from ufcctl.domain.nfs import backup_store, exports, ganesha, layout
 
 IMPLEMENTATIONS = ("kernel", "ganesha")
-EXPORT_ID = 1  # the role's single export; 0 is ganesha's own pseudo root
+EXPORT_ID = 1  # the dataset export; 0 is ganesha's own pseudo root
+BACKUP_EXPORT_ID = 2  # the etcd snapshot store (backup_store.py), where the inventory has etcd members
 
 
 @dataclass(frozen=True)
@@ -62,24 +63,46 @@ def plan_server(settings: Mapping[str, Any]) -> ServerPlan:
         return ServerPlan((f"nfs_server_implementation {impl!r} must be one of {allowed}",))
     path, options = s["export_path"], list(s["export_options"] or [])
     clients = exports.normalize_clients(s["export_network"] or ())
+    # the etcd snapshot store: a second export for the members only (nothing without path or members)
+    store_path = str(s.get("backup_path") or "").rstrip("/")
+    store_clients = exports.normalize_clients(s.get("backup_clients") or ()) if store_path else ()
+    store_options = backup_store.options(str(s.get("backup_owner") or "65534"))
     server = export = None
+    stores: list[ganesha.GaneshaExport] = []
     if impl == "ganesha":
         server = _server(s)
         export = ganesha.GaneshaExport(EXPORT_ID, path, s["ganesha_pseudo_path"], clients, tuple(options))
-        problems = ganesha.exports_problems([export]) + ganesha.server_problems(server)
+        if store_clients:  # NFSv3 (backup_store.py: libnfs's v4 writes fail); the server gains v3, the
+            # dataset export keeps the versions it had
+            export = replace(export, protocols=tuple(server.protocols))
+            server = replace(server, protocols=tuple(sorted({*server.protocols, backup_store.NFS_VERSION})))
+            stores = [ganesha.GaneshaExport(BACKUP_EXPORT_ID, store_path, store_path, store_clients,
+                                            tuple(store_options), (backup_store.NFS_VERSION,))]
+        problems = ganesha.exports_problems([export, *stores]) + ganesha.server_problems(server)
     else:
         problems = exports.export_problems(path, clients, options, "nfs_server_export")
+        if store_clients:
+            problems += exports.export_problems(store_path, store_clients, store_options, "nfs_server_backup")
+    if store_clients and (store_path == path.rstrip("/") or store_path.startswith(path.rstrip("/") + "/")):
+        problems.append(f"nfs_server_backup_path {store_path} is inside the dataset export {path}: every "
+                        "node could read the etcd snapshots there; choose a directory outside it")
     problems += layout.layout_problems(s["layout"] or [])
     if problems:
         return ServerPlan(tuple(problems))
     dirs = layout.plan_layout(path, s["layout"] or [], str(s["data_owner"]), str(s["data_group"]))
+    if store_clients:
+        owner = str(s.get("backup_owner") or "65534")
+        dirs += tuple(layout.LayoutDir(d, backup_store.DIR_MODE, owner, owner)
+                      for d in [store_path, *(f"{store_path}/{c}" for c in backup_store.CLUSTERS)])
     if server is None or export is None:
-        return ServerPlan((), exports_line=exports.kernel_exports_line(path, clients, options),
-                          client_path=path, layout=dirs)
+        lines = [exports.kernel_exports_line(path, clients, options)]
+        if store_clients:
+            lines.append(exports.kernel_exports_line(store_path, store_clients, store_options))
+        return ServerPlan((), exports_line="\n".join(lines), client_path=path, layout=dirs)
     return ServerPlan(
         (),
         ganesha_server=ganesha.render_server(server),
-        ganesha_exports=ganesha.render_exports([export], server.protocols, server.transports),
+        ganesha_exports=ganesha.render_exports([export, *stores], server.protocols, server.transports),
         client_path=export.pseudo,
         layout=dirs,
     )

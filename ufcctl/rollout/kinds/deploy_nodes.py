@@ -5,7 +5,9 @@ kubelet and kubeadm, and joins the cluster through the apiserver VIP (playbooks/
 What is particular to this kind: its playbook, the join token made once per run before any node
 starts (playbooks/join-token.yml on the first control plane), the cluster's hosts beside each
 chunk of workers in its inventory (never run on: read and delegated to, e.g. the NPU taint's
-removal through the first control plane), no drain around a node (a joining node runs no pods),
+removal through the first control plane), no drain by the engine around a node (a joining node runs
+no pods; a joined worker whose containerd or Ascend Docker Runtime changes version is drained inside its
+own play by roles/container_runtime, kubectl on the first control plane),
 and admission pacing (the request's rate).
 Window, budget, canary, alignment, state, resume and `--retry-failed` are the engine's.
 """
@@ -58,7 +60,8 @@ def _deadline(options: Mapping[str, Any]) -> float:
 
 
 def _no_drain(request: RolloutRequest) -> tuple[NodeGuard | None, str]:
-    return None, "none (a joining node runs no pods)"
+    return None, ("in each node's play, only where a joined worker's containerd or Ascend Docker Runtime "
+                  "changes version (kubectl drain on the first control plane)")
 
 
 def prepare_join_token(request: RolloutRequest, inventory: Inventory) -> str:

@@ -18,6 +18,7 @@ CONTRACT_ALERTS = {
     "ApiserverTooManyRequests", "ApiserverErrors", "EtcdDatabaseQuotaLowSpace", "EtcdHighFsyncDurations",
     "EtcdHighCommitDurations", "EtcdHighNumberOfLeaderChanges", "EtcdNoLeader", "EtcdMemberDown",
     "EtcdDefragFailing", "EtcdDefragOverdue", "EtcdBackupFailing", "EtcdBackupOverdue",
+    "EtcdBackupCopyFailing",
     "HaproxyBackendDown", "HaproxyDown", "VipNotHeld",
     "VipHeldTwice", "NodeExporterDown", "NfsServerDown", "NpuChipUnhealthy", "CertificateExpiresSoon",
     "CertificateExpired",

@@ -17,6 +17,7 @@ PREFIX = "nfs_server_"
 def _settings(**overrides) -> dict:
     settings = {k[len(PREFIX) :]: v for k, v in DEFAULTS.items() if k.startswith(PREFIX)}
     settings["ganesha_pseudo_path"] = settings["export_path"]  # the default is a template of it
+    settings["backup_clients"] = []  # the default is a template over the inventory: no etcd members here
     settings.update(overrides)
     return settings
 
@@ -85,3 +86,41 @@ def test_ganesha_plan_like_the_lab() -> None:
 def test_problems_are_all_listed(overrides, count) -> None:
     plan = plan_server(_settings(**overrides))
     assert len(plan.problems) == count, plan.problems
+
+
+def test_the_etcd_snapshot_store_is_a_second_export_for_the_members_only() -> None:
+    kernel = plan_server(_settings(export_network="10.0.0.0/16", backup_clients=["10.0.0.11", "10.0.0.12"]))
+    assert kernel.problems == ()
+    store = "/srv/ufcctl-etcd-backups"
+    options = "(rw,sync,all_squash,anonuid=65534,anongid=65534,no_subtree_check,insecure)"
+    assert kernel.exports_line.splitlines() == [
+        "/data 10.0.0.0/16(rw,sync,no_root_squash,no_subtree_check)",
+        f"{store} 10.0.0.11{options} 10.0.0.12{options}",
+    ]
+    dirs = {d.path: (d.mode, d.owner) for d in kernel.layout}
+    assert {p: dirs[p] for p in dirs if p.startswith(store)} == {
+        p: ("0700", "65534") for p in (store, f"{store}/core", f"{store}/events", f"{store}/pods")}
+    ganesha = plan_server(_settings(implementation="ganesha", export_network="10.0.0.0/16",
+                                    backup_clients=["10.0.0.11"]))
+    assert ganesha.problems == ()
+    assert "Export_Id = 2;" in ganesha.ganesha_exports and f'Pseudo = "{store}";' in ganesha.ganesha_exports
+    assert "Squash = All_Squash;" in ganesha.ganesha_exports
+    assert "Anonymous_Uid = 65534;" in ganesha.ganesha_exports
+    # NFSv3 for the store (libnfs 4.0's v4 writes fail), the dataset export keeps v4 only
+    data, store_block = ganesha.ganesha_exports.split("EXPORT {")[1:]
+    assert "Protocols = 4;" in data and "Protocols = 3;" in store_block
+    assert "Protocols = 3, 4;" in ganesha.ganesha_server
+
+
+@pytest.mark.parametrize("path", ["/data/etcd", "/data"])
+def test_a_store_inside_the_dataset_export_is_refused(path: str) -> None:
+    plan = plan_server(_settings(export_network="10.0.0.0/16", backup_clients=["10.0.0.11"],
+                                 backup_path=path))
+    assert any("is inside the dataset export /data" in p for p in plan.problems), plan.problems
+
+
+def test_no_members_or_no_path_means_no_store() -> None:
+    for kw in ({"backup_clients": []}, {"backup_clients": ["10.0.0.11"], "backup_path": ""}):
+        plan = plan_server(_settings(export_network="10.0.0.0/16", **kw))
+        assert plan.problems == () and len(plan.exports_line.splitlines()) == 1
+        assert not any("etcd-backups" in d.path for d in plan.layout)
