@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import subprocess
 from pathlib import Path
 
