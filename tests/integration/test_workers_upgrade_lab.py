@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import json
 import re
-import time
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
