@@ -74,6 +74,11 @@ def test_the_role_runs_one_task_on_the_node_before_the_marker() -> None:
                        "ansible.builtin.debug"]
     assert tasks[2]["vars"] == {"__ascend_driver_admit_check": False}
     assert "inventory_hostname in groups['kube_node'] | default([])" in tasks[2]["when"]
+    # a node that installed nothing and whose admission record is current stops here (issue 29):
+    # no admission include, no kubectl call on the first control plane
+    assert ("__ascend_driver_result is changed or (__ascend_driver_result.admission_needed | default(true))"
+            in tasks[2]["when"])
+    assert tasks[0]["ufc_ascend_driver"]["admission_flag"] == "{{ __ascend_driver_admission_flag }}"
     assert not (ROLE / "templates").exists()
 
 
