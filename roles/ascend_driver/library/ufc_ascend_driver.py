@@ -64,6 +64,7 @@ admission_needed:
     record the taint's removal for this registration (always true without I(admission_flag)).
   type: bool
   returned: always
+registered: {description: I(kubelet_conf) exists (the node joined)., type: bool, returned: mode install}
 npu_smi: {description: npu-smi exists (mode probe)., type: bool, returned: mode probe}
 """
 
@@ -344,7 +345,7 @@ class Node:
     def registration(self):
         """kubelet.conf's mtime (ns) when the node joined, else None."""
         try:
-            return os.stat(self.p["kubelet_conf"]).st_mtime_ns
+            return os.stat(self.p.get("kubelet_conf") or "/etc/kubernetes/kubelet.conf").st_mtime_ns
         except FileNotFoundError:
             return None
 
@@ -408,6 +409,7 @@ def converge(node, result):
             raise Failure("health gate: " + "; ".join(problems))
         return
     result["admission_needed"] = node.admission_needed()
+    result["registered"] = node.registration() is not None
     lock_fd = lock(p["lock"], p["install_timeout"])
     try:
         converge_locked(node, result, lock_fd)
