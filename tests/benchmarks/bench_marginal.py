@@ -169,11 +169,37 @@ def _shared_workers(inventory: Path) -> list[str]:
     return [h for h in inv.group_hosts("kube_node") if h not in cps]
 
 
+def _images(worker: str) -> str:
+    proc = subprocess.run(["podman", "exec", worker, "ctr", "-n", "k8s.io", "images", "ls", "-q"],
+                          capture_output=True, text=True, check=False)
+    return proc.stdout
+
+
+def _remove_image(workers: list[str], image: str) -> None:
+    for worker in workers:
+        subprocess.run(["podman", "exec", worker, "ctr", "-n", "k8s.io", "images", "rm", image],
+                       capture_output=True, text=True, check=False)
+
+
+def _ensure_image(workers: list[str], image: str, preheat) -> None:
+    """Every worker holds the image before the no-op runs (a first preheat, not measured)."""
+    missing = [w for w in workers if image not in _images(w).split()]
+    if missing:
+        preheat(":".join(missing), len(missing))
+
+
 def _shared(args: argparse.Namespace, kinds: list[str], checkouts: list[tuple[str, Path]]) -> list[Pair]:
     inventory = Path(args.shared_inventory).resolve()
     state = Path(args.shared_state).resolve()
     workers = _shared_workers(inventory)
     pairs: list[Pair] = []
+    had_image = [w for w in workers if args.image in _images(w).split()]
+    if "preheat-images" in kinds:
+        from tests.lab_standins.upstream_registry.lab import serve_test_image
+        registry, address = args.serve.split(",")
+        served = serve_test_image(registry, address)[0].reference
+        if served != args.image:
+            sys.exit(f"the lab serves {served}, not --image {args.image}")
     for label, checkout in checkouts:
         env = _env(checkout, {"UFC_STATE_DIR": str(state)})
         if "deploy-nodes" in kinds:
@@ -186,14 +212,25 @@ def _shared(args: argparse.Namespace, kinds: list[str], checkouts: list[tuple[st
             pairs.append(_pair("deploy-nodes", "no-op", label, workers, args.repeat,
                                lambda: nodes(workers[0]), lambda: nodes(":".join(workers))))
         if "preheat-images" in kinds:
-            def preheat(limit: str, env=env, checkout=checkout) -> Measured:
+            def preheat(limit: str, want: int, env=env, checkout=checkout) -> Measured:
                 run = _ufcctl(checkout, env, ["images", "preheat", "-i", str(inventory), args.image,
-                                              "--limit", limit, "--output", "json"], "images preheat no-op")
-                if _changed_nodes(run):
-                    sys.exit(f"preheat no-op pulled on a node:\n{run.proc.stdout[-3000:]}")
+                                              "--limit", limit, "--output", "json"], "images preheat")
+                if _changed_nodes(run) != want:
+                    sys.exit(f"preheat pulled on {_changed_nodes(run)} nodes, expected {want}:\n"
+                             f"{run.proc.stdout[-3000:]}")
                 return run
+
+            def pulling(limit: list[str], preheat=preheat) -> Measured:
+                _remove_image(limit, args.image)
+                return preheat(":".join(limit), len(limit))
+
+            _ensure_image(workers, args.image, preheat)
             pairs.append(_pair("preheat-images", "no-op", label, workers, args.repeat,
-                               lambda: preheat(workers[0]), lambda: preheat(":".join(workers))))
+                               lambda: preheat(workers[0], 0), lambda: preheat(":".join(workers), 0)))
+            pairs.append(_pair("preheat-images", "pulling", label, workers, args.repeat,
+                               lambda: pulling(workers[:1]), lambda: pulling(workers)))
+    if "preheat-images" in kinds:  # leave the lab's workers as they were
+        _remove_image([w for w in workers if w not in had_image], args.image)
     return pairs
 
 
@@ -208,6 +245,8 @@ def main() -> None:
     parser.add_argument("--shared-inventory", default=str(ROOT / "inventories" / "lab"))
     parser.add_argument("--shared-state", default=str(ROOT / ".ufc"))
     parser.add_argument("--image", default="10.89.64.5:5000/lab/preheat-test:v1")
+    parser.add_argument("--serve", default="ufc-hdk-mirror,10.89.64.5",
+                        help="container,address of the lab upstream registry serving --image")
     parser.add_argument("--checkout", action="append", default=[], help="another checkout, measured too")
     args = parser.parse_args()
     kinds = [k for k in args.kinds.split(",") if k]
