@@ -175,10 +175,14 @@ def _images(worker: str) -> str:
     return proc.stdout
 
 
-def _remove_image(workers: list[str], image: str) -> None:
+def _remove_image(workers: list[str], image: str, keep: dict[str, set[str]] | None = None) -> None:
+    """Remove the image from the workers' containerd, with the record containerd's CRI plugin names by
+    digest: every image record a worker did not hold before (`keep`) goes."""
     for worker in workers:
-        subprocess.run(["podman", "exec", worker, "ctr", "-n", "k8s.io", "images", "rm", image],
-                       capture_output=True, text=True, check=False)
+        names = {image} | {n for n in _images(worker).split() if n.startswith("sha256:")}
+        for name in sorted(names - (keep or {}).get(worker, set())):
+            subprocess.run(["podman", "exec", worker, "ctr", "-n", "k8s.io", "images", "rm", name],
+                           capture_output=True, text=True, check=False)
 
 
 def _ensure_image(workers: list[str], image: str, preheat) -> None:
@@ -193,7 +197,7 @@ def _shared(args: argparse.Namespace, kinds: list[str], checkouts: list[tuple[st
     state = Path(args.shared_state).resolve()
     workers = _shared_workers(inventory)
     pairs: list[Pair] = []
-    had_image = [w for w in workers if args.image in _images(w).split()]
+    before = {w: set(_images(w).split()) for w in workers}  # what the lab held: left as it was
     if "preheat-images" in kinds:
         from tests.lab_standins.upstream_registry.lab import serve_test_image
         registry, address = args.serve.split(",")
@@ -221,7 +225,7 @@ def _shared(args: argparse.Namespace, kinds: list[str], checkouts: list[tuple[st
                 return run
 
             def pulling(limit: list[str], preheat=preheat) -> Measured:
-                _remove_image(limit, args.image)
+                _remove_image(limit, args.image, before)
                 return preheat(":".join(limit), len(limit))
 
             _ensure_image(workers, args.image, preheat)
@@ -230,7 +234,7 @@ def _shared(args: argparse.Namespace, kinds: list[str], checkouts: list[tuple[st
             pairs.append(_pair("preheat-images", "pulling", label, workers, args.repeat,
                                lambda: pulling(workers[:1]), lambda: pulling(workers)))
     if "preheat-images" in kinds:  # leave the lab's workers as they were
-        _remove_image([w for w in workers if w not in had_image], args.image)
+        _remove_image([w for w in workers if args.image not in before[w]], args.image, before)
     return pairs
 
 
