@@ -85,3 +85,33 @@ def test_engine_simulation_benchmark_runs_on_a_small_fleet() -> None:
         assert (int(done), int(failed)) == (nodes - 1, 1), proc.stdout
         assert float(ms_per_node) > 0, proc.stdout
     assert re.search(r"lower bound max\(max Ti, sum Ti / C\) = \d+s", proc.stdout), proc.stdout
+
+
+def test_ansible_overhead_benchmark_runs_small() -> None:
+    # 2 local hosts, 1 and 2 debug tasks: every variant (settings, facts, ufcctl's runner) runs and reports
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "benchmarks" / "bench_ansible_overhead.py"), "--hosts", "2",
+         "--tasks", "1,2"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    print(proc.stdout)
+    for variant in ("defaults", "ufcctl cfg", "no callbacks", "facts", "ufcctl runner"):
+        assert re.search(rf"^  {variant} +-?[0-9.]+ ms per host-task", proc.stdout, re.MULTILINE), variant
+
+
+def test_marginal_benchmark_runs_on_a_small_lab() -> None:
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (scripts/setup.sh installs it)")
+    # upgrade-drivers on a lab of its own (2 workers): no-op and upgrading, one node against both,
+    # each run checked by the benchmark (nothing changed on a no-op, every node upgraded otherwise)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "benchmarks" / "bench_marginal.py"), "--kinds",
+         "upgrade-drivers", "--nodes", "2", "--lab", "smkmg", "--subnet", "10.89.94.0/24"],
+        cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    print(proc.stdout)
+    for state in ("no-op", "upgrading"):
+        assert re.search(rf"^  upgrade-drivers +{state} +this +marginal -?[0-9.]+ CPU-s/node", proc.stdout,
+                         re.MULTILINE), proc.stdout

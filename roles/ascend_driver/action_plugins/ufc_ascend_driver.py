@@ -30,8 +30,9 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         args = dict(self._task.args)
-        # the health-only run after a reboot follows an install run whose settings passed
-        problem = None if args.get("mode") == "health" else settings_problem(args)
+        # the health-only run after a reboot follows an install run whose settings passed; the
+        # admission's probe and record install nothing
+        problem = None if args.get("mode") in ("health", "probe", "admitted") else settings_problem(args)
         if problem:
             return {**result, "failed": True, "msg": problem}
         module_args = {key: value for key, value in args.items() if key not in CONTROLLER_ONLY}

@@ -38,6 +38,11 @@ description:
   - I(mode)=health runs the health gate only (after the role rebooted the node, or before a joined
     node is admitted); I(check_version)=false checks the chips only, not the driver's version.
   - Check mode reads, decides and reports the packages it would install; it changes nothing.
+  - I(admission_flag) records that the node's NPU health taint was removed since the node last
+    registered (its content names the taint and the kubelet.conf kubeadm join wrote, so a node that
+    joins again is not taken for admitted). With it, I(mode)=install and I(mode)=probe return
+    I(admission_needed); I(mode)=admitted writes the flag after the taint was removed. A node at
+    target whose flag is current needs no admission call (one module run is its whole no-op).
 """
 
 RETURN = r"""
@@ -53,6 +58,14 @@ user_created:
   returned: always
 reboot_requested: {description: An installer printed "Reboot needed"., type: bool, returned: always}
 health: {description: "checked (bool) and problems (list of str).", type: dict, returned: always}
+admission_needed:
+  description: >-
+    The node registered with Kubernetes (I(kubelet_conf) exists) and the admission flag does not
+    record the taint's removal for this registration (always true without I(admission_flag)).
+  type: bool
+  returned: always
+registered: {description: I(kubelet_conf) exists (the node joined)., type: bool, returned: mode install}
+npu_smi: {description: npu-smi exists (mode probe)., type: bool, returned: mode probe}
 """
 
 # The installers' request for a reboot (docs/reference/ascend.md §6).
@@ -74,6 +87,19 @@ class Failure(Exception):
 
 
 # --- pure parts (tests/unit/roles/test_ascend_driver_module.py) -----------------------------------
+
+
+def admission_record(taint, kubelet_conf_mtime_ns):
+    """The admission flag's content: the taint removed and the registration it was removed for."""
+    return f"removed {taint} for the registration of kubelet.conf {kubelet_conf_mtime_ns}\n"
+
+
+def admission_needed(flag_text, taint, kubelet_conf_mtime_ns):
+    """Whether the admission (taint removal) must run: the node registered (kubelet.conf's mtime is
+    known) and the flag does not record this taint's removal for this registration."""
+    if kubelet_conf_mtime_ns is None:  # not joined: no Node object, so no taint to remove
+        return False
+    return flag_text != admission_record(taint, kubelet_conf_mtime_ns)
 
 
 def version_info(text):
@@ -316,6 +342,41 @@ class Node:
         rc, out, err = self.module.run_command([p["npu_smi"], "info"])
         return health_problems(rc, out, err, p["expected_chips"], p["version"], version_deferred)
 
+    def registration(self):
+        """kubelet.conf's mtime (ns) when the node joined, else None."""
+        try:
+            return os.stat(self.p.get("kubelet_conf") or "/etc/kubernetes/kubelet.conf").st_mtime_ns
+        except FileNotFoundError:
+            return None
+
+    def admission_needed(self):
+        p = self.p
+        if not p.get("admission_flag"):
+            return True  # nothing recorded: the caller decides as before
+        try:
+            with open(p["admission_flag"]) as fh:
+                text = fh.read()
+        except FileNotFoundError:
+            text = None
+        return admission_needed(text, p["admission_taint"], self.registration())
+
+    def admitted(self):
+        """Write the admission flag for the current registration; whether it changed."""
+        p = self.p
+        mtime = self.registration()
+        if mtime is None:
+            return False
+        want = admission_record(p["admission_taint"], mtime)
+        try:
+            with open(p["admission_flag"]) as fh:
+                if fh.read() == want:
+                    return False
+        except FileNotFoundError:
+            pass
+        if not self.check:
+            write_atomically(p["admission_flag"], want.encode(), 0o644)
+        return True
+
     def record(self, packages, sums):
         p = self.p
         data = {
@@ -334,12 +395,21 @@ class Node:
 
 def converge(node, result):
     p = node.p
+    if p["mode"] == "probe":
+        result["npu_smi"] = os.path.exists(p["npu_smi"])
+        result["admission_needed"] = node.admission_needed()
+        return
+    if p["mode"] == "admitted":
+        result["flag_written"] = node.admitted()
+        return
     if p["mode"] == "health":
         problems = node.health(version_deferred=not p["check_version"])
         result["health"] = {"checked": True, "problems": problems}
         if problems:
             raise Failure("health gate: " + "; ".join(problems))
         return
+    result["admission_needed"] = node.admission_needed()
+    result["registered"] = node.registration() is not None
     lock_fd = lock(p["lock"], p["install_timeout"])
     try:
         converge_locked(node, result, lock_fd)
@@ -387,7 +457,7 @@ def converge_locked(node, result, lock_fd):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            mode=dict(type="str", default="install", choices=["install", "health"]),
+            mode=dict(type="str", default="install", choices=["install", "health", "probe", "admitted"]),
             version=dict(type="str", required=True),
             check_version=dict(type="bool", default=True),
             firmware_version=dict(type="str", default=""),
@@ -410,17 +480,22 @@ def main():
             expected_chips=dict(type="int", default=0),
             lock=dict(type="path"),
             npu_smi=dict(type="path", required=True),
+            admission_flag=dict(type="path"),
+            admission_taint=dict(type="str", default=""),
+            kubelet_conf=dict(type="path", default="/etc/kubernetes/kubelet.conf"),
             # the controller's decisions (the action plugin, ufcctl/domain/npu/driver_plan.py)
             plan=dict(type="dict"),
             package_names=dict(type="dict"),
         ),
         required_if=[("mode", "install", ["chip", "artifact_url", "download_dir", "install_path", "user",
                                           "group", "uid", "gid", "install_timeout", "lock", "plan",
-                                          "package_names"])],
+                                          "package_names"]),
+                     ("mode", "admitted", ["admission_flag", "admission_taint"])],
         supports_check_mode=True,
     )
     result = {"changed": False, "before": {}, "packages": [], "installed": [],
-              "user_created": False, "reboot_requested": False, "health": {"checked": False, "problems": []}}
+              "user_created": False, "reboot_requested": False, "health": {"checked": False, "problems": []},
+              "admission_needed": True}
     try:
         converge(Node(module), result)
     except Failure as exc:

@@ -343,3 +343,14 @@ def test_good_settings_pass_and_firmware_may_be_off() -> None:
     assert action.settings_problem(SETTINGS) is None
     assert action.settings_problem({**SETTINGS, "firmware_enabled": False, "firmware_version": ""}) is None
     assert action.settings_problem({**SETTINGS, "health_gate": False, "expected_chips": 0}) is None
+
+
+def test_the_admission_record_names_the_taint_and_the_registration() -> None:
+    """Issue 29's no-op shortcut: a node at target skips the admission only while its record matches
+    this taint and this registration (kubelet.conf's mtime); never when it has not joined at all."""
+    record = mod.admission_record("k:NoSchedule", 123)
+    assert mod.admission_needed(record, "k:NoSchedule", 123) is False
+    assert mod.admission_needed(None, "k:NoSchedule", 123) is True  # never admitted
+    assert mod.admission_needed(record, "k:NoSchedule", 124) is True  # joined again since
+    assert mod.admission_needed(record, "other:NoSchedule", 123) is True  # another taint
+    assert mod.admission_needed(None, "k:NoSchedule", None) is False  # not joined: no Node, no taint

@@ -43,7 +43,14 @@ def test_the_rollout_marker_is_the_last_task_of_the_role_and_always_runs() -> No
     assert last["name"] == MARKER_TASK, (
         "ufcctl/rollout/kinds/upgrade_drivers.py MARKER_TASK must name the last task")
     assert "when" not in last and "block" not in last
-    assert [t["name"] for t in tasks].count(MARKER_TASK) == 1
+    # the only other marker is the no-op node's (issue 29): right before an end_role with the same
+    # condition, so every node reaches exactly one marker and nothing runs after it
+    names = [t["name"] for t in tasks]
+    assert names.count(MARKER_TASK) == 2
+    early = names.index(MARKER_TASK)
+    assert tasks[early + 1]["ansible.builtin.meta"] == "end_role"
+    assert tasks[early]["when"] == tasks[early + 1]["when"] == "not (__ascend_driver_admission_due | bool)"
+    assert tasks[early]["ansible.builtin.debug"] == last["ansible.builtin.debug"]
 
 
 def test_generated_role_vars_are_current() -> None:
@@ -70,10 +77,16 @@ def test_the_role_runs_one_task_on_the_node_before_the_marker() -> None:
     tasks = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
     keywords = ("name", "register", "timeout", "notify", "changed_when", "vars", "when")
     actions = [next(k for k in t if k not in keywords) for t in tasks]
-    assert actions == ["ufc_ascend_driver", "ansible.builtin.meta", "ansible.builtin.include_tasks",
-                       "ansible.builtin.debug"]
-    assert tasks[2]["vars"] == {"__ascend_driver_admit_check": False}
-    assert "inventory_hostname in groups['kube_node'] | default([])" in tasks[2]["when"]
+    assert actions == ["ufc_ascend_driver", "ansible.builtin.meta", "ansible.builtin.debug",
+                       "ansible.builtin.meta", "ansible.builtin.include_tasks", "ansible.builtin.debug"]
+    assert tasks[4]["vars"] == {"__ascend_driver_admit_check": False}
+    assert tasks[4]["ansible.builtin.include_tasks"] == "admit_node.yml"
+    due = yaml.safe_load((ROLE / "vars" / "main" / "main.yml").read_text())["__ascend_driver_admission_due"]
+    assert "inventory_hostname in groups['kube_node'] | default([])" in due
+    # a node that installed nothing and whose admission record is current stops at the first marker
+    # (issue 29): no admission include, no kubectl call on the first control plane
+    assert "(__ascend_driver_result.admission_needed | default(true))" in due and "is changed" in due
+    assert tasks[0]["ufc_ascend_driver"]["admission_flag"] == "{{ __ascend_driver_admission_flag }}"
     assert not (ROLE / "templates").exists()
 
 

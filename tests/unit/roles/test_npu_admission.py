@@ -68,9 +68,12 @@ PLAY = """
 """
 
 
-def _setup(tmp: Path, *, health: str | None, kubectl: bool = True, tainted: bool = True) -> dict[str, str]:
+def _setup(tmp: Path, *, health: str | None, kubectl: bool = True, tainted: bool = True,
+           joined: bool = True) -> dict[str, str]:
     bin_dir = tmp / "bin"
     bin_dir.mkdir()
+    if joined:  # what kubeadm join writes; the admission record names it
+        (tmp / "kubelet.conf").write_text("apiVersion: v1\nkind: Config\n")
     (bin_dir / "node.json").write_text(json.dumps(
         {"metadata": {"name": "w1"}, "spec": {"taints": [TAINT] if tainted else []}}))
     (bin_dir / "kubectl").write_text(KUBECTL.format(python=sys.executable))
@@ -102,14 +105,18 @@ def _run(tmp: Path, smi: str, *extra: str) -> dict[str, Any]:
     }
     proc = subprocess.run(
         [str(PLAYBOOK_BIN), "-i", str(tmp / "hosts.yml"), str(tmp / "play.yml"),
-         "-e", json.dumps({"__ascend_driver_npu_smi": smi}), *extra],
+         "-e", json.dumps({"__ascend_driver_npu_smi": smi,
+                           "__ascend_driver_kubelet_conf": str(tmp / "kubelet.conf"),
+                           "__ascend_driver_admission_flag": str(tmp / "admitted")}), *extra],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
     )
     calls_file = tmp / "bin" / "calls.jsonl"
     calls = [json.loads(line) for line in calls_file.read_text().splitlines()] if calls_file.exists() else []
     node = json.loads((tmp / "bin" / "node.json").read_text())
     out = " ".join((proc.stdout + proc.stderr).split())  # the yaml callback folds long messages
-    return {"rc": proc.returncode, "out": out, "calls": calls, "taints": node["spec"]["taints"]}
+    flag = tmp / "admitted"
+    return {"rc": proc.returncode, "out": out, "calls": calls, "taints": node["spec"]["taints"],
+            "flag": flag.read_text() if flag.exists() else None}
 
 
 def test_healthy_chips_remove_the_taint_once_and_a_second_run_changes_nothing(tmp_path: Path) -> None:
@@ -124,12 +131,49 @@ def test_healthy_chips_remove_the_taint_once_and_a_second_run_changes_nothing(tm
     assert "changed=0" in second["out"]
 
 
+def test_an_admitted_node_is_not_asked_again_until_it_joins_again(tmp_path: Path) -> None:
+    """The no-op shortcut (issue 29): once the taint is gone the node records it, and later runs make
+    no kubectl call and no health gate run; a new registration (kubeadm join rewrites kubelet.conf)
+    makes the record stale, so that node is admitted again."""
+    paths = _setup(tmp_path, health="OK")
+    first = _run(tmp_path, paths["smi"])
+    assert first["rc"] == 0 and first["taints"] == [], first["out"][-3000:]
+    assert first["flag"] and "ufcctl.io/npu-health-pending:NoSchedule" in first["flag"]
+    second = _run(tmp_path, paths["smi"])
+    assert second["rc"] == 0, second["out"][-3000:]
+    assert second["calls"] == first["calls"]  # not one kubectl call more
+    assert "Check chip health before admitting" not in second["out"] or "skipping" in second["out"]
+    # the node joins again (registered tainted anew): kubelet.conf is rewritten
+    node = json.loads((tmp_path / "bin" / "node.json").read_text())
+    node["spec"]["taints"] = [TAINT]
+    (tmp_path / "bin" / "node.json").write_text(json.dumps(node))
+    conf = tmp_path / "kubelet.conf"
+    os.utime(conf, ns=(conf.stat().st_atime_ns, conf.stat().st_mtime_ns + 10**9))
+    third = _run(tmp_path, paths["smi"])
+    assert third["rc"] == 0 and third["taints"] == [], third["out"][-3000:]
+    assert third["flag"] != first["flag"]
+
+
+def test_a_node_that_never_joined_has_no_taint_to_remove(tmp_path: Path) -> None:
+    paths = _setup(tmp_path, health="OK", joined=False)
+    result = _run(tmp_path, paths["smi"])
+    assert result["rc"] == 0, result["out"][-3000:]
+    assert result["calls"] == [] and result["flag"] is None
+
+
+def test_a_skipped_removal_records_nothing(tmp_path: Path) -> None:
+    paths = _setup(tmp_path, health="OK", kubectl=False)
+    result = _run(tmp_path, paths["smi"])
+    assert result["rc"] == 0 and result["flag"] is None, result["out"][-3000:]
+
+
 def test_check_mode_reads_the_node_and_removes_nothing(tmp_path: Path) -> None:
     paths = _setup(tmp_path, health="OK")
     result = _run(tmp_path, paths["smi"], "--check")
     assert result["rc"] == 0, result["out"][-3000:]
     assert result["taints"] == [TAINT]
     assert all(c[0] == "get" for c in result["calls"])
+    assert result["flag"] is None
 
 
 def test_an_unhealthy_chip_fails_the_node_and_keeps_the_taint(tmp_path: Path) -> None:
