@@ -49,11 +49,12 @@ KUBECTL = ["kubectl", "--kubeconfig=/etc/kubernetes/admin.conf"]
 VERSIONS_FILE = "group_vars/all/versions.yml"
 
 
-def readme_line(start: str) -> str:
-    """The README's first line starting with `start`, as written (its comment cut)."""
+def readme_line(start: str, exact: bool = False) -> str:
+    """The README's first line starting with `start` (or, `exact`, that is `start`), as written (its
+    comment cut)."""
     for line in (ROOT / "README.md").read_text().splitlines():
         words = line.split("#", 1)[0].strip()
-        if words.startswith(start):
+        if words == start or (not exact and words.startswith(start)):
             return words
     raise AssertionError(f"README.md has no `{start} ...` line")
 
@@ -178,7 +179,7 @@ def test_a_second_run_has_nothing_to_do(stack: Stack, versions_file: Path) -> No
 
 RUNTIME_TARGET = "6.0.1"  # the LAB NPU EMULATOR's mirror serves 6.0.0 (the default) and 6.0.1
 ADR_PATH = "/usr/local/Ascend/Ascend-Docker-Runtime"
-DEPLOY = readme_line("ufcctl deploy --inventory lab")
+DEPLOY = readme_line("ufcctl deploy --inventory lab", exact=True)
 
 
 def _controlled_pods_on_workers(stack: Stack, workers: set[str]) -> dict[str, tuple[str, str, str]]:
@@ -201,8 +202,9 @@ def test_a_runtime_version_change_in_deploy_drains_upgrades_and_releases_npu_wor
     workers = set(inventory.group_hosts("npu_node")) - set(CONTROL_PLANES)
     assert workers
     # the operator's step the README names: the new version in the inventory, beside ufc_kube_version
-    versions_file.write_text(versions_file.read_text()
-                             + f'ufc_ascend_docker_runtime_version: "{RUNTIME_TARGET}"\n')
+    versions = yaml.safe_load(versions_file.read_text()) or {}
+    versions["ufc_ascend_docker_runtime_version"] = RUNTIME_TARGET
+    versions_file.write_text(yaml.safe_dump(versions, default_flow_style=False))
     evicted = _controlled_pods_on_workers(stack, workers)
     assert evicted, "no pod but DaemonSet ones on the workers: the drain would evict nothing here"
     started = time.monotonic()
