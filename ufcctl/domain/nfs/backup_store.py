@@ -56,7 +56,9 @@ def url(groups: Mapping[str, Any], hostvars: Mapping[str, Any]) -> str:
     if not servers:
         return ""
     server_vars = hostvars.get(servers[0]) or {}
-    path = server_vars.get("nfs_server_backup_path", STORE_PATH)
-    if not path or "{{" in str(path):  # off, or a templated value only Ansible renders: the default
-        return "" if not path else f"nfs://{_address(hostvars, servers[0])}{STORE_PATH}"
-    return f"nfs://{_address(hostvars, servers[0])}{str(path).rstrip('/')}"
+    path = str(server_vars.get("nfs_server_backup_path", STORE_PATH) or "")
+    if not path:
+        return ""
+    if "{{" in path:  # a templated value only Ansible renders: the role's default
+        path = STORE_PATH
+    return f"nfs://{_address(hostvars, servers[0])}{path.rstrip('/')}"

@@ -24,6 +24,8 @@ def test_url_is_the_first_nfs_servers_store_or_nothing() -> None:
     assert backup_store.url({}, hostvars) == ""
     hostvars["nfs1"]["nfs_server_backup_path"] = "/tank/etcd/"
     assert backup_store.url({"nfs_server": ["nfs1"]}, hostvars) == "nfs://10.0.0.5/tank/etcd"
+    hostvars["nfs1"]["nfs_server_backup_path"] = "{{ site_store }}"  # only Ansible renders it: the default
+    assert backup_store.url({"nfs_server": ["nfs1"]}, hostvars) == f"nfs://10.0.0.5{backup_store.STORE_PATH}"
     hostvars["nfs1"]["nfs_server_backup_path"] = ""  # the server keeps no store
     assert backup_store.url({"nfs_server": ["nfs1"]}, hostvars) == ""
 
