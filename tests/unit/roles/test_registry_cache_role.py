@@ -199,3 +199,20 @@ def test_a_run_given_the_index_var_needs_no_cache_hosts(runtime_filters: Any) ->
     node = {**HOSTVARS["n1"], "registry_cache_index": {"tor/0": ["10.0.0.1"], "super_pod/0": ["10.0.9.1"]}}
     mirrors = runtime_filters.ufcctl_registry_cache_mirrors({"kube_node": ["n1"]}, {"n1": node}, "n1")
     assert [m["url"] for m in mirrors["docker.io"]] == ["http://10.0.0.1:5000", "http://10.0.9.1:5000"]
+
+
+def test_the_last_fallback_speaks_the_upstreams_scheme(runtime_filters: Any) -> None:
+    # issue 31: a node whose every cache is down pulls from the `server` of hosts.toml; an upstream
+    # speaking plain http must be named http:// there, or containerd tries TLS and the pull fails
+    mirrors = runtime_filters.ufcctl_registry_cache_mirrors(GROUPS, HOSTVARS, "n1")
+    files = runtime_filters.ufcctl_containerd_files({
+        "sandbox_image": "10.1.2.3:5000/pause:3.10", "max_concurrent_downloads": 10,
+        "snapshotter": "overlayfs", "cni_bin_dir": "/usr/lib/cni", "cni_conf_dir": "/etc/cni/net.d",
+        "mirrors": mirrors, "ascend": False, "ascend_path": "", "upstreams": UPSTREAMS})
+    assert files["problems"] == []
+    hosts = {f["dest"]: f["content"] for f in files["files"]}
+    site = hosts["/etc/containerd/certs.d/10.1.2.3:5000/hosts.toml"]
+    assert site.splitlines()[0] == 'server = "http://10.1.2.3:5000"', site
+    assert '[host."http://10.0.0.1:5001"]' in site
+    hub = hosts["/etc/containerd/certs.d/docker.io/hosts.toml"]
+    assert hub.splitlines()[0] == 'server = "https://registry-1.docker.io"', hub
