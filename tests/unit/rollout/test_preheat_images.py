@@ -76,7 +76,8 @@ def test_workers_pull_the_qualified_images_after_the_serving_caches_are_warmed(
     fake = FakeAnsible()
     summary = runs.start(preheat_images.KIND, request((IMAGE, "busybox")), store, inv, run_fn=fake)
     assert summary.status == "done" and sorted(fake.starts) == ["w00", "w01", "w02", "w03"]
-    assert [names for names, _ in warms] == [["cache-tor0", "cache-sp0"]]  # tor-7 serves no target
+    # tor-7 serves no target; the super pod cache first, then the ToR cache that fills from it
+    assert [names for names, _ in warms] == [["cache-sp0"], ["cache-tor0"]]
     assert warms[0][1].extravars == {"image_preheat_cache_images": [
         {"image": IMAGE, "repository": "lab/app", "reference": "v1", "port": 5001}]}  # busybox: no cache
     assert summary.steps["prepare"].startswith("warmed 2 of 2 registry cache(s) with 1 image(s)")
