@@ -23,7 +23,8 @@ def test_the_instance_runs_enabled_and_debians_unit_stays_off(host):
     assert not host.service("docker-registry").is_enabled
     assert host.service("ufcctl-registry-cache-prune.timer").is_enabled
     # the front (nginx) the instance fills through; Debian's own nginx.service stays off
-    assert host.service("ufcctl-registry-front").is_running and host.service("ufcctl-registry-front").is_enabled
+    front = host.service("ufcctl-registry-front")
+    assert front.is_running and front.is_enabled
     assert not host.service("nginx").is_running and not host.service("nginx").is_enabled
 
 
@@ -39,7 +40,8 @@ def test_the_config_proxies_the_upstream_and_is_not_world_readable(host):
     assert config.mode == 0o640 and config.group == "docker-registry"
     # the instance's remote is the host's front, which proxies the upstream (no super pod cache here)
     assert "remoteurl: http://127.0.0.1:25001" in config.content_string
-    assert "proxy_pass http://127.0.0.1:5000;" in host.file("/etc/ufcctl/registry-cache/front.conf").content_string
+    front = host.file("/etc/ufcctl/registry-cache/front.conf").content_string
+    assert "proxy_pass http://127.0.0.1:5000;" in front
     assert "rootdirectory: /var/lib/ufcctl-registry-cache/lab" in config.content_string
 
 
