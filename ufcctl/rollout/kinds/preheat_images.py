@@ -88,6 +88,7 @@ class CachePlan:
     warm: list[dict[str, Any]]  # image_preheat_cache_images
     upstreams: list[Upstream]
     waves: tuple[list[str], ...] = ()  # warmed one after the other: the super pod caches, then the ToR caches
+    upstream_fills: int = 0  # caches that fetch from the upstream: super pod caches, ToR caches without one
 
 
 def cache_plan(inventory: Inventory, targets: Sequence[Host], images: Sequence[ImageRef]) -> CachePlan:
@@ -103,13 +104,20 @@ def cache_plan(inventory: Inventory, targets: Sequence[Host], images: Sequence[I
     waves = tuple(w for w in ([c.host for c in used if c.tier == "super_pod"],
                               [c.host for c in used if c.tier != "super_pod"]) if w)
     serving = [h for wave in waves for h in wave]
+    index = index_caches(caches)
+    fillers: set[str] = {c.host for c in used if c.tier == "super_pod"}
+    for cache in (c for c in used if c.tier != "super_pod"):
+        hv = inventory.hosts[cache.host].vars
+        pod = hv.get("registry_cache_super_pod", hv.get("npu_super_pod_id"))
+        parents = index.by_domain.get(("super_pod", str(pod)), ()) if pod not in (None, "") else ()
+        fillers.add(parents[0].host if parents else cache.host)
     warm = []
     for image in images:
         upstream = upstream_for(image, known)
         if upstream is not None:
             warm.append({"image": str(image), "repository": image.repository, "reference": image.reference,
                          "port": upstream.port})
-    return CachePlan(serving, len(cache_names), warm, known, waves)
+    return CachePlan(serving, len(cache_names), warm, known, waves, len(fillers))
 
 
 def _targets(request: RolloutRequest, inventory: Inventory) -> list[Host]:
@@ -195,6 +203,6 @@ def dry_run(request: RolloutRequest, store: StateStore, inventory: Inventory, *,
         size, why = size_of(upstream_url(image, upstream), image.repository, image.reference)
         if size is None:
             unknown[str(image)] = why
-        rows.append(traffic(str(image), size, upstream is not None, len(caches.caches), len(targets)))
+        rows.append(traffic(str(image), size, upstream is not None, caches.upstream_fills, len(targets)))
     return DryRun(report, caches, rows, unknown)
 
