@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import pytest
 import yaml
 
-from tests.helpers.lab import ROOT, STACK_LAB, STACK_WORKERS, UFCCTL, Stack, ufcctl
+from tests.helpers.lab import STACK_LAB, STACK_WORKERS, Stack, ufcctl
 from tests.lab_standins.upstream_registry import registry
 from tests.lab_standins.upstream_registry.image import TestImage, build_image
 from tests.lab_standins.upstream_registry.lab import serve_test_image
@@ -164,31 +164,38 @@ def test_a_stopped_tor_cache_sends_its_workers_to_the_super_pod_cache(stack: Sta
 
 
 def test_a_tor_cache_stopped_mid_run_costs_no_worker(stack: Stack, upstream: Upstream) -> None:
-    # one worker at a time; once w01 has fetched from its ToR cache the cache stops: w02 (same ToR)
-    # pulls through the next mirror of its hosts.toml, the super pod cache
-    third = build_image(seed=3)
-    ref = push_image(f"http://{upstream.address}:{registry.DEFAULT_PORT}", "lab/preheat-test", "v3",
+    # one worker at a time; the ToR cache stops as soon as w01 asks it for the manifest (a watcher
+    # on the cache host's journal), so w01's blobs and all of w02 (same ToR) come through the next
+    # mirror of their hosts.toml: the super pod cache
+    seed = 3000 + int(time.time()) % 100000  # new to every cache and worker, also when the module runs again
+    third = build_image(seed=seed)
+    ref = push_image(f"http://{upstream.address}:{registry.DEFAULT_PORT}", "lab/preheat-test", f"s{seed}",
                      third).reference
-    proc = subprocess.Popen([UFCCTL, "images", "preheat", "--inventory", str(stack.inventory), ref,
-                             "--batch", "1", "--window", "1", "--by", "tor", "--output", "json"],
-                            env=stack.env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    first = upstream.ips[WORKERS[0]].replace(".", "\\.")
+    # ends by itself: journalctl on its next line once grep matched (the stop logs one), else at timeout
+    watch = (f"timeout 900 journalctl -f -n 0 -o cat -u {INSTANCE} | "
+             f"{{ grep -m1 -qE 'remoteaddr=\"?{first}:.*manifests'; systemctl stop {INSTANCE}; }}")
+    watcher = subprocess.Popen(["podman", "exec", TOR_CACHE, "sh", "-c", watch],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(2)  # journalctl follows before the first request
     try:
-        deadline = time.monotonic() + 600
-        while upstream.ips[WORKERS[0]] not in _cache_clients(TOR_CACHE, third) and proc.poll() is None:
-            assert time.monotonic() < deadline, "w01 never fetched from its ToR cache"
-            time.sleep(0.3)
-        _exec(TOR_CACHE, "systemctl", "stop", INSTANCE)
-        out, err = proc.communicate(timeout=1200)
+        proc = ufcctl(["images", "preheat", "--inventory", str(stack.inventory), ref, "--batch", "1",
+                       "--window", "1", "--by", "tor", "--output", "json"], stack.env, timeout=1200)
+        stopped = _exec(TOR_CACHE, "systemctl", "is-active", INSTANCE, check=False).stdout.strip()
     finally:
-        if proc.poll() is None:
-            proc.kill()
         _exec(TOR_CACHE, "systemctl", "start", INSTANCE)
-    data = json.loads(out)
-    assert proc.returncode == 0 and data["counts"]["done"] == STACK_WORKERS, out[-3000:] + err[-3000:]
+        try:
+            watcher.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            watcher.kill()
+    assert stopped != "active", "the ToR cache was never stopped"
+    data = json.loads(proc.stdout)
+    assert proc.returncode == 0 and data["counts"]["done"] == STACK_WORKERS, proc.stdout[-3000:] + proc.stderr
     for worker in WORKERS:
         assert _has(worker, third.manifest_digest), worker
-    assert upstream.ips[WORKERS[1]] in _cache_clients(POD_CACHE, third)  # w02 went on to the super pod cache
+    # w02 (the ToR cache's second worker) fetched from the super pod cache; the upstream still sent
+    # each blob once
+    assert upstream.ips[WORKERS[1]] in _cache_clients(POD_CACHE, third)
     _once_per_super_pod_cache(upstream, third)
 
 
