@@ -1,6 +1,10 @@
 """Image pre-heat on a deployed lab: through the registry caches versus every worker pulling from the
 upstream itself, same lab, same run, two images of the same size.
 
+The caches chain (issue 31): a ToR cache fills from its super pod's cache, each cache host's nginx
+front collapses docker-registry 2.8's two fetches of a missed blob into one, and a preheat warms
+the super pod caches first. So the upstream should send each blob once per super pod cache.
+
 Needs a lab deployed with its registry caches (`./scripts/run.sh`, or `ufcctl lab up` + `ufcctl
 deploy`); the LAB UPSTREAM REGISTRY (tests/lab_standins/upstream_registry, test code) is started here in
 the lab's
@@ -9,12 +13,14 @@ so the workers' hosts.toml sends them to their caches) and on a second port no c
 the workers pull from it directly). Both sides run `ufcctl images preheat` with the same flags.
 Upstream bytes are counted from each registry's access log (successful blob GETs x blob size).
 
-    python tests/benchmarks/bench_preheat.py --inventory inventories/lab [--layers 4 --layer-mib 6]
+    python tests/benchmarks/bench_preheat.py --inventory inventories/lab [--layers 4 --layer-mib 6] \
+        [--json tests/benchmarks/results/]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import subprocess
@@ -50,16 +56,25 @@ def _upstream_bytes(container: str, log: str, image: TestImage) -> tuple[int, in
     return total, gets
 
 
-def _preheat(inventory: Path, ref: str, batch: int) -> float:
+def _preheat(inventory: Path, ref: str, batch: int) -> tuple[float, list[float]]:
+    """(wall seconds, each node's seconds as the engine measured them: its pull plus Ansible's cost)."""
     started = time.monotonic()
     proc = subprocess.run([str(Path(sys.executable).parent / "ufcctl"), "images", "preheat", "--inventory",
-                           str(inventory), ref, "--batch", str(batch), "--by", "tor"],
+                           str(inventory), ref, "--batch", str(batch), "--by", "tor", "--output", "json"],
                           capture_output=True, text=True, check=False)
     wall = time.monotonic() - started
     if proc.returncode != 0:
         sys.exit(f"ufcctl images preheat {ref}: rc {proc.returncode}\n"
                  f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-    return wall
+    nodes = json.loads(proc.stdout)["nodes"]
+    return wall, sorted(float(n["seconds"]) for n in nodes if n.get("seconds") is not None)
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """Nearest-rank percentile of sorted values (0 when empty)."""
+    if not values:
+        return 0.0
+    return values[min(len(values) - 1, max(0, round(pct / 100 * len(values) + 0.5) - 1))]
 
 
 def main() -> int:
@@ -81,7 +96,9 @@ def main() -> int:
     mirror = npu_mirror_name(lab)
     hosts = yaml.safe_load((inv / "hosts.yml").read_text())["all"]["children"]
     workers = len(hosts["npu_node"]["hosts"])
-    caches = len(hosts.get("registry_cache", {}).get("hosts") or {})
+    cache_hosts = hosts.get("registry_cache", {}).get("hosts") or {}
+    caches = len(cache_hosts)
+    pod_caches = sum(1 for v in cache_hosts.values() if (v or {}).get("registry_cache_tier") == "super_pod")
 
     # the cached registry (started by the image tests or by hand) and the direct one
     for port, log, root in ((int(cached_registry.rsplit(":", 1)[1]), registry.LOG_PATH, registry.ROOT_DIR),
@@ -103,40 +120,54 @@ def main() -> int:
 
     print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, python {platform.python_version()}; "
           f"load average at start {os.getloadavg()[0]:.1f}")
-    print(f"lab {lab}: {workers} workers, {caches} registry caches; image {cached_image.size / MIB:.1f} MiB "
+    print(f"lab {lab}: {workers} workers, {caches} registry caches ({pod_caches} super pod); "
+          f"image {cached_image.size / MIB:.1f} MiB "
           f"({args.layers} layers of {args.layer_mib} MiB, random bytes), seed {args.seed}")
-    cached_wall = _preheat(inv, cached_ref, args.batch)
+    cached_wall, cached_nodes = _preheat(inv, cached_ref, args.batch)
     cached_bytes, cached_gets = _upstream_bytes(mirror, registry.LOG_PATH, cached_image)
     bench_vars = inv / BENCH_VARS
     # no hosts.toml for the direct registry: ctr needs --plain-http for an http upstream
     bench_vars.write_text(yaml.safe_dump({"image_preheat_plain_http": True}))
     try:
-        direct_wall = _preheat(inv, direct_ref, args.batch)
+        direct_wall, direct_nodes = _preheat(inv, direct_ref, args.batch)
     finally:
         bench_vars.unlink()
     direct_bytes, direct_gets = _upstream_bytes(mirror, DIRECT_LOG, direct_image)
 
     size = cached_image.size
-    print(f"through caches: wall {cached_wall:.1f} s, upstream {cached_bytes / MIB:.1f} MiB "
-          f"({cached_gets} blob GETs, {cached_bytes / size:.1f} x the image)")
-    print(f"direct:         wall {direct_wall:.1f} s, upstream {direct_bytes / MIB:.1f} MiB "
-          f"({direct_gets} blob GETs, {direct_bytes / size:.1f} x the image)")
+    fills = cached_gets / len(cached_image.blobs) / max(pod_caches, 1)
+    sides = (("through caches", cached_wall, cached_bytes, cached_gets, cached_nodes),
+             ("direct", direct_wall, direct_bytes, direct_gets, direct_nodes))
+    for label, wall, up, gets, nodes in sides:
+        print(f"{label + ':':<16}wall {wall:.1f} s, upstream {up / MIB:.1f} MiB ({gets} blob GETs, "
+              f"{up / size:.2f} x the image); node time p50 {percentile(nodes, 50):.1f} s, "
+              f"p90 {percentile(nodes, 90):.1f} s, max {percentile(nodes, 100):.1f} s")
     print(f"direct / caches: upstream bytes {direct_bytes / cached_bytes:.2f}x, "
           f"wall {direct_wall / cached_wall:.2f}x")
-    fills = cached_gets / len(cached_image.blobs) / max(caches, 1)
-    print(f"upstream fills per cache: {fills:.1f} (docker-registry 2.8 fetches a missing blob twice)")
-    # the same arithmetic at the target size: one ToR cache per 8 nodes and one per super pod of 128
-    nodes, tor_caches, pod_caches = 16_000, 2_000, 125
-    print(f"projection, {nodes:,} workers with {tor_caches:,} ToR + {pod_caches} super pod caches (every "
-          f"serving cache warmed, {fills:.1f} fills each): direct / caches = "
-          f"{nodes / (fills * (tor_caches + pod_caches)):.1f}x fewer upstream bytes")
+    print(f"upstream fetches per blob per super pod cache: {fills:.2f} (issue 31's bar: 1)")
+    # the same arithmetic at the target size: one ToR cache per 8 nodes and one per super pod of 128;
+    # the upstream fills the super pod caches only (each ToR cache fills from its super pod's)
+    nodes, tor_caches, super_pods = 16_000, 2_000, 125
+    before = 2 * (tor_caches + super_pods)  # every cache from the upstream, twice (measured before issue 31)
+    print(f"projection, {nodes:,} workers with {tor_caches:,} ToR + {super_pods} super pod caches: "
+          f"the upstream sends an image {fills * super_pods:.0f} times (direct: {nodes:,}; "
+          f"before the chained tiers: {before:,}): {nodes / (fills * super_pods):.0f}x fewer upstream bytes "
+          f"than direct pulls; each "
+          f"super pod cache sends it to its {tor_caches // super_pods} ToR caches once each")
     print(f"load average at end {os.getloadavg()[0]:.1f}")
     record.figure("through caches wall", cached_wall, "s")
     record.figure("direct wall", direct_wall, "s")
     record.figure("through caches upstream bytes / image", cached_bytes / size, "x")
     record.figure("direct upstream bytes / image", direct_bytes / size, "x")
+    record.figure("upstream fetches per blob per super pod cache", fills, "x")
+    for label, values in (("through caches", cached_nodes), ("direct", direct_nodes)):
+        for pct in (50, 90, 100):
+            record.figure(f"{label} node time p{pct}", percentile(values, pct), "s")
+    record.figure("projected upstream sends per image at 16,000 nodes", fills * super_pods, "x")
     record.ratio("direct / caches upstream bytes", direct_bytes / cached_bytes)
     record.ratio("direct / caches wall", direct_wall / cached_wall)
+    record.ratio("projected direct / caches upstream bytes at 16,000 nodes",
+                 nodes / (fills * super_pods))
     record.write()
     return 0
 

@@ -140,7 +140,9 @@ def deploy_cluster(inventory_dir: Path, inventory: Inventory, hosts: list[str], 
     path = playbook("deploy.yml")
     # Ansible only sees the generated per-run inventory, so the roles learn the inventory's name here
     # (k8s_manifests writes to .ufc/manifests/<name>/); an explicit -e value wins.
-    extravars = {**options.extravars, "ufc_inventory_name": inventory_name(inventory_dir, options)}
+    # registry_cache_index: each ToR cache finds its super pod's cache without reading every cache host
+    extravars = {**deploy_nodes.cache_index(inventory), **options.extravars,
+                 "ufc_inventory_name": inventory_name(inventory_dir, options)}
     chosen = set(hosts)
     vars_only = [h for h in inventory.group_hosts(KUBE_NODE) if h not in chosen]
     options = dataclasses.replace(options, extravars=extravars,

@@ -126,14 +126,16 @@ def hosts_document(layout: LabLayout, monitoring: bool = True) -> dict[str, Any]
 def registry_cache_hosts(layout: LabLayout) -> dict[str, dict[str, Any]]:
     """Two tiers on the last two control planes (roles/registry_cache): the second to last is the ToR
     cache of the first worker's ToR, the last the super pod cache of every super pod. So the first
-    ToR's workers list both caches (ToR first), the other workers the super pod cache only."""
+    ToR's workers list both caches (ToR first), the other workers the super pod cache only. The ToR
+    cache fills from the super pod cache (registry_cache_super_pod: its ToR's super pod)."""
     tops = [n.topology for n in layout.workers if n.topology is not None]
     if len(layout.control_planes) < 2 or not tops:
         return {}
     tor_cache, pod_cache = layout.control_planes[-2:]
     pods = sorted({t.super_pod_id for t in tops})
     return {
-        tor_cache.name: {"registry_cache_tier": "tor", "registry_cache_serves": [str(tops[0].tor_id)]},
+        tor_cache.name: {"registry_cache_tier": "tor", "registry_cache_serves": [str(tops[0].tor_id)],
+                         "registry_cache_super_pod": str(tops[0].super_pod_id)},
         pod_cache.name: {"registry_cache_tier": "super_pod", "registry_cache_serves": [str(p) for p in pods]},
     }
 
@@ -147,6 +149,7 @@ def registry_cache_vars(layout: LabLayout) -> dict[str, Any]:
         "registry_cache_scheme": "http",
         "registry_cache_insecure": True,
         "registry_cache_max_gib": 2,
+        "registry_cache_front_max_gib": 2,
         # lab containers may not mount (no CAP_SYS_ADMIN): fetch the content, do not unpack it
         "image_preheat_unpack": False,
     }

@@ -12,10 +12,11 @@ from ufcctl.domain.rollout.plan import Projection, RolloutPlan
 from ufcctl.report.output import human_bytes
 from ufcctl.report.rollout import plan_json, print_plan
 
-# Measured in the lab (molecule/image_preheat): docker-registry 2.8 as a pull-through cache GETs a
-# missing blob twice from its upstream (one stream to the client, one to store it).
-CACHE_MISS_NOTE = ("docker-registry 2.8 pull-through caches fetch each missing blob twice from upstream, "
-                   "so the caches may draw up to twice this")
+# Measured in the lab (tests/integration/test_images_lab.py, issue 31): each cache host's front collapses
+# docker-registry 2.8's two fetches of a missed blob into one, and a ToR cache fills from its super pod's.
+CACHE_MISS_NOTE = ("counted once per cache that fills from the upstream (super pod caches, and ToR caches "
+                   "without one); a ToR cache fills from its super pod's cache, from the upstream only "
+                   "while that cache does not answer")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,10 @@ def test_the_instance_runs_enabled_and_debians_unit_stays_off(host):
     assert not host.service("docker-registry").is_running
     assert not host.service("docker-registry").is_enabled
     assert host.service("ufcctl-registry-cache-prune.timer").is_enabled
+    # the front (nginx) the instance fills through; Debian's own nginx.service stays off
+    front = host.service("ufcctl-registry-front")
+    assert front.is_running and front.is_enabled
+    assert not host.service("nginx").is_running and not host.service("nginx").is_enabled
 
 
 def test_the_cache_answers_v2_and_serves_registry_metrics(host):
@@ -34,7 +38,10 @@ def test_the_cache_answers_v2_and_serves_registry_metrics(host):
 def test_the_config_proxies_the_upstream_and_is_not_world_readable(host):
     config = host.file("/etc/ufcctl/registry-cache/lab.yml")
     assert config.mode == 0o640 and config.group == "docker-registry"
-    assert "remoteurl: http://127.0.0.1:5000" in config.content_string
+    # the instance's remote is the host's front, which proxies the upstream (no super pod cache here)
+    assert "remoteurl: http://127.0.0.1:25001" in config.content_string
+    front = host.file("/etc/ufcctl/registry-cache/front.conf").content_string
+    assert "proxy_pass http://127.0.0.1:5000;" in front
     assert "rootdirectory: /var/lib/ufcctl-registry-cache/lab" in config.content_string
 
 

@@ -36,10 +36,14 @@ def ufcctl_containerd_files(v: Mapping[str, Any]) -> dict[str, Any]:
         runtimes=tuple(runtimes), default_runtime="ascend" if v["ascend"] else "runc")
     mirrors = v["mirrors"] or {}
     problems = containerd.mirror_problems(mirrors)
+    # each mirrored registry's last fallback (hosts.toml `server`) at the scheme its upstream speaks:
+    # registry_cache_upstreams' url (an http upstream stays http), else https://<registry>
+    servers = {u.registry: u.url for u in cache_mirrors.parse_upstreams(v.get("upstreams"))[0]}
     files = {"/etc/containerd/config.toml": containerd.config_toml(settings)}
     if not problems:
         for registry, entries in sorted(mirrors.items()):
-            files[f"{settings.certs_dir}/{registry}/hosts.toml"] = containerd.hosts_toml(registry, entries)
+            files[f"{settings.certs_dir}/{registry}/hosts.toml"] = containerd.hosts_toml(
+                registry, entries, servers.get(str(registry)))
     problems += containerd.problems(files)
     owned = {"owner": "root", "group": "root"}
     directories = [{"path": d, **owned, "mode": "0755"} for d in sorted({str(Path(f).parent) for f in files})]

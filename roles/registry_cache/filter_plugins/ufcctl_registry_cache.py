@@ -11,6 +11,8 @@ from ufcctl.domain.images import cache_config, mirrors
 from ufcctl.domain.inventory.values import plain as _plain
 
 UNIT_FILE = "/etc/systemd/system/ufcctl-registry-cache@.service"
+FRONT_UNIT_FILE = f"/etc/systemd/system/{cache_config.FRONT_UNIT}"
+FRONT_CACHE_DIR = "/var/cache/ufcctl-registry-front"
 PRUNE_UNITS = (
     "/etc/systemd/system/ufcctl-registry-cache-prune.service",
     "/etc/systemd/system/ufcctl-registry-cache-prune.timer",
@@ -84,7 +86,16 @@ def ufcctl_registry_cache_render(v: Mapping[str, Any], host: str,
         ]
     names = [u.name for u in upstreams]
     role = v["role_path"]
+    parent = str(v.get("parent") or "")
+    parents = {u.name: f"{v['scheme']}://{mirrors.url_host(parent)}:{u.port}" for u in upstreams if parent}
     files += [
+        {
+            "dest": cache_config.FRONT_CONF,
+            "mode": "0644",
+            "content": cache_config.front_conf(upstreams, parents, FRONT_CACHE_DIR, int(v["front_max_gib"])),
+            "validate": "/usr/sbin/nginx -t -q -e stderr -c %s",
+        },
+        {"dest": FRONT_UNIT_FILE, "src": f"{role}/files/{cache_config.FRONT_UNIT}", "mode": "0644"},
         {"dest": UNIT_FILE, "src": f"{role}/files/ufcctl-registry-cache@.service", "mode": "0644"},
         {
             "dest": "/usr/local/sbin/ufcctl-registry-cache-prune",
@@ -115,6 +126,9 @@ def ufcctl_registry_cache_render(v: Mapping[str, Any], host: str,
         {"path": str(v["storage_dir"]), **owned},
     ]
     directories += [{"path": f"{v['storage_dir']}/{name}", **owned} for name in names]
+    front = {"owner": cache_config.FRONT_USER, "group": cache_config.FRONT_USER, "mode": "0700"}
+    directories += [{"path": FRONT_CACHE_DIR, **front}]
+    directories += [{"path": f"{FRONT_CACHE_DIR}/{name}", **front} for name in names]
     instances = [
         {
             "name": u.name,
@@ -125,17 +139,48 @@ def ufcctl_registry_cache_render(v: Mapping[str, Any], host: str,
         }
         for u in upstreams
     ]
-    return {"files": files, "directories": directories, "instances": instances, "problems": problems}
+    return {"files": files, "directories": directories, "instances": instances, "problems": problems,
+            "parent": parent}
+
+
+# The cache index of a run that carries no registry_cache_index, built once per (hostvars, cache hosts)
+# while the same process templates again (as roles/container_runtime's filter does).
+_INDEX: dict[tuple[int, tuple[str, ...]], tuple[Any, mirrors.CacheIndex]] = {}
+
+
+def ufcctl_registry_cache_parent(super_pod: Any, tier: Any, index_table: Any, groups: Mapping[str, Any],
+                                 hostvars: Mapping[str, Any], host: str) -> str:
+    """The address of the cache a ToR cache fills from: the first cache serving `super_pod` other than
+    itself ('' for a super pod cache, an empty super_pod, or a super pod no cache serves)."""
+    if str(tier or mirrors.DEFAULT_TIER) != "tor" or super_pod in (None, "") or "{{" in str(super_pod):
+        return ""
+    if index_table not in (None, ""):
+        index = mirrors.index_from_table(index_table)[0]
+    else:
+        hosts = tuple(str(h) for h in groups.get(mirrors.REGISTRY_CACHE) or ())
+        key = (id(hostvars), hosts)
+        if key not in _INDEX:
+            caches = mirrors.parse_caches({mirrors.REGISTRY_CACHE: hosts}, {h: hostvars[h] for h in hosts})[0]
+            _INDEX.clear()
+            _INDEX[key] = (hostvars, mirrors.index_caches(caches))
+        index = _INDEX[key][1]
+    own = {str(host), str(hostvars[host].get("ansible_host", host)) if host in hostvars else str(host)}
+    for cache in index.by_domain.get(("super_pod", str(super_pod)), ()):
+        if cache.host not in own and cache.address not in own:
+            return cache.address
+    return ""
 
 
 def ufcctl_registry_cache_restarts(
     written: Mapping[str, Any], instances: list[Mapping[str, Any]]
 ) -> list[str]:
-    """Units to restart after ufc_files changed `written.changed_paths`: an instance whose config
-    changed; every instance when the unit file or the TLS files changed; the timer when its units did."""
+    """Units to restart after ufc_files changed `written.changed_paths`: the front when its config or
+    unit changed; an instance whose config changed; every instance when the unit file or the TLS
+    files changed; the timer when its units did."""
     changed = {str(p) for p in written.get("changed_paths") or []}
     shared = {UNIT_FILE, f"{cache_config.CONFIG_DIR}/tls.crt", f"{cache_config.CONFIG_DIR}/tls.key"}
-    units = [
+    units = [cache_config.FRONT_UNIT] if changed & {cache_config.FRONT_CONF, FRONT_UNIT_FILE} else []
+    units += [
         str(i["unit"])
         for i in instances
         if changed & shared or f"{cache_config.CONFIG_DIR}/{i['name']}.yml" in changed
@@ -150,4 +195,5 @@ class FilterModule:
         return {
             "ufcctl_registry_cache_render": ufcctl_registry_cache_render,
             "ufcctl_registry_cache_restarts": ufcctl_registry_cache_restarts,
+            "ufcctl_registry_cache_parent": ufcctl_registry_cache_parent,
         }

@@ -80,7 +80,7 @@ def test_dry_run_prints_batches_and_upstream_traffic_per_serving_cache(env: Path
     size = IMAGE.size
     assert f"upstream.lab:5000/lab/app:v1: {size / 1024 / 1024:.1f} MiB x 3 cache(s) = " \
            f"{3 * size / 1024 / 1024:.1f} MiB" in out
-    assert "note: docker-registry 2.8 pull-through caches fetch each missing blob twice" in out
+    assert "note: counted once per cache that fills from the upstream" in out
     assert upstream.blob_gets() == 0  # the manifest only
     assert [p for m, p in upstream.requests] == ["/v2/lab/app/manifests/v1"]
 

@@ -72,6 +72,8 @@ def _settings(**over: Any) -> dict[str, Any]:
         "max_gib": 100,
         "prune_interval": "15min",
         "log_level": "info",
+        "front_max_gib": 20,
+        "parent": "",
         "role_path": "/r",
         **over,
     }
@@ -83,7 +85,7 @@ def test_every_instance_gets_its_config_and_the_secret_ones_stay_secret(cache_fi
     files = {f["dest"]: f for f in out["files"]}
     hub = yaml.safe_load(files["/etc/ufcctl/registry-cache/dockerhub.yml"]["content"])
     assert hub["proxy"] == {
-        "remoteurl": "https://registry-1.docker.io",
+        "remoteurl": "http://127.0.0.1:25000",  # the host's front, which asks the upstream
         "username": "bot",
         "password": "s3cret",
     }
@@ -158,6 +160,56 @@ def test_only_the_changed_instances_restart(cache_filters: Any) -> None:
         {"changed_paths": ["/etc/systemd/system/ufcctl-registry-cache-prune.timer"]}, instances
     ) == ["ufcctl-registry-cache-prune.timer"]
     assert restarts({"changed_paths": []}, instances) == []
+    assert restarts({"changed_paths": ["/etc/ufcctl/registry-cache/front.conf"]}, instances) == [
+        "ufcctl-registry-front.service"
+    ]
+
+
+def _front(out: dict[str, Any]) -> str:
+    return next(f for f in out["files"] if f["dest"] == "/etc/ufcctl/registry-cache/front.conf")["content"]
+
+
+def test_a_super_pod_cache_fills_from_the_upstream_through_its_front(cache_filters: Any) -> None:
+    out = cache_filters.ufcctl_registry_cache_render(_settings(), "rc1", HOSTVARS["rc1"])
+    front = _front(out)
+    entry = next(f for f in out["files"] if f["dest"] == "/etc/ufcctl/registry-cache/front.conf")
+    assert entry["validate"] == "/usr/sbin/nginx -t -q -e stderr -c %s"
+    # one server per instance on loopback, the instance's remoteurl; blob GETs cached with a lock (one
+    # remote fetch for the instance's two), the upstream's TLS verified, no fallback without a parent
+    assert "listen 127.0.0.1:25000;" in front and "listen 127.0.0.1:25001;" in front
+    assert front.count("proxy_cache_lock on;") == 2 and front.count("proxy_cache_key $uri;") == 2
+    assert "max_size=20g inactive=10m" in front
+    assert "proxy_pass https://registry-1.docker.io;" in front
+    assert "proxy_ssl_verify on;" in front and "proxy_ssl_name registry-1.docker.io;" in front
+    assert "proxy_pass http://10.1.2.3:5000;" in front and "error_page" not in front
+
+
+def test_a_tor_cache_fills_from_its_super_pod_cache_then_the_upstream(cache_filters: Any) -> None:
+    out = cache_filters.ufcctl_registry_cache_render(_settings(scheme="http", insecure=True,
+                                                               parent="10.0.9.1"), "rc1", HOSTVARS["rc1"])
+    front = _front(out)
+    site = front[front.index("# instance site"):]
+    # the parent first (blobs and everything else), the upstream when it fails to answer
+    assert site.count("proxy_pass http://10.0.9.1:5001;") == 2, site
+    assert "error_page 500 502 503 504 = @ufc_site_upstream_blob;" in site
+    assert site.count("proxy_pass http://10.1.2.3:5000;") == 2
+    assert "location @ufc_site_upstream_blob {" in site and "location @ufc_site_upstream {" in site
+
+
+def test_a_tor_caches_parent_is_the_first_cache_of_its_super_pod(cache_filters: Any) -> None:
+    parent = cache_filters.ufcctl_registry_cache_parent
+    groups = {"registry_cache": ["tor1", "pod1", "pod2"]}
+    hostvars = {"tor1": {"registry_cache_tier": "tor", "registry_cache_serves": ["0"]},
+                "pod1": {"registry_cache_tier": "super_pod", "registry_cache_serves": ["0"],
+                         "ansible_host": "10.9.0.1"},
+                "pod2": {"registry_cache_tier": "super_pod", "registry_cache_serves": ["0", "1"]}}
+    assert parent("0", "tor", None, groups, hostvars, "tor1") == "10.9.0.1"
+    assert parent(1, "tor", None, groups, hostvars, "tor1") == "pod2"
+    assert parent("7", "tor", None, groups, hostvars, "tor1") == ""  # no cache serves super pod 7
+    assert parent("", "tor", None, groups, hostvars, "tor1") == ""
+    assert parent("0", "super_pod", None, groups, hostvars, "pod2") == ""  # a super pod cache: the upstream
+    # a run carrying registry_cache_index reads no cache host
+    assert parent("0", "tor", {"super_pod/0": ["10.9.0.5"]}, {}, {"tor1": {}}, "tor1") == "10.9.0.5"
 
 
 def test_config_problems_name_the_missing_key() -> None:
@@ -199,3 +251,20 @@ def test_a_run_given_the_index_var_needs_no_cache_hosts(runtime_filters: Any) ->
     node = {**HOSTVARS["n1"], "registry_cache_index": {"tor/0": ["10.0.0.1"], "super_pod/0": ["10.0.9.1"]}}
     mirrors = runtime_filters.ufcctl_registry_cache_mirrors({"kube_node": ["n1"]}, {"n1": node}, "n1")
     assert [m["url"] for m in mirrors["docker.io"]] == ["http://10.0.0.1:5000", "http://10.0.9.1:5000"]
+
+
+def test_the_last_fallback_speaks_the_upstreams_scheme(runtime_filters: Any) -> None:
+    # issue 31: a node whose every cache is down pulls from the `server` of hosts.toml; an upstream
+    # speaking plain http must be named http:// there, or containerd tries TLS and the pull fails
+    mirrors = runtime_filters.ufcctl_registry_cache_mirrors(GROUPS, HOSTVARS, "n1")
+    files = runtime_filters.ufcctl_containerd_files({
+        "sandbox_image": "10.1.2.3:5000/pause:3.10", "max_concurrent_downloads": 10,
+        "snapshotter": "overlayfs", "cni_bin_dir": "/usr/lib/cni", "cni_conf_dir": "/etc/cni/net.d",
+        "mirrors": mirrors, "ascend": False, "ascend_path": "", "upstreams": UPSTREAMS})
+    assert files["problems"] == []
+    hosts = {f["dest"]: f["content"] for f in files["files"]}
+    site = hosts["/etc/containerd/certs.d/10.1.2.3:5000/hosts.toml"]
+    assert site.splitlines()[0] == 'server = "http://10.1.2.3:5000"', site
+    assert '[host."http://10.0.0.1:5001"]' in site
+    hub = hosts["/etc/containerd/certs.d/docker.io/hosts.toml"]
+    assert hub.splitlines()[0] == 'server = "https://registry-1.docker.io"', hub

@@ -76,7 +76,8 @@ def test_workers_pull_the_qualified_images_after_the_serving_caches_are_warmed(
     fake = FakeAnsible()
     summary = runs.start(preheat_images.KIND, request((IMAGE, "busybox")), store, inv, run_fn=fake)
     assert summary.status == "done" and sorted(fake.starts) == ["w00", "w01", "w02", "w03"]
-    assert [names for names, _ in warms] == [["cache-tor0", "cache-sp0"]]  # tor-7 serves no target
+    # tor-7 serves no target; the super pod cache first, then the ToR cache that fills from it
+    assert [names for names, _ in warms] == [["cache-sp0"], ["cache-tor0"]]
     assert warms[0][1].extravars == {"image_preheat_cache_images": [
         {"image": IMAGE, "repository": "lab/app", "reference": "v1", "port": 5001}]}  # busybox: no cache
     assert summary.steps["prepare"].startswith("warmed 2 of 2 registry cache(s) with 1 image(s)")
@@ -133,3 +134,17 @@ def test_dry_run_counts_upstream_traffic_per_serving_cache_or_per_node(store: St
     assert (app.pulls, app.via, app.total) == (2, "caches", 2000)
     assert (busybox.pulls, busybox.via, busybox.total) == (6, "nodes", None)
     assert "HTTP 401" in plan.why_unknown["docker.io/library/busybox:latest"]
+
+
+def test_tor_caches_filling_from_their_super_pod_cache_cost_the_upstream_nothing(store: StateStore) -> None:
+    # issue 31: the upstream sends an image once per super pod cache; a ToR cache of a super pod no
+    # cache serves (registry_cache_super_pod 9) fills from the upstream itself
+    caches = {"cache-tor0": {"npu_tor_id": "tor-0", "registry_cache_super_pod": 0},
+              "cache-tor1": {"npu_tor_id": "tor-1", "registry_cache_super_pod": 0},
+              "cache-tor2": {"npu_tor_id": "tor-2", "registry_cache_super_pod": 9},
+              "cache-sp0": {"registry_cache_tier": "super_pod", "npu_super_pod_id": 0}}
+    plan = preheat_images.dry_run(request(), store, cluster(6, caches),
+                                  size_of=lambda url, repo, ref: (1000, ""))
+    assert plan.caches.waves == (["cache-sp0"], ["cache-tor0", "cache-tor1", "cache-tor2"])
+    (app,) = plan.traffic
+    assert (app.pulls, app.via, app.total) == (2, "caches", 2000)

@@ -39,11 +39,19 @@ class Upstream:
     url: str  # proxy.remoteurl
     port: int  # the cache instance's listen port (the same on every cache host)
     metrics_port: int  # its http.debug.addr port: /metrics (Prometheus) and /debug/health
+    front_port: int = 0  # the cache host's front for this upstream on 127.0.0.1 (0: port + FRONT_PORT_OFFSET)
+
+    @property
+    def front(self) -> int:
+        """Where the instance's proxy.remoteurl points: the host's nginx front (cache_config.py)."""
+        return self.front_port or self.port + FRONT_PORT_OFFSET
 
 
 # An instance's metrics port when the upstream names none: its port plus this (5000 -> 15000), so
 # consecutive instance ports never collide with each other's metrics ports.
 METRICS_PORT_OFFSET = 10000
+# Its front port (127.0.0.1 only) when the upstream names none: its port plus this (5000 -> 25000).
+FRONT_PORT_OFFSET = 20000
 
 
 @dataclass(frozen=True)
@@ -66,7 +74,7 @@ def _literal(value: Any) -> Any:
     return None if isinstance(value, str) and "{{" in value else value
 
 
-def _url_host(address: str) -> str:
+def url_host(address: str) -> str:
     return f"[{address}]" if ":" in address and not address.startswith("[") else address
 
 
@@ -100,25 +108,28 @@ def parse_upstreams(raw: Any) -> tuple[list[Upstream], list[str]]:
         if not URL.match(url):
             bad.append(f"url {mask(url)!r} must be http(s)://host[:port]")
         port = _port(entry.get("port"))
-        metrics = _port(entry.get("metrics_port")) if entry.get("metrics_port") not in (None, "") else \
-            (port + METRICS_PORT_OFFSET if port and port + METRICS_PORT_OFFSET <= 65535 else None)
-        for key, value in (("port", port), ("metrics_port", metrics)):
+        metrics, front = (_port(entry.get(key)) if entry.get(key) not in (None, "") else
+                          (port + offset if port and port + offset <= 65535 else None)
+                          for key, offset in (("metrics_port", METRICS_PORT_OFFSET),
+                                              ("front_port", FRONT_PORT_OFFSET)))
+        for key, value in (("port", port), ("metrics_port", metrics), ("front_port", front)):
             if value is None:
                 bad.append(f"{key} {entry.get(key)!r} must be a TCP port 1-65535 (port: the instance's, "
-                           f"metrics_port: its /metrics, default port + {METRICS_PORT_OFFSET})")
+                           f"metrics_port: its /metrics, default port + {METRICS_PORT_OFFSET}; front_port: "
+                           f"its front on 127.0.0.1, default port + {FRONT_PORT_OFFSET})")
             elif value in ports:
                 bad.append(f"{key} {value} is also used by upstream {ports[value]}; every instance needs "
                            "its own port and metrics_port")
-        if port is not None and port == metrics:
-            bad.append(f"port and metrics_port are both {port}")
+        if port is not None and len({port, metrics, front}) < 3:
+            bad.append(f"port, metrics_port and front_port must differ ({port}, {metrics}, {front})")
         if bad:
             problems += [f"{label}: {b}" for b in bad]
             continue
-        assert port is not None and metrics is not None
-        ports[port] = ports[metrics] = name
+        assert port is not None and metrics is not None and front is not None
+        ports[port] = ports[metrics] = ports[front] = name
         names.add(name)
         registries.add(registry)
-        found.append(Upstream(name, registry, url.rstrip("/"), port, metrics))
+        found.append(Upstream(name, registry, url.rstrip("/"), port, metrics, front))
     return found, problems
 
 
@@ -243,7 +254,7 @@ def node_mirrors(node_vars: Mapping[str, Any], index: CacheIndex, upstreams: Seq
     for upstream in upstreams:
         entries: list[dict[str, Any]] = []
         for cache in caches:
-            entry: dict[str, Any] = {"url": f"{scheme}://{_url_host(cache.address)}:{upstream.port}",
+            entry: dict[str, Any] = {"url": f"{scheme}://{url_host(cache.address)}:{upstream.port}",
                                      "capabilities": ["pull", "resolve"]}
             if skip_verify and scheme == "https":
                 entry["skip_verify"] = True

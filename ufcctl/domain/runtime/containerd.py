@@ -85,10 +85,12 @@ def upstream(registry: str) -> str:
     return UPSTREAM.get(registry, f"https://{registry}")
 
 
-def hosts_toml(registry: str, mirrors: Sequence[Mapping[str, Any]]) -> str:
+def hosts_toml(registry: str, mirrors: Sequence[Mapping[str, Any]], server: str | None = None) -> str:
     """hosts.toml of one registry: its mirrors in order (tried first to last), then the upstream
-    `server` as the fallback containerd uses when every mirror failed."""
-    lines = [f"server = {_q(upstream(registry))}"]
+    `server` as the fallback containerd uses when every mirror failed: `server` when given (the
+    upstream's own URL, e.g. registry_cache_upstreams' `url`: an upstream speaking plain http must be
+    named http://, or the last fallback fails), else https://<registry>."""
+    lines = [f"server = {_q(server.rstrip('/') if server else upstream(registry))}"]
     for mirror in mirrors:
         caps = list(mirror.get("capabilities") or ["pull", "resolve"])
         lines += ["", f"[host.{_q(str(mirror['url']))}]",

@@ -43,8 +43,9 @@ def _extravars(options: Mapping[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _cache_index(inventory: Inventory) -> dict[str, Any]:
-    """`registry_cache_index` for roles/container_runtime's mirrors, built once for the fleet
+def cache_index(inventory: Inventory) -> dict[str, Any]:
+    """`registry_cache_index` for roles/container_runtime's mirrors (and roles/registry_cache's ToR
+    caches, which fill from their super pod's: the cluster phase passes it too), built once for the fleet
     (ufcctl/domain/images/mirrors.py); nothing when the inventory has no cache hosts or their specs
     are wrong (the role then reports the problem on each node)."""
     names = inventory.group_hosts(REGISTRY_CACHE)
@@ -92,7 +93,7 @@ KIND = RolloutKind(
     # the cluster's hosts beside each chunk: the NFS client where an NFS server exists, the node
     # exporter where monitoring hosts exist, the NPU taint removed through the first control plane
     context_groups=CLUSTER_GROUPS,
-    inventory_extravars=_cache_index,
+    inventory_extravars=cache_index,
     prepare=prepare_join_token,
 )
 

@@ -83,10 +83,12 @@ def _upstreams(inventory: Inventory, hosts: Sequence[Host]) -> list[Upstream]:
 
 @dataclass(frozen=True)
 class CachePlan:
-    caches: list[str]  # registry_cache hosts serving at least one target node
+    caches: list[str]  # registry_cache hosts serving at least one target node, super pod caches first
     all_caches: int
     warm: list[dict[str, Any]]  # image_preheat_cache_images
     upstreams: list[Upstream]
+    waves: tuple[list[str], ...] = ()  # warmed one after the other: the super pod caches, then the ToR caches
+    upstream_fills: int = 0  # caches that fetch from the upstream: super pod caches, ToR caches without one
 
 
 def cache_plan(inventory: Inventory, targets: Sequence[Host], images: Sequence[ImageRef]) -> CachePlan:
@@ -96,14 +98,26 @@ def cache_plan(inventory: Inventory, targets: Sequence[Host], images: Sequence[I
                                     {n: inventory.hosts[n].vars for n in cache_names})
     if problems:
         raise InputError(f"{inventory.path}: {problems[0]}", CHECK_HINT)
-    serving = [c.host for c in caches_used((h.vars for h in targets), index_caches(caches))]
+    used = caches_used((h.vars for h in targets), index_caches(caches))
+    # a ToR cache fills from its super pod's cache (roles/registry_cache): that one is warmed first,
+    # so the upstream sends each blob once per super pod cache and the ToR caches copy it nearby
+    waves = tuple(w for w in ([c.host for c in used if c.tier == "super_pod"],
+                              [c.host for c in used if c.tier != "super_pod"]) if w)
+    serving = [h for wave in waves for h in wave]
+    index = index_caches(caches)
+    fillers: set[str] = {c.host for c in used if c.tier == "super_pod"}
+    for cache in (c for c in used if c.tier != "super_pod"):
+        hv = inventory.hosts[cache.host].vars
+        pod = hv.get("registry_cache_super_pod", hv.get("npu_super_pod_id"))
+        parents = index.by_domain.get(("super_pod", str(pod)), ()) if pod not in (None, "") else ()
+        fillers.add(parents[0].host if parents else cache.host)
     warm = []
     for image in images:
         upstream = upstream_for(image, known)
         if upstream is not None:
             warm.append({"image": str(image), "repository": image.repository, "reference": image.reference,
                          "port": upstream.port})
-    return CachePlan(serving, len(cache_names), warm, known)
+    return CachePlan(serving, len(cache_names), warm, known, waves, len(fillers))
 
 
 def _targets(request: RolloutRequest, inventory: Inventory) -> list[Host]:
@@ -122,23 +136,27 @@ def prepare_caches(request: RolloutRequest, inventory: Inventory) -> str:
         return f"no image's registry has a cache ({UPSTREAMS_VAR} lists {listed}): nodes pull from upstream"
     if not plan.caches:
         return f"none of the {plan.all_caches} registry caches serves a target node: nodes pull from upstream"
-    result = run_playbook(playbook(CACHE_PLAYBOOK), inventory.subset(plan.caches),
-                          RunOptions(forks=min(len(plan.caches), MAX_CACHE_FORKS), check=request.dry_run,
-                                     extravars={"image_preheat_cache_images": plan.warm}))
-    bad = result.failed_of(plan.caches)
+    results = [run_playbook(playbook(CACHE_PLAYBOOK), inventory.subset(wave),
+                            RunOptions(forks=min(len(wave), MAX_CACHE_FORKS), check=request.dry_run,
+                                       extravars={"image_preheat_cache_images": plan.warm}))
+               for wave in plan.waves]
+    failed = {h: r for r, wave in zip(results, plan.waves, strict=True) for h in r.failed_of(wave)}
+    bad = list(failed)
+    seconds = sum(r.seconds for r in results)
     if bad:
-        why = result.why(bad[0])
+        why = failed[bad[0]].why(bad[0])
         names = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
         if len(bad) == len(plan.caches):  # the upstream (or every cache) is down: no node could pull
-            raise RunFailed(f"warming registry cache(s) {names}: {result.outcome}: {why}",
+            raise RunFailed(f"warming registry cache(s) {names}: {failed[bad[0]].outcome}: {why}",
                             f"fix the caches or their upstream, then `ufcctl images preheat` again; details "
-                            f"in {result.run_dir}/failures.jsonl; no worker was touched")
+                            f"in {failed[bad[0]].run_dir}/failures.jsonl; no worker was touched")
         # a dead ToR cache must not hold back a whole preheat: its nodes' hosts.toml lists the next
         # mirror (the super pod cache, then the upstream), which containerd tries in turn
         log.warning("registry cache(s) %s not warmed: %s", names, why)
     mode = "would warm (check mode)" if request.dry_run else "warmed"
     line = (f"{mode} {len(plan.caches) - len(bad)} of {len(plan.caches)} registry cache(s) with "
-            f"{len(plan.warm)} image(s) ({result.seconds:.0f} s; per-blob results in {result.run_dir})")
+            f"{len(plan.warm)} image(s) ({seconds:.0f} s, {len(results)} wave(s): super pod caches first; "
+            f"per-blob results in {', '.join(str(r.run_dir) for r in results)})")
     if bad:
         line += f"; NOT warmed: {names} ({why}): their nodes fall back to their next mirror"
     return line
@@ -185,6 +203,6 @@ def dry_run(request: RolloutRequest, store: StateStore, inventory: Inventory, *,
         size, why = size_of(upstream_url(image, upstream), image.repository, image.reference)
         if size is None:
             unknown[str(image)] = why
-        rows.append(traffic(str(image), size, upstream is not None, len(caches.caches), len(targets)))
+        rows.append(traffic(str(image), size, upstream is not None, caches.upstream_fills, len(targets)))
     return DryRun(report, caches, rows, unknown)
 
