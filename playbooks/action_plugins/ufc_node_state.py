@@ -1,4 +1,4 @@
-"""Action `ufc_node_state`: deploy-nodes' fast path, the controller half (library/ufc_node_state.py is the node's).
+"""Action `ufc_node_state`: deploy-nodes' fast path, the controller's half (library/ufc_node_state.py).
 
 `mode: probe` computes the digest of the run's inputs for this host and asks the node, in one module
 run, whether its record of the last full run carries the same digest and whether the node still looks
@@ -38,8 +38,9 @@ IGNORED = frozenset({
     "ansible_playbook_python", "ansible_run_tags", "ansible_skip_tags", "ansible_check_mode",
     "ansible_diff_mode", "ansible_forks", "ansible_inventory_sources", "ansible_limit", "ansible_verbosity",
     "ansible_version", "ansible_search_path", "ansible_facts", "ansible_local", "ansible_role_names",
-    "ansible_dependent_role_names", "ansible_role_name", "ansible_collection_name", "ansible_parent_role_names",
-    "ansible_parent_role_paths", "ansible_loop_var", "ansible_index_var", "ansible_loop", "ansible_failed_task",
+    "ansible_dependent_role_names", "ansible_role_name", "ansible_collection_name",
+    "ansible_parent_role_names", "ansible_parent_role_paths", "ansible_loop_var", "ansible_index_var",
+    "ansible_loop", "ansible_failed_task",
     "ansible_failed_result", "ansible_sudo_pass", "ansible_become_pass", "ansible_become_password",
     "ansible_password", "ansible_ssh_pass",
 })

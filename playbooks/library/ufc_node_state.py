@@ -5,11 +5,12 @@ deploy-nodes.yml's fast path (docs/architecture.md decision 18). After a full, s
 play's roles, `mode: record` writes a JSON record on the node: the digest of every input of the run
 (computed on the controller by action_plugins/ufc_node_state.py) and what the node looked like then
 (sha256 of the files the roles manage, size and mtime of the binaries and kubelet.conf, whether
-npu-smi and the NPU admission record exist, the packages' versions, the services active, the kernel modules loaded and the sysctl values at runtime). The next
-run's `mode: probe` compares both: the same digest and a node that still looks the same mean every
-role would find nothing to do, so the play ends for that node there. Anything else (another input,
-a file edited by hand, a package upgraded, a service stopped, kubelet.conf gone, no record) is the
-full path, and the probe removes the record first, so a full run that fails leaves none behind.
+npu-smi and the NPU admission record exist, the packages' versions, the services active, the kernel
+modules loaded and the sysctl values at runtime). The next run's `mode: probe` compares both: the
+same digest and a node that still looks the same mean every role would find nothing to do, so the
+play ends for that node there. Anything else (another input, a file edited by hand, a package
+upgraded, a service stopped, kubelet.conf gone, no record) is the full path, and the probe removes
+the record first, so a full run that fails leaves none behind.
 
 Standard library only: it runs on the node's Python.
 """
@@ -32,12 +33,12 @@ options:
   path: {type: str, required: true, description: The record on the node.}
   digest: {type: str, required: true, description: The digest of the run's inputs (the action's).}
   files: {type: list, elements: str, default: [], description: "record: paths whose sha256 is kept"}
-  stat: {type: list, elements: str, default: [], description: "record: paths whose size and mtime (or absence) are kept"}
-  packages: {type: list, elements: str, default: [], description: "record: Debian packages whose version is kept"}
+  stat: {type: list, elements: str, default: [], description: "record: size and mtime (or absence) kept"}
+  packages: {type: list, elements: str, default: [], description: "record: Debian packages, version kept"}
   services: {type: list, elements: str, default: [], description: "record: units that must be active"}
   modules: {type: list, elements: str, default: [], description: "record: kernel modules kept when loaded"}
-  sysctl: {type: list, elements: str, default: [], description: "record: sysctl keys whose runtime value is kept"}
-  require: {type: list, elements: str, default: [], description: "record: paths without which no record is written (kept as stat too)"}
+  sysctl: {type: list, elements: str, default: [], description: "record: sysctl keys, runtime value kept"}
+  require: {type: list, elements: str, default: [], description: "record: paths a record needs"}
 """
 
 VERSION = 1
@@ -145,8 +146,9 @@ def build_record(params: dict, run=subprocess.run) -> tuple[dict | None, list[st
     missing = [p for p in params["require"] if not os.path.exists(p)]
     if missing:
         return None, [f"{p} is missing" for p in missing]
-    spec = {"files": params["files"], "stat": sorted(set(params["stat"]) | set(params["require"])), "packages": params["packages"],
-            "services": params["services"], "modules": params["modules"], "sysctl": params["sysctl"]}
+    spec = {"files": params["files"], "stat": sorted(set(params["stat"]) | set(params["require"])),
+            "packages": params["packages"], "services": params["services"], "modules": params["modules"],
+            "sysctl": params["sysctl"]}
     now = observe(spec, run)
     absent = ([p for p, v in now["files"].items() if v is None]
               + [f"package {p}" for p, v in now["packages"].items() if v is None]

@@ -24,14 +24,16 @@ action = load_file(ROOT / "playbooks" / "action_plugins" / "ufc_node_state.py", 
 
 
 def _record(**over: Any) -> dict:
-    base = {"version": mod.VERSION, "digest": "d1", "files": {"/etc/a": "h1"}, "stat": {"/usr/bin/kubelet": [5, 7]},
-            "packages": {"containerd": "1.6"}, "services": ["containerd.service"], "modules": ["br_netfilter"],
+    base = {"version": mod.VERSION, "digest": "d1", "files": {"/etc/a": "h1"},
+            "stat": {"/usr/bin/kubelet": [5, 7]}, "packages": {"containerd": "1.6"},
+            "services": ["containerd.service"], "modules": ["br_netfilter"],
             "sysctl": {"net.ipv4.ip_forward": "1"}}
     return base | over
 
 
 def _now(**over: Any) -> dict:
-    base = {"files": {"/etc/a": "h1"}, "stat": {"/usr/bin/kubelet": [5, 7]}, "packages": {"containerd": "1.6"},
+    base = {"files": {"/etc/a": "h1"}, "stat": {"/usr/bin/kubelet": [5, 7]},
+            "packages": {"containerd": "1.6"},
             "services": {"containerd.service": True}, "modules": {"br_netfilter": True},
             "sysctl": {"net.ipv4.ip_forward": "1"}}
     return base | over
@@ -54,7 +56,8 @@ def test_a_node_that_looks_as_recorded_with_the_same_inputs_is_at_target() -> No
     (_record(), "d1", _now(modules={"br_netfilter": False}), "br_netfilter is not loaded"),
     (_record(), "d1", _now(sysctl={"net.ipv4.ip_forward": "0"}), "sysctl net.ipv4.ip_forward is '0'"),
 ])
-def test_anything_else_takes_the_full_path(record: dict | None, digest: str, now: dict | None, why: str) -> None:
+def test_anything_else_takes_the_full_path(record: dict | None, digest: str, now: dict | None,
+                                           why: str) -> None:
     reasons = mod.judge(record, digest, now)
     assert reasons and any(why in r for r in reasons), reasons
 
@@ -74,7 +77,8 @@ def test_no_record_is_written_for_a_node_missing_what_the_roles_leave(tmp_path: 
 def test_the_digest_ignores_run_magic_but_not_inputs_nor_cluster_groups(tmp_path: Path) -> None:
     ca = tmp_path / "ca.crt"
     ca.write_text("CA1")
-    base = {"inventory_hostname": "w1", "group_names": ["kube_node"], "container_runtime_sandbox_image": "p:3",
+    base = {"inventory_hostname": "w1", "group_names": ["kube_node"],
+            "container_runtime_sandbox_image": "p:3",
             "groups": {"kube_node": ["w1", "w2"], "kube_control_plane": ["cp1"]}, "hostvars": {"w1": {}},
             "omit": "__omit_1", "ansible_play_batch": ["w1"], "ufc_rollout_gate": {"answer": "go"},
             "ansible_inventory_sources": ["/tmp/run1/inventory"], "ansible_check_mode": False}
@@ -149,7 +153,8 @@ PLAY = """
 def _run(tmp_path: Path, *extra: str, setting: str = "a") -> dict:
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(yaml.safe_dump({"all": {"hosts": {"n1": {
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "some_setting": setting}}}}))
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+        "some_setting": setting}}}}))
     out = tmp_path / "probe.json"
     extravars = {"record": str(tmp_path / "node" / "record.json"), "managed": str(tmp_path / "managed.conf"),
                  "code": str(tmp_path / "code"), "out": str(out)}
