@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.helpers.lab import STACK_WORKERS, Stack, deploy_json
+from tests.helpers.lab import ROOT, STACK_WORKERS, Stack, deploy_json
 from tests.helpers.lab import ufcctl as _run
 from ufcctl.app.inventory import load_inventory
 
@@ -40,6 +41,32 @@ def _failures(data: dict) -> str:
                        "output_tail": cluster.get("output_tail")}, indent=1)[:4000]
 
 
+RECORD = "/var/lib/ufcctl/deploy-nodes.json"  # playbooks/deploy-nodes.yml's ufc_node_state_record
+FAST_PATH = 3  # host-tasks of a node at target: the gate, the probe, the marker (end_host: the main process)
+
+
+def _run_dirs(env: dict[str, str]) -> set[Path]:
+    state = Path(env.get("UFC_STATE_DIR") or ".ufc")
+    runs = (state if state.is_absolute() else ROOT / state) / "runs"
+    return set(runs.iterdir()) if runs.exists() else set()
+
+
+def _node_tasks(env: dict[str, str], before: set[Path]) -> dict[str, int]:
+    """Host-tasks each worker ran in the deploy-nodes runs made since `before` (their summary.json)."""
+    ran: dict[str, int] = {}
+    for directory in _run_dirs(env) - before:
+        summary = directory / "summary.json"
+        recap = json.loads(summary.read_text()) if summary.is_file() else {}
+        if recap.get("playbook") == "deploy-nodes.yml":
+            ran |= {h: r["ran"] for h, r in recap["hosts"].items()}
+    return ran
+
+
+def _has_record(host: str, env: dict[str, str]) -> bool:
+    return subprocess.run(["podman", "exec", host, "test", "-e", RECORD], env=env, capture_output=True,
+                          check=False).returncode == 0
+
+
 def test_deploy_is_green_then_idempotent(stack: Stack) -> None:
     """Both phases: the cluster phase on the 3 control planes, the node phase on every worker through
     the fleet engine; a second deploy changes nothing in either, and check mode changes nothing."""
@@ -59,18 +86,40 @@ def test_deploy_is_green_then_idempotent(stack: Stack) -> None:
     assert {n["host"] for n in nodes["nodes"]} == workers and len(workers) == STACK_WORKERS
     assert all(n["changed"] for n in nodes["nodes"])
 
+    # The first deploy left every worker its record of a full run (the fast path: the gate, one probe and
+    # the marker). A lab deployed by an older ufcctl has none: its second deploy writes them.
+    recorded = all(_has_record(w, env) for w in workers)
+    dirs = _run_dirs(env)
     rc, second = _deploy(inventory, env)
     assert rc == 0, _failures(second)
     assert second["cluster"]["totals"]["changed"] == 0, {
         h: r["changed"] for h, r in second["cluster"]["hosts"].items()}
     assert second["nodes"]["status"] == "done"
     assert [n["host"] for n in second["nodes"]["nodes"] if n["changed"]] == []
+    if recorded:
+        assert _node_tasks(env, dirs) == dict.fromkeys(workers, FAST_PATH)
 
+    dirs = _run_dirs(env)
     rc, checked = _deploy(inventory, env, "--check")
     assert rc == 0, _failures(checked)
     assert checked["cluster"]["check"] is True and checked["cluster"]["totals"]["changed"] == 0
     assert checked["nodes"]["dry_run"] is True and checked["nodes"]["status"] == "done"
     assert [n["host"] for n in checked["nodes"]["nodes"] if n["changed"]] == []
+    assert _node_tasks(env, dirs) == dict.fromkeys(workers, FAST_PATH)  # check mode reads the same record
+
+    # A changed input (here an inventory variable no role reads) takes the full path: every role runs,
+    # nothing changes, and the node is recorded with the new inputs. One worker, through add-nodes.
+    worker = sorted(workers)[0]
+    extra = inventory / "group_vars" / "all" / "zz-fast-path-test.yml"
+    extra.write_text("ufc_fast_path_test_input: changed\n")
+    try:
+        dirs = _run_dirs(env)
+        proc = _run(["add-nodes", "--inventory", str(inventory), "--limit", worker, "--output", "json"], env)
+        data = json.loads(proc.stdout)
+        assert proc.returncode == 0 and [n["changed"] for n in data["nodes"]] == [False], proc.stdout[-3000:]
+        assert _node_tasks(env, dirs)[worker] > 10 * FAST_PATH and _has_record(worker, env)
+    finally:
+        extra.unlink()
 
 
 def test_limit_runs_only_the_chosen_hosts(lab: tuple[Path, dict[str, str]]) -> None:

@@ -184,3 +184,10 @@ def test_a_second_run_is_at_target_and_a_changed_input_or_edit_is_not(tmp_path: 
     assert record.is_file()  # check mode removes nothing
     changed = _run(tmp_path, "-e", "ufc_node_state_full=false", setting="b")
     assert changed["at_target"] is False and "inputs changed" in changed["why"][0], changed
+
+
+def test_the_npu_paths_are_roles_ascend_driver_own() -> None:
+    play = yaml.safe_load((ROOT / "playbooks" / "deploy-nodes.yml").read_text())[0]
+    driver = yaml.safe_load((ROOT / "roles" / "ascend_driver" / "vars" / "main" / "main.yml").read_text())
+    assert play["vars"]["ufc_node_state_npu_paths"] == [driver["__ascend_driver_npu_smi"],
+                                                        driver["__ascend_driver_admission_flag"]]
