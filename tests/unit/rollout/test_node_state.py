@@ -118,7 +118,13 @@ def test_the_playbook_ends_a_node_at_target_at_the_marker_before_any_role() -> N
     assert names[probe + 1] == deploy_nodes.MARKER_TASK
     assert play["pre_tasks"][probe + 2]["ansible.builtin.meta"] == "end_host"
     assert play["pre_tasks"][probe + 1]["when"] == play["pre_tasks"][probe + 2]["when"]
-    assert [t for t in play["tasks"] if t.get("ufc_node_state", {}).get("mode") == "record"]
+    # the record: kube_node includes it right before its marker, and only this play names it
+    assert "tasks" not in play and play["vars"]["kube_node_state_record_tasks"].endswith(
+        "/tasks/node-state-record.yml")
+    record = yaml.safe_load((ROOT / "playbooks" / "tasks" / "node-state-record.yml").read_text())
+    assert [t["ufc_node_state"]["mode"] for t in record] == ["record"]
+    kube_node = yaml.safe_load((ROOT / "roles" / "kube_node" / "tasks" / "main.yml").read_text())
+    assert kube_node[-2]["ansible.builtin.include_tasks"] == "{{ kube_node_state_record_tasks }}"
 
 
 PLAY = """
