@@ -14,8 +14,12 @@ Kinds and states:
                    and first-installed here, taken down at the end): no-op (every node at target) and
                    upgrading (every node reset one release behind, emulated installs of 0.5 s)
   deploy-nodes     `ufcctl add-nodes` on an already deployed lab (`--shared-inventory`, e.g.
-                   inventories/lab under `flock /tmp/ufc-lab.lock`): no-op only (the nodes joined);
-                   the run must change nothing, else the benchmark fails
+                   inventories/lab under `flock /tmp/ufc-lab.lock`), the nodes joined: no-op (after one
+                   unmeasured run, so each node holds the record of a full run: the fast path of
+                   playbooks/deploy-nodes.yml where the checkout has one) and, where the checkout has
+                   the fast path, full (`--full`: every role on every node, what a changed input
+                   costs); the runs must change nothing, else the benchmark fails. A node's record
+                   (RECORD) is removed afterwards where the node had none before
   preheat-images   `ufcctl images preheat IMAGE` on the same deployed lab, no-op only (the image is
                    pulled once first, not measured, if a node lacks it)
 
@@ -52,6 +56,7 @@ from tests.lab_standins.npu_emulator.packages import RELEASES  # noqa: E402
 BIN = Path(sys.executable).parent
 UFCCTL = str(BIN / "ufcctl")  # with PYTHONPATH set to the checkout measured
 KINDS = ("upgrade-drivers", "deploy-nodes", "preheat-images")
+RECORD = "/var/lib/ufcctl/deploy-nodes.json"  # playbooks/deploy-nodes.yml's ufc_node_state_record
 
 
 @dataclass(frozen=True)
@@ -175,6 +180,11 @@ def _images(worker: str) -> str:
     return proc.stdout
 
 
+def _has_record(worker: str) -> bool:
+    return subprocess.run(["podman", "exec", worker, "test", "-e", RECORD], capture_output=True,
+                          check=False).returncode == 0
+
+
 def _remove_image(workers: list[str], image: str, keep: dict[str, set[str]] | None = None) -> None:
     """Remove the image from the workers' containerd, with the record containerd's CRI plugin names by
     digest: every image record a worker did not hold before (`keep`) goes."""
@@ -198,6 +208,7 @@ def _shared(args: argparse.Namespace, kinds: list[str], checkouts: list[tuple[st
     workers = _shared_workers(inventory)
     pairs: list[Pair] = []
     before = {w: set(_images(w).split()) for w in workers}  # what the lab held: left as it was
+    recorded = {w: _has_record(w) for w in workers}
     if "preheat-images" in kinds:
         from tests.lab_standins.upstream_registry.lab import serve_test_image
         registry, address = args.serve.split(",")
@@ -207,14 +218,19 @@ def _shared(args: argparse.Namespace, kinds: list[str], checkouts: list[tuple[st
     for label, checkout in checkouts:
         env = _env(checkout, {"UFC_STATE_DIR": str(state)})
         if "deploy-nodes" in kinds:
-            def nodes(limit: str, env=env, checkout=checkout) -> Measured:
+            def nodes(limit: str, *extra: str, env=env, checkout=checkout) -> Measured:
                 run = _ufcctl(checkout, env, ["add-nodes", "-i", str(inventory), "--limit", limit,
-                                              "--output", "json"], "add-nodes no-op")
+                                              "--output", "json", *extra], "add-nodes no-op")
                 if _changed_nodes(run):
                     sys.exit(f"add-nodes no-op changed a node on the shared lab:\n{run.proc.stdout[-3000:]}")
                 return run
+            nodes(":".join(workers))  # not measured: every node's record of a full run
             pairs.append(_pair("deploy-nodes", "no-op", label, workers, args.repeat,
                                lambda: nodes(workers[0]), lambda: nodes(":".join(workers))))
+            if "ufc_node_state" in (checkout / "playbooks" / "deploy-nodes.yml").read_text():
+                pairs.append(_pair("deploy-nodes", "full", label, workers, args.repeat,
+                                   lambda: nodes(workers[0], "--full"),
+                                   lambda: nodes(":".join(workers), "--full")))
         if "preheat-images" in kinds:
             def preheat(limit: str, want: int, env=env, checkout=checkout) -> Measured:
                 run = _ufcctl(checkout, env, ["images", "preheat", "-i", str(inventory), args.image,
@@ -235,6 +251,8 @@ def _shared(args: argparse.Namespace, kinds: list[str], checkouts: list[tuple[st
                                lambda: pulling(workers[:1]), lambda: pulling(workers)))
     if "preheat-images" in kinds:  # leave the lab's workers as they were
         _remove_image([w for w in workers if args.image not in before[w]], args.image, before)
+    for worker in (w for w in workers if not recorded[w]):
+        subprocess.run(["podman", "exec", worker, "rm", "-f", RECORD], capture_output=True, check=False)
     return pairs
 
 

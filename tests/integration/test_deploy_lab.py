@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.helpers.lab import STACK_WORKERS, Stack, deploy_json
+from tests.helpers.lab import ROOT, STACK_WORKERS, Stack, deploy_json
 from tests.helpers.lab import ufcctl as _run
 from ufcctl.app.inventory import load_inventory
 
@@ -40,6 +41,39 @@ def _failures(data: dict) -> str:
                        "output_tail": cluster.get("output_tail")}, indent=1)[:4000]
 
 
+RECORD = "/var/lib/ufcctl/deploy-nodes.json"  # playbooks/deploy-nodes.yml's ufc_node_state_record
+FAST_PATH = 3  # host-tasks of a node at target: the gate, the probe, the marker (end_host: the main process)
+
+
+def _run_dirs(env: dict[str, str]) -> set[Path]:
+    state = Path(env.get("UFC_STATE_DIR") or ".ufc")
+    runs = (state if state.is_absolute() else ROOT / state) / "runs"
+    return set(runs.iterdir()) if runs.exists() else set()
+
+
+def _node_tasks(env: dict[str, str], before: set[Path]) -> dict[str, int]:
+    """Host-tasks each worker ran in the deploy-nodes runs made since `before` (their summary.json)."""
+    ran: dict[str, int] = {}
+    for directory in _run_dirs(env) - before:
+        summary = directory / "summary.json"
+        recap = json.loads(summary.read_text()) if summary.is_file() else {}
+        if recap.get("playbook") == "deploy-nodes.yml":
+            ran |= {h: r["ran"] for h, r in recap["hosts"].items()}
+    return ran
+
+
+def _json_out(proc: subprocess.CompletedProcess[str]) -> dict:
+    try:
+        return json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        pytest.fail(f"no JSON (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+
+
+def _has_record(host: str, env: dict[str, str]) -> bool:
+    return subprocess.run(["podman", "exec", host, "test", "-e", RECORD], env=env, capture_output=True,
+                          check=False).returncode == 0
+
+
 def test_deploy_is_green_then_idempotent(stack: Stack) -> None:
     """Both phases: the cluster phase on the 3 control planes, the node phase on every worker through
     the fleet engine; a second deploy changes nothing in either, and check mode changes nothing."""
@@ -59,18 +93,43 @@ def test_deploy_is_green_then_idempotent(stack: Stack) -> None:
     assert {n["host"] for n in nodes["nodes"]} == workers and len(workers) == STACK_WORKERS
     assert all(n["changed"] for n in nodes["nodes"])
 
+    # Every full run leaves each worker its record, which the next run's probe compares with (the fast
+    # path: the gate, one probe and the marker). The first deploy wrote them; a lab deployed by another
+    # ufcctl version takes the full path once more here (another version is another input).
     rc, second = _deploy(inventory, env)
     assert rc == 0, _failures(second)
     assert second["cluster"]["totals"]["changed"] == 0, {
         h: r["changed"] for h, r in second["cluster"]["hosts"].items()}
     assert second["nodes"]["status"] == "done"
     assert [n["host"] for n in second["nodes"]["nodes"] if n["changed"]] == []
+    assert all(_has_record(w, env) for w in workers)
 
+    dirs = _run_dirs(env)
     rc, checked = _deploy(inventory, env, "--check")
     assert rc == 0, _failures(checked)
     assert checked["cluster"]["check"] is True and checked["cluster"]["totals"]["changed"] == 0
     assert checked["nodes"]["dry_run"] is True and checked["nodes"]["status"] == "done"
     assert [n["host"] for n in checked["nodes"]["nodes"] if n["changed"]] == []
+    assert _node_tasks(env, dirs) == dict.fromkeys(workers, FAST_PATH)  # check mode reads the same record
+
+    # A changed input (here an inventory variable no role reads) takes the full path: every role runs,
+    # nothing changes, and the node is recorded with the new inputs; the run after it is the fast path.
+    # One worker, through add-nodes. Its record keeps the changed input: the next node phase on the lab
+    # runs that worker's roles once more (nothing changes).
+    worker = sorted(workers)[0]
+    extra = inventory / "group_vars" / "all" / "zz-fast-path-test.yml"
+    extra.write_text("ufc_fast_path_test_input: changed\n")
+    add = ["add-nodes", "--inventory", str(inventory), "--limit", worker, "--output", "json"]
+    try:
+        for want in ("full", "fast"):
+            dirs = _run_dirs(env)
+            proc = _run(add, env)
+            changed = [n["changed"] for n in _json_out(proc)["nodes"]]
+            assert proc.returncode == 0 and changed == [False], proc.stdout[-3000:]
+            ran = _node_tasks(env, dirs)[worker]
+            assert (ran > 10 * FAST_PATH) if want == "full" else (ran == FAST_PATH), (want, ran)
+    finally:
+        extra.unlink()
 
 
 def test_limit_runs_only_the_chosen_hosts(lab: tuple[Path, dict[str, str]]) -> None:

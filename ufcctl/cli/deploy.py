@@ -46,6 +46,13 @@ def _filters(limit: str | None, options: RunOptions) -> str:
     return f" ({'; '.join(used)})" if used else ""
 
 
+def _full_option() -> Any:
+    """The node phase's --full (deploy and add-nodes): no fast path for nodes at target."""
+    return click.option("--full", is_flag=True,
+                        help="Run every role on every worker, also where the node's record of its last full "
+                             "run says it is at target (the fast path; e.g. after editing a node by hand).")
+
+
 def _node_timeout_option() -> Any:
     """The node phase's own --node-timeout (deploy and add-nodes)."""
     return click.option("--node-timeout", type=integer(60, MAX_NODE_TIMEOUT),
@@ -66,6 +73,7 @@ def _node_timeout_option() -> Any:
 @fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW, limit=False, join_rate=True,
                order=True, accelerate=True)
 @_node_timeout_option()
+@_full_option()
 @forks_option()
 @click.option("-v", "--verbose", count=True, help="Ansible verbosity (repeat for more).")
 @click.option("--allow-skips", is_flag=True,
@@ -75,8 +83,8 @@ def _node_timeout_option() -> Any:
 @output_option()
 def deploy(
     inventory: Path, limit: str | None, phase: str, tags: tuple[str, ...], skip_tags: tuple[str, ...],
-    check: bool, diff: bool, fleet: Fleet, node_timeout: int, forks: int, verbose: int, allow_skips: bool,
-    output: str,
+    check: bool, diff: bool, fleet: Fleet, node_timeout: int, full: bool, forks: int, verbose: int,
+    allow_skips: bool, output: str,
 ) -> None:
     """Deploy the stack onto INVENTORY: the cluster phase (playbooks/deploy.yml: etcd, VIP, control
     plane, NFS, add-ons), then the node phase (playbooks/deploy-nodes.yml: every worker joins, through
@@ -86,7 +94,7 @@ def deploy(
         accelerate=fleet.accelerate, verbosity=verbose,
     )
     nodes = rollout_request(fleet, inventory, limit=limit, dry_run=check,
-                            options=deploy_nodes.nodes_options(node_timeout=node_timeout))
+                            options=deploy_nodes.nodes_options(node_timeout=node_timeout, full=full))
     quiet = output == "json"
     with StateStore() as store:
         result = run_deploy(inventory, options, limit=limit, phase=phase, nodes=nodes, store=store,
@@ -161,12 +169,13 @@ def _report(result: DeployResult, limit: str | None, options: RunOptions, output
 @fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW, limit=False, join_rate=True,
                order=True, accelerate=True)
 @_node_timeout_option()
+@_full_option()
 @output_option()
 def add_nodes(inventory: Path, limit: str, check: bool, retry_failed: bool, fleet: Fleet, node_timeout: int,
-              output: str) -> None:
+              full: bool, output: str) -> None:
     """Add workers to a running cluster: the node phase of deploy on --limit only, never the cluster plays."""
     request = rollout_request(fleet, inventory, limit=limit, dry_run=check,
-                              options=deploy_nodes.nodes_options(node_timeout=node_timeout))
+                              options=deploy_nodes.nodes_options(node_timeout=node_timeout, full=full))
     loaded = run_inventory(request)
     refuse_version_change(inventory, loaded)  # a new node's kubelet must not be newer than the apiservers
     with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:

@@ -39,8 +39,12 @@ DEFAULT_JOIN_RATE = 10.0
 TOKEN_PLAYBOOK = "join-token.yml"
 
 
+# playbooks/deploy-nodes.yml: true runs every role on every node, with no fast path for nodes at target
+FULL_VAR = "ufc_node_state_full"
+
+
 def _extravars(options: Mapping[str, Any]) -> dict[str, Any]:
-    return {}
+    return {FULL_VAR: True} if options.get("full") else {}
 
 
 def cache_index(inventory: Inventory) -> dict[str, Any]:
@@ -85,7 +89,7 @@ KIND = RolloutKind(
     playbook="deploy-nodes.yml",
     marker_task=MARKER_TASK,
     group=KUBE_NODE,
-    options=("node_timeout",),
+    options=("node_timeout", "full"),
     extravars=_extravars,
     node_deadline=_deadline,
     hooks=_no_drain,
@@ -99,6 +103,6 @@ KIND = RolloutKind(
 
 
 
-def nodes_options(*, node_timeout: int = DEFAULT_NODE_TIMEOUT) -> dict[str, Any]:
-    """This kind's own settings (RolloutRequest.options)."""
-    return {"node_timeout": node_timeout}
+def nodes_options(*, node_timeout: int = DEFAULT_NODE_TIMEOUT, full: bool = False) -> dict[str, Any]:
+    """This kind's own settings (RolloutRequest.options). full: no fast path (playbooks/deploy-nodes.yml)."""
+    return {"node_timeout": node_timeout, "full": full}
