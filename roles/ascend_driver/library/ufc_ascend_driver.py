@@ -492,8 +492,16 @@ def converge(node, result):
             raise Failure("health gate: " + "; ".join(problems))
         result["fabric_changed"] = node.fabric(True, result)
         return
-    if p["mode"] == "fabric":
+    if p["mode"] == "fabric":  # `ufcctl npu check`: read only, chips then fabric, never fails here
+        chips = node.health(version_deferred=True) if os.path.exists(p["npu_smi"]) else [
+            f"{p['npu_smi']} missing (no NPU driver)"]
+        result["health"] = {"checked": True, "problems": chips}
         result["fabric_changed"] = node.fabric(False, result)
+        if chips:
+            result["fabric_problems"] = "; ".join(filter(None, ["NPU chips: " + "; ".join(chips),
+                                                                 result["fabric_problems"]]))
+        result["ufc_node_report"] = result["fabric_problems"] or result["fabric_summary"] or (
+            "NPU chips OK; no NPU fabric plan for this host (npu_fabric_subnet or npu_device_ips)")
         return
     result["admission_needed"] = node.admission_needed()
     result["registered"] = node.registration() is not None

@@ -238,11 +238,15 @@ class Fabric:
         return chips
 
     def ping(self, peers, count):
-        """Chip i to every peer address listed for chip i ({chip: [address]}): loss and latency per pair."""
+        """Chip i to every address listed for chip i ({chip: [address]}, the ToR's: this node's own are
+        left out): loss and latency per pair."""
         pairs = []
+        own = {c["address"] for c in self.plan}
         for chip in self.plan:
             n = chip["chip"]
             for peer in peers.get(str(n), peers.get(n, [])):
+                if peer in own:
+                    continue
                 rc, out, err = self.tool_call(n, "-ping", "-g", "address", peer, "pkt", str(count))
                 parsed = parse_ping(out) if rc == 0 else None
                 if parsed is None:
