@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import random
 from dataclasses import dataclass
@@ -48,6 +49,15 @@ class ClusterShape:
     tors_per_super_pod: int = 3  # 48 nodes: the default super-pod-size (docs/reference/ascend.md §1.5)
     nodes_per_rack: int = 8
     accelerator_type: str = "module-a3-16-super-pod"
+    # Set: each ToR gets `npu_fabric_subnet`, the ToR's t-th subnet of this prefix length from
+    # 10.128.0.0 (domain/npu/fabric_plan.py); None: no NPU fabric plan.
+    fabric_prefix: int | None = None
+
+    def fabric_subnet(self, tor: int) -> str:  # tor index from 0
+        assert self.fabric_prefix is not None
+        size = 2 ** (32 - self.fabric_prefix)
+        first = int(ipaddress.IPv4Address("10.128.0.0")) + tor * size
+        return str(ipaddress.IPv4Network((first, self.fabric_prefix)))
 
     @property
     def width(self) -> int:
@@ -97,6 +107,8 @@ def write_cluster_inventory(root: Path, shape: ClusterShape = ClusterShape(), st
                 "npu_slice_id": (i - 1) % per_tor,
                 "rack": f"r{(i - 1) // shape.nodes_per_rack + 1:04d}",
             }
+            if shape.fabric_prefix is not None:
+                hosts[shape.node(i)]["npu_fabric_subnet"] = shape.fabric_subnet(tor)
         children["kube_node"] = {
             "children": {
                 "npu_node": {"hosts": hosts, "vars": {"npu_accelerator_type": shape.accelerator_type}}
@@ -118,6 +130,8 @@ def write_cluster_inventory(root: Path, shape: ClusterShape = ClusterShape(), st
                 "hosts": {shape.span(first, last): None},
                 "vars": {"npu_tor_id": f"tor-{t + 1:04d}"},
             }
+            if shape.fabric_prefix is not None:
+                tors[f"tor_{t + 1:04d}"]["vars"]["npu_fabric_subnet"] = shape.fabric_subnet(t)
         names = list(tors)
         pods = {}
         for p in range(0, len(names), shape.tors_per_super_pod):

@@ -27,6 +27,7 @@ from ufcctl.app.certs import read_certificates
 from ufcctl.app.etcd_maint import Target, cluster_targets, etcd_status
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.certs.catalog import CONTROL_PLANE, REGISTRY_CACHE
+from ufcctl.domain.certs.check import sha256_of
 from ufcctl.domain.certs.renew import (
     ETCD,
     KUBEADM,
@@ -195,7 +196,6 @@ def _site_certs(inventory: Inventory, caches: list[str]) -> dict[str, SiteCert]:
     """The controller's registry_cache_tls_cert_src of each cache host (a templated value cannot be
     read here: named as such), with its certificate's sha256."""
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes
 
     out: dict[str, SiteCert] = {}
     for host in caches:
@@ -213,7 +213,7 @@ def _site_certs(inventory: Inventory, caches: list[str]) -> dict[str, SiteCert]:
         except ValueError:
             out[host] = SiteCert(value, error="no PEM certificate in it")
             continue
-        out[host] = SiteCert(value, cert.fingerprint(hashes.SHA256()).hex())
+        out[host] = SiteCert(value, sha256_of(cert))
     return out
 
 

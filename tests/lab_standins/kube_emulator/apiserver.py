@@ -880,17 +880,23 @@ def _unschedulable(node: dict[str, Any]) -> bool:
 
 
 def schedule(
-    nodes: list[dict[str, Any]], workloads: list[dict[str, Any]], evictions: dict[str, int] | None = None
+    nodes: list[dict[str, Any]],
+    workloads: list[dict[str, Any]],
+    evictions: dict[str, int] | None = None,
+    bound: dict[str, str] | None = None,
 ) -> Placement:
     """Place every workload's pods (see the module docstring); deterministic for one input.
 
     `evictions` counts the evictions of each pod slot: an evicted pod's replacement (incarnation > 0)
     gets a new name (ReplicaSet) or uid (StatefulSet, DaemonSet) and, but for a DaemonSet's, which
-    tolerates `unschedulable`, never lands on an unschedulable (cordoned) node. Pods never evicted keep
-    the node they have without any eviction (where it still fits), cordoned or not: a cordon alone moves
-    no pod, and an eviction moves only the evicted one.
+    tolerates `unschedulable`, never lands on an unschedulable (cordoned) node. `bound` is the node each
+    replacement was bound to when its eviction was recorded (API.evict): it stays there while that node
+    exists, as kube-scheduler binds a pod once, so uncordoning the node it came from moves nothing back.
+    Pods never evicted keep the node they have without any eviction (where it still fits), cordoned or
+    not: a cordon alone moves no pod, and an eviction moves only the evicted one.
     """
     evictions = evictions or {}
+    bound = bound or {}
     kept: dict[str, str] = {}
     if evictions:
         first = schedule(nodes, workloads)
@@ -900,6 +906,7 @@ def schedule(
         kept = {slot: str(where[pod]) for pod, slot in first.slots.items() if where.get(pod)}
     out = Placement()
     nodes = sorted(nodes, key=lambda n: n["metadata"]["name"])
+    by_name = {n["metadata"]["name"]: n for n in nodes}
     daemons = [w for w in workloads if w["kind"] == "DaemonSet"]
 
     def daemon_fits(ds: dict[str, Any], node: dict[str, Any], ready: bool) -> bool:
@@ -980,6 +987,20 @@ def schedule(
                 else f"{meta['name']}-{template_hash}-{_hash(meta['name'] + str(index) + again, 5)}"
             )
             out.slots[(meta.get("namespace", ""), pod_name)] = slot
+            extra = (
+                {"statefulset.kubernetes.io/pod-name": pod_name}
+                if work["kind"] == "StatefulSet"
+                else {"pod-template-hash": template_hash}
+            )
+            pinned = by_name.get(bound.get(slot, "")) if incarnation else None
+            if pinned is not None:  # bound when it was created: stays, whatever the node's state now
+                name = pinned["metadata"]["name"]
+                placed[name].append((meta.get("namespace", ""), pod_labels))
+                up = out.ready[name] or bool(pod_spec.get("hostNetwork"))
+                out.pods.append(_pod(work, pod_name, pod_spec, name, up, "", extra, incarnation))
+                scheduled += 1
+                running += up
+                continue
             taken = {
                 n
                 for n, pods in placed.items()
@@ -995,11 +1016,6 @@ def schedule(
                 and not (incarnation and _unschedulable(n))
                 and _untolerated(pod_spec, effective_taints(n, out.ready[n["metadata"]["name"]])) is None
             ]
-            extra = (
-                {"statefulset.kubernetes.io/pod-name": pod_name}
-                if work["kind"] == "StatefulSet"
-                else {"pod-template-hash": template_hash}
-            )
             if not feasible:
                 reason = _unschedulable_message(nodes, pod_spec, out.ready, taken)
                 out.pods.append(_pod(work, pod_name, pod_spec, None, False, reason, extra, incarnation))
@@ -1157,15 +1173,21 @@ class API:
             for plural in ("deployments", "statefulsets", "daemonsets")
             for w in self._items(self._builtin(plural))[0]
         ]
-        evictions = {
-            key[len(EVICTIONS) :]: int(json.loads(value)["count"])
-            for key, value, _ in self.store.range(EVICTIONS)[0]
-        }
-        result = schedule(nodes, workloads, evictions)
+        evictions, bound = self._evictions()
+        result = schedule(nodes, workloads, evictions, bound)
         result.revision = revision
         with self._lock:
             self._placement = (revision, result)
         return result
+
+    def _evictions(self) -> tuple[dict[str, int], dict[str, str]]:
+        """Evictions per pod slot, and the node each slot's replacement was bound to (if it was)."""
+        rows = self.store.range(EVICTIONS)[0]
+        records = {key[len(EVICTIONS) :]: json.loads(value) for key, value, _ in rows}
+        return (
+            {slot: int(r["count"]) for slot, r in records.items()},
+            {slot: str(r["node"]) for slot, r in records.items() if r.get("node")},
+        )
 
     def _derive(
         self, res: Resource, obj: dict[str, Any], placement: Placement | None = None
@@ -1607,7 +1629,24 @@ class API:
             key = EVICTIONS + slot
             found = self.store.get(key)
             count = (json.loads(found[0])["count"] if found else 0) + 1
-            if self.store.put_if(key, json.dumps({"count": count}), found[1] if found else 0) is None:
+            # kube-scheduler binds the replacement now, to a node that is schedulable now: recorded, so a
+            # later uncordon (or any other change) does not move it (a Pending one is bound when it fits)
+            nodes = self._items(self._builtin("nodes"))[0]
+            workloads = [
+                w
+                for plural in ("deployments", "statefulsets", "daemonsets")
+                for w in self._items(self._builtin(plural))[0]
+            ]
+            evictions, bound = self._evictions()
+            bound.pop(slot, None)  # the evicted incarnation's binding: its replacement is scheduled afresh
+            trial = schedule(nodes, workloads, {**evictions, slot: count}, bound)
+            node = next(
+                (p["spec"].get("nodeName") for p in trial.pods
+                 if trial.slots.get((p["metadata"]["namespace"], p["metadata"]["name"])) == slot),
+                None,
+            )
+            record = {"count": count, **({"node": node} if node else {})}
+            if self.store.put_if(key, json.dumps(record), found[1] if found else 0) is None:
                 raise ApiError(
                     409, "Conflict", f'Operation cannot be fulfilled on pods "{name}": please try again'
                 )

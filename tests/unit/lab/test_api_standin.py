@@ -466,3 +466,38 @@ def test_an_eviction_a_budget_forbids_is_429(cluster: Cluster) -> None:
     assert "needs 1 healthy pods and has 1 currently" in json.dumps(refused.value.status())
     proc = cluster.kubectl("drain", "pdb-w1", "--ignore-daemonsets", "--timeout=3s")
     assert proc.returncode == 1 and "disruption budget" in proc.stderr
+
+
+def test_a_replacement_stays_where_it_was_bound_when_its_old_node_comes_back(cluster: Cluster) -> None:
+    """A bound pod never moves by itself (kube-scheduler binds once): after a drain the evicted pods'
+    replacements stay on the nodes they were bound to when the drained node is uncordoned, and while a
+    second node is cordoned and drained concurrently its pods are exactly the ones bound to it."""
+    for name in ("bw-1", "bw-2", "bw-3"):
+        apiserver.register_node(cluster.api, name, "v1.31.4", {"bound-test": "yes"}, None, False)
+    cluster.apply(NS, _cni_daemonset())
+    assert cluster.apply(_deployment("bound", {"bound-test": "yes"}, replicas=6)).returncode == 0
+
+    def where() -> dict[str, str]:
+        found = json.loads(cluster.ok("get", "pods", "-n", "ufc-test", "-l", "app=bound", "-o", "json"))
+        return {p["metadata"]["name"]: p["spec"]["nodeName"] for p in found["items"]}
+
+    start = where()
+    assert sorted(start.values()) == ["bw-1", "bw-1", "bw-2", "bw-2", "bw-3", "bw-3"]
+    proc = cluster.kubectl("drain", "bw-1", "--ignore-daemonsets", "--timeout=30s")
+    assert proc.returncode == 0, proc.stderr
+    drained = where()
+    assert "bw-1" not in drained.values()
+    cluster.ok("uncordon", "bw-1")
+    assert where() == drained  # nothing moves back by itself
+    cluster.ok("cordon", "bw-2")
+    assert where() == drained  # a cordon moves nothing either
+    on_w2 = {p for p, n in drained.items() if n == "bw-2"}
+    proc = cluster.kubectl("drain", "bw-2", "--ignore-daemonsets", "--timeout=30s")
+    assert proc.returncode == 0, proc.stderr
+    for pod in on_w2:
+        assert f"evicting pod ufc-test/{pod}" in proc.stderr + proc.stdout
+    after = where()
+    assert "bw-2" not in after.values() and not on_w2 & set(after)
+    stayed = {p: n for p, n in drained.items() if n != "bw-2"}
+    assert {p: n for p, n in after.items() if p in drained} == stayed
+    cluster.ok("uncordon", "bw-2")

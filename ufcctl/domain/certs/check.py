@@ -66,6 +66,11 @@ def first_certificate(text: str) -> str | None:
     return None if end < 0 else text[start:end + len("-----END CERTIFICATE-----")] + "\n"
 
 
+def sha256_of(cert: x509.Certificate) -> str:
+    """Which certificate it is: its DER's sha256, hex (`certs check` shows it, `certs renew` compares)."""
+    return cert.fingerprint(hashes.SHA256()).hex()
+
+
 def days_left(not_after: dt.datetime, now: dt.datetime) -> int:
     """Whole days left, rounded down (an expired certificate's are negative)."""
     return math.floor((not_after - now).total_seconds() / 86400)
@@ -84,7 +89,7 @@ def judge(expected: Expected, read: FileRead | None, now: dt.datetime, warn_days
         cert = x509.load_pem_x509_certificate((read.pem or "").encode())
         not_after = cert.not_valid_after_utc
         subject, issuer = cert.subject.rfc4514_string(), cert.issuer.rfc4514_string()
-        digest = cert.fingerprint(hashes.SHA256()).hex()
+        digest = sha256_of(cert)
     except ValueError as err:
         return CertRow(*base, status=UNREADABLE, detail=f"not a certificate: {str(err)[:200]}")
     left = days_left(not_after, now)

@@ -27,6 +27,7 @@ from ufcctl.domain.inventory.model import (
 from ufcctl.domain.inventory.names import check_path_names
 from ufcctl.domain.inventory.ranges import compact_host_names
 from ufcctl.domain.inventory.sources import Problem
+from ufcctl.domain.npu import fabric_plan
 from ufcctl.domain.placement.profiles import ACCELERATOR_TYPES
 from ufcctl.errors import cut, shown
 
@@ -341,6 +342,34 @@ def check_registry_caches(inv: Inventory, problems: list[Problem], warnings: lis
         problems.append(Problem(_group_file(inv, REGISTRY_CACHE), f"group {REGISTRY_CACHE}", text, fix))
 
 
+def check_npu_fabric(inv: Inventory, problems: list[Problem], warnings: list[Problem]) -> None:
+    """Each NPU node's device IPs and switch ports (domain/npu/fabric_plan.py): a valid plan per host,
+    no address or port used twice, no chip on a gateway. A plan on some NPU nodes only is a warning."""
+    fix = "see inventories/sample/README.md (NPU fabric)"
+    plans: list[tuple[str, list[fabric_plan.ChipPlan]]] = []
+    without = []
+    for name in inv.group_hosts(NPU_NODE):
+        hvars = inv.hosts[name].vars
+        if not fabric_plan.has_plan(hvars):
+            without.append(name)
+            continue
+        try:
+            plans.append((name, fabric_plan.host_plan(name, hvars)))
+        except fabric_plan.FabricPlanError as exc:
+            problems.append(Problem(inv.var_origin(name, exc.var), f"host {name}", exc.message, fix))
+    for clash in fabric_plan.clashes(plans):
+        problems.append(Problem(inv.var_origin(clash.host, fabric_plan.SUBNET_VAR), f"host {clash.host}",
+                                str(clash), "give each ToR its own subnet and each server its own "
+                                f"{fabric_plan.SLOT_VAR} under its ToR; {fix}"))
+    if plans and without:
+        names = compact_host_names(without)
+        listed = ", ".join(names[:MAX_HOSTS_NAMED]) + (" ..." if len(names) > MAX_HOSTS_NAMED else "")
+        warnings.append(Problem(
+            _group_file(inv, NPU_NODE), f"group {NPU_NODE}",
+            f"{len(without)} NPU nodes have no fabric plan ({listed}): ufcctl does not set or check their "
+            "device IPs", f"set {fabric_plan.SUBNET_VAR} on their ToR groups ({fix})"))
+
+
 Rule = Callable[[Inventory, list[Problem], list[Problem]], None]
 RULES: tuple[Rule, ...] = (
     check_control_plane,
@@ -349,6 +378,7 @@ RULES: tuple[Rule, ...] = (
     check_vip,
     check_npu_nodes,
     check_topology_values,
+    check_npu_fabric,
     check_registry_caches,
     check_path_names,
 )

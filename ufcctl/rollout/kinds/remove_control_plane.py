@@ -27,8 +27,8 @@ from ufcctl.domain.inventory.model import APISERVER_LB, CONTROL_PLANE, ETCD_GROU
 from ufcctl.engine.etcd_client import EtcdError
 from ufcctl.engine.etcd_targets import cluster_targets
 from ufcctl.errors import InputError, shown
-from ufcctl.rollout.kind import NodeGuard, RolloutKind, RolloutRequest
-from ufcctl.rollout.kinds.in_play_drain import drain_timeout, kubectl_host
+from ufcctl.rollout.kind import RolloutKind, RolloutRequest
+from ufcctl.rollout.kinds.in_play_drain import drain_hooks, drain_timeout, kubectl_host
 from ufcctl.rollout.kinds.remove_nodes import DEFAULT_DRAIN_TIMEOUT, PROTECTED_GROUPS, chosen_hosts
 
 # The last task of roles/kube_control_plane tasks/remove.yml: its ok/changed event means the host is done.
@@ -54,11 +54,6 @@ def _kubectl_host(inventory: Inventory) -> dict[str, Any]:
 
 def _deadline(options: Mapping[str, Any]) -> float:
     return float(drain_timeout(options, DEFAULT_DRAIN_TIMEOUT) + ETCD_SECONDS)
-
-
-def _drain_in_play(request: RolloutRequest) -> tuple[NodeGuard | None, str]:
-    mode = "read only (check mode)" if request.dry_run else "cordon + evict"
-    return None, f"in each host's play: kubectl drain on the first control plane, {mode}"
 
 
 def one_at_a_time(request: RolloutRequest) -> RolloutRequest:
@@ -141,7 +136,7 @@ KIND = RolloutKind(
     options=("drain_timeout", "stamp"),
     extravars=_extravars,
     node_deadline=_deadline,
-    hooks=_drain_in_play,
+    hooks=drain_hooks("cordon + evict", "host"),
     # the control planes (kubectl on the first) and every haproxy (its backends) beside each chunk
     context_groups=(CONTROL_PLANE, APISERVER_LB),
     inventory_extravars=_kubectl_host,

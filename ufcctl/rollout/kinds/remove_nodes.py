@@ -20,8 +20,8 @@ from typing import Any
 from ufcctl.domain.inventory.model import CONTROL_PLANE, ETCD_GROUPS, KUBE_NODE, Inventory
 from ufcctl.domain.inventory.patterns import PatternError, select_hosts
 from ufcctl.errors import InputError, shown
-from ufcctl.rollout.kind import NodeGuard, RolloutKind, RolloutRequest
-from ufcctl.rollout.kinds.in_play_drain import drain_timeout, kubectl_host
+from ufcctl.rollout.kind import RolloutKind, RolloutRequest
+from ufcctl.rollout.kinds.in_play_drain import drain_hooks, drain_timeout, kubectl_host
 
 # The last task of roles/kube_node tasks/remove.yml: its ok/changed event means the node is done.
 MARKER_TASK = "Report the node done to the rollout engine"
@@ -39,11 +39,6 @@ def _extravars(options: Mapping[str, Any]) -> dict[str, Any]:
 def _deadline(options: Mapping[str, Any]) -> float:
     """The drain's own timeout, plus reset and deletion (a few minutes at most)."""
     return float(drain_timeout(options, DEFAULT_DRAIN_TIMEOUT) + 600)
-
-
-def _drain_in_play(request: RolloutRequest) -> tuple[NodeGuard | None, str]:
-    mode = "read only (check mode)" if request.dry_run else "cordon + evict"
-    return None, f"in each node's play: kubectl drain on the first control plane, {mode}"
 
 
 def chosen_hosts(inventory: Inventory, limit: str) -> list[str]:
@@ -87,7 +82,7 @@ KIND = RolloutKind(
     options=("drain_timeout",),
     extravars=_extravars,
     node_deadline=_deadline,
-    hooks=_drain_in_play,
+    hooks=drain_hooks("cordon + evict"),
     exclude_groups=PROTECTED_GROUPS,
     # the control planes beside each chunk (never run on): kubectl drain and delete run on the first
     context_groups=(CONTROL_PLANE,),

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ufcctl.domain.inventory.model import CONTROL_PLANE, KUBE_NODE, Inventory
-from ufcctl.rollout.kind import NodeGuard, RolloutKind, RolloutRequest
-from ufcctl.rollout.kinds.in_play_drain import drain_timeout, kubectl_host
+from ufcctl.rollout.kind import RolloutKind, RolloutRequest
+from ufcctl.rollout.kinds.in_play_drain import drain_hooks, drain_timeout, kubectl_host
 
 # The last task of roles/kube_node tasks/upgrade.yml: its ok/changed event means the node is done.
 MARKER_TASK = "Report the node done to the rollout engine"
@@ -36,11 +36,6 @@ def _deadline(options: Mapping[str, Any]) -> float:
     return float(drain_timeout(options, DEFAULT_DRAIN_TIMEOUT) + 900)
 
 
-def _drain_in_play(request: RolloutRequest) -> tuple[NodeGuard | None, str]:
-    mode = "read only (check mode)" if request.dry_run else "cordon (marked) + evict, uncordon once Ready"
-    return None, f"in each node's play: kubectl drain on the first control plane, {mode}"
-
-
 def _prepare(request: RolloutRequest, inventory: Inventory) -> str:
     return kubectl_host(request, inventory, "drain, release", "nothing to drain the nodes from")
 
@@ -53,7 +48,7 @@ KIND = RolloutKind(
     options=("drain_timeout", "version"),
     extravars=_extravars,
     node_deadline=_deadline,
-    hooks=_drain_in_play,
+    hooks=drain_hooks("cordon (marked) + evict, uncordon once Ready"),
     exclude_groups=(CONTROL_PLANE,),
     # the control planes beside each chunk (never run on): kubectl drain and release run on the first
     context_groups=(CONTROL_PLANE,),
