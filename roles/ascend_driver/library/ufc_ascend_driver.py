@@ -580,7 +580,7 @@ def main():
             admission_flag=dict(type="path"),
             admission_taint=dict(type="str", default=""),
             kubelet_conf=dict(type="path", default="/etc/kubernetes/kubelet.conf"),
-            # the fabric (the controller's plan, filter ufc_npu_fabric_plan; [] - no plan)
+            # the fabric (the controller's plan, filter ufcctl_ascend_driver_fabric_plan; [] - no plan)
             fabric=dict(type="list", elements="dict", default=[]),
             hccn_tool=dict(type="path", default="/usr/local/Ascend/driver/tools/hccn_tool"),
             hccn_conf=dict(type="path", default="/etc/hccn.conf"),

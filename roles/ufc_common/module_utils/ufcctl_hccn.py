@@ -3,7 +3,7 @@
 Node-side (ansible.module_utils.ufcctl_hccn): standard library only, the node's python3. Used by
 roles/ascend_driver's module (tier 1 admission, `ufcctl npu check`). The plan of each chip (device
 IP, netmask, gateway, the switch and port its cable must reach) is decided on the controller
-(ufcctl/domain/npu/fabric_plan.py, filter ufc_npu_fabric_plan); here it is applied and compared
+(ufcctl/domain/npu/fabric_plan.py, filter ufcctl_ascend_driver_fabric_plan); here it is applied and compared
 with what the chip reports.
 
 hccn_tool's commands and output keywords (Ascend/mind-cluster

@@ -21,7 +21,7 @@ TOOL = ROOT / "tests" / "lab_standins" / "npu_emulator" / "hccn_tool.py"
 
 
 def _plan(chips: int = 2, slot: int = 0) -> list[dict[str, Any]]:
-    """What the controller's filter (ufc_npu_fabric_plan) hands the module, for a /24 ToR subnet."""
+    """What the controller's filter (ufcctl_ascend_driver_fabric_plan) hands the module, for a /24."""
     return [{"chip": i, "address": f"10.20.0.{2 + slot * chips + i}", "netmask": "255.255.255.0",
              "gateway": "10.20.0.1", "switch": "7", "port": str(slot * chips + i + 1)} for i in range(chips)]
 
@@ -98,7 +98,8 @@ def test_check_mode_reports_the_changes_and_sets_nothing(tmp_path: Path) -> None
     ({"link_down": [1]}, 1, ["link DOWN", "net health Unreachable"]),
     ({"net_health": {"0": "Receive timeout"}}, 0, ["net health Receive timeout"]),
     ({"lldp": {"1": {"switch": "9", "port": "14"}}}, 1, ["LLDP neighbour 9 port 14 (expected 7 port 2)"]),
-    ({"duplicate_ip": {"0": "10.20.0.3"}}, 0, ["device ip 10.20.0.3/255.255.255.0 (duplicate of chip 1's planned"]),
+    ({"duplicate_ip": {"0": "10.20.0.3"}}, 0,
+     ["device ip 10.20.0.3/255.255.255.0 (duplicate of chip 1's planned"]),
 ], ids=["link-down", "net-health", "miscabled", "duplicate-ip"])
 def test_each_fault_names_its_chip_and_only_it(tmp_path: Path, faults: dict[str, Any], chip: int,
                                                words: list[str]) -> None:
@@ -136,13 +137,15 @@ def test_ping_pairs_report_loss_and_latency(tmp_path: Path) -> None:
     fabric.configure(check_mode=False)
     emulator.faults({"chips": 2, "ping_loss": {"10.20.0.5": 100}})
     pairs = fabric.ping({"0": ["10.20.0.4"], "1": ["10.20.0.5"]}, 3)
-    assert [(p["chip"], p["peer"], p["loss"]) for p in pairs] == [(0, "10.20.0.4", 0.0), (1, "10.20.0.5", 100.0)]
+    found = [(p["chip"], p["peer"], p["loss"]) for p in pairs]
+    assert found == [(0, "10.20.0.4", 0.0), (1, "10.20.0.5", 100.0)]
     assert pairs[0]["avg_ms"] is not None and pairs[1]["avg_ms"] is None
     assert "worst loss 100%" in hccn.ping_line(pairs)
 
 
 def test_metrics_name_each_chip() -> None:
-    chips = [{"chip": 0, "link": "UP", "problems": []}, {"chip": 1, "link": "DOWN", "problems": ["link DOWN"]}]
+    chips = [{"chip": 0, "link": "UP", "problems": []},
+             {"chip": 1, "link": "DOWN", "problems": ["link DOWN"]}]
     text = hccn.metrics(chips, [{"chip": 0, "peer": "10.0.0.9", "loss": 50.0}])
     assert 'ufcctl_npu_fabric_link_up{chip="1"} 0' in text
     assert 'ufcctl_npu_fabric_as_planned{chip="0"} 1' in text
