@@ -129,7 +129,8 @@ def chip_problems(planned, seen, addresses_of_others):
         problems.append(f"device ip {address or 'unset'}/{seen.get('netmask') or '-'} ({what}planned "
                         f"{planned['address']}/{planned['netmask']})"
                         + (f": {seen['ip_error']}" if seen.get("ip_error") else ""))
-    if (seen.get("switch"), seen.get("port")) != (str(planned["switch"]), str(planned["port"])):
+    lldp = (seen.get("switch"), seen.get("port"))
+    if seen.get("link") == "UP" and lldp != (str(planned["switch"]), str(planned["port"])):  # down: no LLDP
         got = f"{seen.get('switch') or '?'} port {seen.get('port') or '?'}" if seen.get("port") else \
             (seen.get("lldp_error") or "no LLDP neighbour")
         problems.append(f"LLDP neighbour {got} (expected {planned['switch']} port {planned['port']})")
