@@ -144,7 +144,7 @@ def _fabric_files(host: str) -> tuple[str, str]:
 def lab(stack: Stack) -> Iterator[Stack]:
     stack.require_deployed()
     plans = _plans(stack)
-    assert all(plans.values()), f"no fabric plan in the lab inventory for {[w for w in plans if not plans[w]]}"
+    assert all(plans.values()), f"no fabric plan in the lab inventory: {[w for w in plans if not plans[w]]}"
     for w in WORKERS:
         assert _exec(w, "cat", WIRING, check=False), (
             f"{w} has no {WIRING}: a lab built before the NPU fabric wiring (rebuild it: `ufcctl lab up`)")
