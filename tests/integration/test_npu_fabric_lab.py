@@ -115,12 +115,12 @@ def _restore(before: dict[str, str]) -> None:
     """The driver-less, tainted workers the README's main job leaves (only those that had no driver)."""
     for host, installs in before.items():
         _exec(host, "rm", "-rf", *LEFT, check=False)
-        _exec(host, "rmdir", "--ignore-fail-on-non-empty", "/var/lib/ufc-npu-emulator", check=False)
         if installs:  # the emulator's install counter as it was (other modules count installs)
             subprocess.run(["podman", "exec", "-i", host, "sh", "-c", f"cat > {INSTALLS}"], input=installs,
                            text=True, timeout=60, check=False)
         else:
             _exec(host, "rm", "-f", INSTALLS, check=False)
+        _exec(host, "rmdir", "--ignore-fail-on-non-empty", "/var/lib/ufc-npu-emulator", check=False)
         _exec(CP1, *KUBECTL, "taint", "nodes", host, f"{TAINT}=true:NoSchedule", "--overwrite", check=False)
         _exec(CP1, *KUBECTL, "annotate", "node", host, f"{HOLD}-", check=False)
     nodes = _nodes()
