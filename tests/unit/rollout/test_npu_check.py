@@ -25,9 +25,9 @@ def _inventory(extra: dict[str, Any] | None = None) -> Inventory:
     hosts = {}
     for i in range(4):
         name = f"w{i}"
-        hosts[name] = Host(name, {"npu_tor_id": i // 2, "npu_slice_id": i % 2, "npu_accelerator_type": "module",
-                                  "npu_fabric_subnet": f"10.9.{i // 2}.0/24", **(extra or {}).get(name, {})},
-                           frozenset({"all", "kube_node", "npu_node"}))
+        values = {"npu_tor_id": i // 2, "npu_slice_id": i % 2, "npu_accelerator_type": "module",
+                  "npu_fabric_subnet": f"10.9.{i // 2}.0/24", **(extra or {}).get(name, {})}
+        hosts[name] = Host(name, values, frozenset({"all", "kube_node", "npu_node"}))
     hosts["w9"] = Host("w9", {"npu_tor_id": 0}, frozenset({"all", "kube_node", "npu_node"}))  # no plan
     groups = {"npu_node": Group("npu_node", hosts=tuple(hosts)), "kube_node": Group("kube_node",
                                                                                     children=("npu_node",))}
