@@ -45,8 +45,8 @@ description:
     I(admission_needed); I(mode)=admitted writes the flag after the taint was removed. A node at
     target whose flag is current needs no admission call (one module run is its whole no-op).
   - I(fabric) (the controller's plan of each chip: device IP, netmask, gateway, switch, port; empty - no
-    fabric plan, nothing here runs) makes a run whose health gate passed (I(mode)=install or health)
-    also set each chip's device IP, gateway and detect address with hccn_tool where they differ, write
+    fabric plan, nothing here runs) makes a run whose health gate passed (I(mode)=health, or
+    I(mode)=install when it installed something or the node is not admitted) also set each chip's device IP, gateway and detect address with hccn_tool where they differ, write
     their keys into I(hccn_conf), and check each chip (tier 1: link UP, net health Success, device IP
     and LLDP neighbour as planned). I(mode)=fabric checks only (and pings I(fabric_peers) with
     I(fabric_ping_count) packets when given: tier 2). Fabric problems do not fail the module: they are
@@ -547,7 +547,10 @@ def converge_locked(node, result, lock_fd):
         result["health"] = {"checked": True, "problems": problems}
         if problems:
             raise Failure("health gate: " + "; ".join(problems))
-        result["fabric_changed"] = node.fabric(True, result)
+        # The fabric with an install or an admission: a node at target and admitted skips it (its no-op
+        # stays one module run of a few commands; `ufcctl npu check` is the sweep that finds a drift).
+        if packages or result["admission_needed"]:
+            result["fabric_changed"] = node.fabric(True, result)
 
 
 def main():
