@@ -1,7 +1,7 @@
 """Tier 1 of the NPU fabric in the join's admission (roles/ascend_driver tasks/admit.yml, which
-roles/kube_node calls after a join): the device IPs and /etc/hccn.conf written from the plan, a fault holds the node (taint
-kept, cordoned with ufcctl's mark, the reason annotated) and fails it naming the chip, and a repaired node is
-admitted by the next run (taint, annotation and cordon gone).
+roles/kube_node calls after a join): the device IPs and /etc/hccn.conf written from the plan, a fault
+holds the node (taint kept, cordoned with ufcctl's mark, the reason annotated) and fails it naming the
+chip, and a repaired node is admitted by the next run (taint, annotation and cordon gone).
 
 Runs ansible-playbook on this machine (connection local) against stand-ins written by the test: an npu-smi
 that prints two healthy chips, a kubectl that holds one node object in a file, and the lab NPU emulator's
