@@ -42,7 +42,8 @@ STACK_MODULES = frozenset({"test_certs_lab.py", "test_cluster_objects_lab.py", "
                            "test_etcd_lab.py",
                            "test_images_lab.py",
                            "test_main_job_lab.py",
-                           "test_monitoring_lab.py", "test_nfs_lab.py", "test_vip_failover.py",
+                           "test_monitoring_lab.py", "test_nfs_lab.py", "test_npu_fabric_lab.py",
+                           "test_vip_failover.py",
                            "test_workers_lab.py", "test_workers_remove_cp_lab.py",
                            "test_workers_remove_lab.py",
                            "test_workers_upgrade_lab.py"})

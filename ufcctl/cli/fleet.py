@@ -69,7 +69,7 @@ def _engine_options() -> list[Decorator]:
     ]
 
 
-def _common_options(batch: int | None, window: int) -> list[Decorator]:
+def _common_options(batch: int | None, window: int, max_fail: str = "0%") -> list[Decorator]:
     """The flags every fleet command has: batch, window, budget, canary, alignment."""
     batch_help = "Nodes per batch: the unit of planning, alignment, canary and the budget's floor."
     return [
@@ -77,7 +77,7 @@ def _common_options(batch: int | None, window: int) -> list[Decorator]:
                      show_default=batch is not None, help=batch_help),
         click.option("--window", "-w", type=integer(1, 100), default=window, show_default=True,
                      help="Batches' worth of nodes in flight at once (window x batch node slots)."),
-        click.option("--max-fail", type=percent(), default="0%", show_default=True,
+        click.option("--max-fail", type=percent(), default=max_fail, show_default=True,
                      help="Stop starting nodes once failed nodes exceed this share of processed ones "
                           "(measured against at least one batch)."),
         click.option("--canary", type=integer(0, MAX_COUNT), default=0, show_default=True,
@@ -90,11 +90,12 @@ def _common_options(batch: int | None, window: int) -> list[Decorator]:
 
 def fleet_options(*, group: str, batch: int | None = None, window: int = 1, limit: bool = True,
                   order: bool = False, join_rate: bool = False, engine: bool = False,
-                  accelerate: bool = False) -> Decorator:
+                  accelerate: bool = False, max_fail: str = "0%") -> Decorator:
     """The fleet flags (declared once), handed to the command as `fleet: Fleet`: batch, window,
     budget, canary, alignment; --limit inside `group` (limit), --order, --join-rate, --forks and
-    --chunk-size (engine), --accelerate when asked for. batch None: --batch is required."""
-    options = _common_options(batch, window)
+    --chunk-size (engine), --accelerate when asked for. batch None: --batch is required. max_fail: the
+    budget's default (a read-only sweep checks every node: 100%)."""
+    options = _common_options(batch, window, max_fail)
     names = {"batch", "window", "max_fail", "canary", "align"}
     limit_option = click.option("--limit", "-l", default=None,
                                 help=f"Ansible host pattern inside group {group}.")

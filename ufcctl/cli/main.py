@@ -124,6 +124,7 @@ def _register() -> None:
         images,
         init,
         inventory,
+        npu,
         placement,
         remove,
         rollout,
@@ -132,7 +133,7 @@ def _register() -> None:
     from ufcctl.lab import cli as lab  # the lab package's own commands (ufcctl/lab/)
 
     for module in (init, inventory, deploy, remove, images, lab, placement, etcd, health, certs, rollout,
-                   upgrade):
+                   upgrade, npu):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -26,6 +26,9 @@ from ufcctl.lab.layout import LabLayout, LabNode
 MARKER = ".ufcctl-lab"  # marks a directory as generated, so `lab down` never deletes a user's inventory
 NFS_EXPORT_DIR = "/srv/nfs"  # bind mount on the nfs_server node: ganesha's VFS backend fails on overlayfs
 NFS_CLIENT_PATH = "/data"  # the NFSv4 path clients use, the seed's /data (roles/nfs_provisioner's default)
+# The lab's NPU fabric: 10.200.<tor>.0/24 per ToR, outside the lab network (10.89.64.0/24 by default) and
+# never routed: device IPs live only in the lab NPU emulator's hccn_tool state.
+FABRIC_BLOCK = "10.200"
 
 
 KNOWN_HOSTS = "known_hosts.txt"
@@ -74,7 +77,14 @@ def _dump(data: Mapping[str, Any]) -> str:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=200)
 
 
-def _host_entry(node: LabNode) -> dict[str, Any]:
+def fabric_subnet(tor_id: int) -> str:
+    """The lab's NPU fabric subnet of a ToR: the chips' device IPs (only inside the lab NPU emulator's
+    hccn_tool; no packet is sent on it), one /24 per ToR as a real RoCE plane has per leaf."""
+    return f"{FABRIC_BLOCK}.{tor_id}.0/24"
+
+
+def host_entry(node: LabNode) -> dict[str, Any]:
+    """A node's host vars in the lab inventory (NPU workers: topology and fabric plan)."""
     entry: dict[str, Any] = {"ansible_host": node.ip}
     if node.topology is not None:
         t = node.topology
@@ -84,6 +94,7 @@ def _host_entry(node: LabNode) -> dict[str, Any]:
             npu_super_pod_id=t.super_pod_id,
             npu_slice_id=t.slice_id,
             rack=t.rack,
+            npu_fabric_subnet=fabric_subnet(t.tor_id),
         )
     return entry
 
@@ -102,7 +113,7 @@ def nfs_server_vars(layout: LabLayout) -> dict[str, Any]:
 
 def hosts_document(layout: LabLayout, monitoring: bool = True) -> dict[str, Any]:
     """The hosts.yml tree: every host's vars are given once, under its first group."""
-    cps = {n.name: _host_entry(n) for n in layout.control_planes}
+    cps = {n.name: host_entry(n) for n in layout.control_planes}
     children: dict[str, Any] = {
         CONTROL_PLANE: {"hosts": cps},
         APISERVER_LB: {"children": {CONTROL_PLANE: {}}},
@@ -112,7 +123,7 @@ def hosts_document(layout: LabLayout, monitoring: bool = True) -> dict[str, Any]
     for group in ETCD_GROUPS:
         children[group] = {"hosts": {name: {} for name in cps}}
     children[KUBE_NODE] = {"children": {NPU_NODE: {}}}
-    children[NPU_NODE] = {"hosts": {n.name: _host_entry(n) for n in layout.workers}}
+    children[NPU_NODE] = {"hosts": {n.name: host_entry(n) for n in layout.workers}}
     children[NFS_SERVER] = {"hosts": {layout.nfs_server: nfs_server_vars(layout)}}
     # Two monitoring hosts (the HA pair), the last control planes: the first applies the add-ons.
     if monitoring:

@@ -46,7 +46,7 @@ from ufcctl.lab.nodes import (
     make_ready,
     parallel,
 )
-from ufcctl.lab.npu import NpuEmulator, prepare_npu_emulator
+from ufcctl.lab.npu import NpuEmulator, prepare_npu_emulator, write_npu_wiring
 from ufcctl.lab.podman import ContainerInfo, NetworkInfo, Podman, require_tools
 from ufcctl.lab.sshkey import ensure_keypair
 from ufcctl.paths import inventories_dir, state_dir
@@ -252,6 +252,8 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
             lambda n: make_ready(podman, n, public_key, layout.gateway, notify), list(layout.nodes), 16
         )
         seconds["ready"] = time.monotonic() - t0
+        if npu.status == "ready":  # every chip cabled as its fabric plan expects (hccn_tool LLDP)
+            write_npu_wiring(podman, layout)
         files = render_inventory(
             layout, InventoryPaths(inventory_dir, settings.private_key), {r.name: r.host_key for r in ready},
             npu.node_vars, npu.all_vars, monitoring=settings.monitoring,

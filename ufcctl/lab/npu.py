@@ -8,15 +8,20 @@ carries the lab's labels (so `lab down` removes it) and the vars go into the lab
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ufcctl.domain.npu.fabric_plan import host_plan
 from ufcctl.errors import RunFailed
 from ufcctl.lab.emulators import NPU_EMULATOR_DIR, npu_emulator_present, run_npu_emulator
+from ufcctl.lab.inventory import host_entry
 from ufcctl.lab.layout import ROLE_NPU_MIRROR, LabLayout
 from ufcctl.lab.nodes import LABEL_LAB, LABEL_NAME, LABEL_ROLE
+from ufcctl.lab.podman import Podman
 
 SKIPPED = f"skipped (needs a source checkout: {NPU_EMULATOR_DIR})"
 
@@ -69,3 +74,29 @@ def prepare_npu_emulator(lab: str, layout: LabLayout, workdir: Path, image: str,
         return NpuEmulator("failed", error=err)
     except (KeyError, TypeError) as err:
         return NpuEmulator("failed", error=RunFailed(f"the lab NPU emulator's JSON lacks {err}"))
+
+
+# Where the lab NPU emulator's hccn_tool reads what each chip's cable reaches (its LLDP neighbour).
+WIRING_FILE = "/etc/ufc-npu-emulator/wiring.json"
+
+
+def npu_wiring(layout: LabLayout) -> dict[str, str]:
+    """Each NPU worker's wiring file: every chip cabled to the switch and port its fabric plan expects
+    (from the same host vars the lab inventory gets), so a healthy lab passes tier 1 and a test's fault
+    (tests/lab_standins/npu_emulator: a miscabled chip) is the only difference."""
+    wiring = {}
+    for node in layout.workers:
+        plan = host_plan(node.name, host_entry(node))
+        if plan:
+            chips = {str(c.chip): {"switch": str(c.switch), "port": str(c.port)} for c in plan}
+            wiring[node.name] = json.dumps({"chips": chips}, sort_keys=True) + "\n"
+    return wiring
+
+
+def write_npu_wiring(podman: Podman, layout: LabLayout) -> int:
+    """Write every NPU worker's wiring file (rewritten on each `lab up`: the inventory may have changed)."""
+    files = npu_wiring(layout)
+    for name, text in files.items():
+        podman.exec(name, ["sh", "-c", f"mkdir -p {os.path.dirname(WIRING_FILE)} && cat > {WIRING_FILE}"],
+                    input_text=text)
+    return len(files)

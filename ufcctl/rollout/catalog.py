@@ -10,6 +10,7 @@ from __future__ import annotations
 from ufcctl.rollout.kind import KindRegistry
 from ufcctl.rollout.kinds import (
     deploy_nodes,
+    npu_check,
     preheat_images,
     remove_control_plane,
     remove_nodes,
@@ -18,4 +19,4 @@ from ufcctl.rollout.kinds import (
 )
 
 KINDS = KindRegistry((upgrade_drivers.KIND, deploy_nodes.KIND, preheat_images.KIND, remove_nodes.KIND,
-                     upgrade_cluster.KIND, remove_control_plane.KIND))
+                     upgrade_cluster.KIND, remove_control_plane.KIND, npu_check.KIND))

@@ -55,6 +55,11 @@ class NodeEvents:
     def __init__(self, ends: NodeEnds, marker: str):
         self.ends = ends
         self.marker = marker
+        self.reports: dict[str, str] = {}  # a node's report line (engine/run_events.py NODE_REPORT)
+
+    def node_report(self, host: str, text: str) -> None:
+        """The node's report line, kept as its reason when it reaches the marker (done)."""
+        self.reports[host] = text
 
     def run_started(self, run_id: str, hosts: list[str]) -> None:
         pass
@@ -66,7 +71,7 @@ class NodeEvents:
         if status in ("ok", "changed") and message:  # a step the role reported SKIPPED (engine/run_events.py)
             self.ends.skipped_step(host, task, message)
         if task == self.marker and status in ("ok", "changed"):
-            self.ends.finish(host, DONE, None, changed=status == "changed")
+            self.ends.finish(host, DONE, self.reports.pop(host, None), changed=status == "changed")
         elif status in ("failed", "unreachable"):
             first = (message or "").strip().splitlines()[0][:300] if message else "no message"
             self.ends.finish(host, FAILED, f"{status} at '{task}': {first}")

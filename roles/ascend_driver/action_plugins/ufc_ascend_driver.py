@@ -31,8 +31,8 @@ class ActionModule(ActionBase):
         del tmp
         args = dict(self._task.args)
         # the health-only run after a reboot follows an install run whose settings passed; the
-        # admission's probe and record install nothing
-        problem = None if args.get("mode") in ("health", "probe", "admitted") else settings_problem(args)
+        # admission's probe and record, and the fabric check (npu check), install nothing
+        problem = None if args.get("mode") in ("health", "probe", "admitted", "fabric") else settings_problem(args)
         if problem:
             return {**result, "failed": True, "msg": problem}
         module_args = {key: value for key, value in args.items() if key not in CONTROLLER_ONLY}

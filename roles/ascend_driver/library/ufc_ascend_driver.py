@@ -17,6 +17,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.ufcctl_files import replace, write_atomically
+from ansible.module_utils.ufcctl_hccn import METRICS_FILE, Fabric, merge_conf, metrics, ping_line, summary
 from ansible.module_utils.urls import fetch_url
 
 DOCUMENTATION = r"""
@@ -43,6 +44,13 @@ description:
     joins again is not taken for admitted). With it, I(mode)=install and I(mode)=probe return
     I(admission_needed); I(mode)=admitted writes the flag after the taint was removed. A node at
     target whose flag is current needs no admission call (one module run is its whole no-op).
+  - I(fabric) (the controller's plan of each chip: device IP, netmask, gateway, switch, port; empty - no
+    fabric plan, nothing here runs) makes a run whose health gate passed (I(mode)=health, or
+    I(mode)=install when it installed something or the node is not admitted) also set each chip's device IP, gateway and detect address with hccn_tool where they differ, write
+    their keys into I(hccn_conf), and check each chip (tier 1: link UP, net health Success, device IP
+    and LLDP neighbour as planned). I(mode)=fabric checks only (and pings I(fabric_peers) with
+    I(fabric_ping_count) packets when given: tier 2). Fabric problems do not fail the module: they are
+    returned (I(fabric_problems)) for the role to hold the node and fail it.
 """
 
 RETURN = r"""
@@ -66,6 +74,15 @@ admission_needed:
   returned: always
 registered: {description: I(kubelet_conf) exists (the node joined)., type: bool, returned: mode install}
 npu_smi: {description: npu-smi exists (mode probe)., type: bool, returned: mode probe}
+fabric:
+  description: >-
+    planned (chips), changes (list), chips (what each reported, with its problems), pings (tier 2).
+  type: dict
+  returned: with I(fabric)
+fabric_problems:
+  description: One line naming every failing chip and fault; empty when none.
+  type: str
+  returned: always
 """
 
 # The installers' request for a reboot (docs/reference/ascend.md §6).
@@ -377,6 +394,72 @@ class Node:
             write_atomically(p["admission_flag"], want.encode(), 0o644)
         return True
 
+    def fabric(self, configure, result):
+        """Configure (unless not `configure`) and check the planned chips; result's fabric and
+        fabric_problems. Returns whether anything changed (or would, in check mode)."""
+        p = self.p
+        plan = p["fabric"] or []
+        if not plan:
+            return False
+        report = {"planned": len(plan), "changes": [], "chips": [], "pings": None}
+        result["fabric"] = report
+        if not os.access(p["hccn_tool"], os.X_OK):
+            report["chips"] = [{"chip": c["chip"], "problems": [f"{p['hccn_tool']} missing"]} for c in plan]
+            result["fabric_problems"] = result["fabric_summary"] = summary(report["chips"])
+            return False
+        fabric = Fabric(self.module.run_command, p["hccn_tool"], plan)
+        errors = {}
+        if configure:
+            report["changes"], errors = fabric.configure(self.check)
+            if self.conf(plan):
+                report["changes"].append(p["hccn_conf"])
+        report["chips"] = fabric.check(errors)
+        if p["fabric_peers"]:
+            report["pings"] = fabric.ping(p["fabric_peers"], p["fabric_ping_count"])
+        bad = [c for c in report["chips"] if c["problems"]]
+        lossy = [x for x in report["pings"] or [] if x["loss"] > p["fabric_max_loss"]]
+        problems = summary(report["chips"]) if bad else ""
+        if lossy:
+            pairs = ", ".join(f"chip {x['chip']} -> {x['peer']} {x['loss']:g}% loss" for x in lossy[:8])
+            problems = (problems + "; " if problems else "NPU fabric: ") + f"ping: {pairs}" + (
+                f" and {len(lossy) - 8} more" if len(lossy) > 8 else "")
+        result["fabric_problems"] = problems
+        if problems and p.get("admission_flag") and not self.check and os.path.exists(p["admission_flag"]):
+            os.unlink(p["admission_flag"])  # the node is held: the next run that passes admits it again
+        result["fabric_summary"] = problems or summary(report["chips"]) + ping_line(report["pings"])
+        self.textfile(report)
+        return bool(report["changes"])
+
+    def conf(self, plan):
+        """hccn.conf with the plan's keys (others kept); whether it changed (or would)."""
+        path = self.p["hccn_conf"]
+        try:
+            with open(path) as fh:
+                existing = fh.read()
+        except FileNotFoundError:
+            existing = ""
+        want = merge_conf(existing, plan)
+        if want == existing:
+            return False
+        if not self.check:
+            write_atomically(path, want.encode(), 0o644)
+        return True
+
+    def textfile(self, report):
+        """The node exporter's textfile with this check's metrics (when a directory is given and exists)."""
+        directory = self.p["textfile_dir"]
+        if self.check or not directory or not os.path.isdir(directory):
+            return
+        text = metrics(report["chips"], report["pings"])
+        path = os.path.join(directory, METRICS_FILE)
+        try:
+            with open(path) as fh:
+                if fh.read() == text:
+                    return
+        except FileNotFoundError:
+            pass
+        write_atomically(path, text.encode(), 0o644)
+
     def record(self, packages, sums):
         p = self.p
         data = {
@@ -407,6 +490,18 @@ def converge(node, result):
         result["health"] = {"checked": True, "problems": problems}
         if problems:
             raise Failure("health gate: " + "; ".join(problems))
+        result["fabric_changed"] = node.fabric(True, result)
+        return
+    if p["mode"] == "fabric":  # `ufcctl npu check`: read only, chips then fabric, never fails here
+        chips = node.health(version_deferred=True) if os.path.exists(p["npu_smi"]) else [
+            f"{p['npu_smi']} missing (no NPU driver)"]
+        result["health"] = {"checked": True, "problems": chips}
+        result["fabric_changed"] = node.fabric(False, result)
+        if chips:
+            result["fabric_problems"] = "; ".join(filter(None, ["NPU chips: " + "; ".join(chips),
+                                                                 result["fabric_problems"]]))
+        result["ufc_node_report"] = result["fabric_problems"] or result["fabric_summary"] or (
+            "NPU chips OK; no NPU fabric plan for this host (npu_fabric_subnet or npu_device_ips)")
         return
     result["admission_needed"] = node.admission_needed()
     result["registered"] = node.registration() is not None
@@ -452,12 +547,17 @@ def converge_locked(node, result, lock_fd):
         result["health"] = {"checked": True, "problems": problems}
         if problems:
             raise Failure("health gate: " + "; ".join(problems))
+        # The fabric with an install or an admission: a node at target and admitted skips it (its no-op
+        # stays one module run of a few commands; `ufcctl npu check` is the sweep that finds a drift).
+        if packages or result["admission_needed"]:
+            result["fabric_changed"] = node.fabric(True, result)
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            mode=dict(type="str", default="install", choices=["install", "health", "probe", "admitted"]),
+            mode=dict(type="str", default="install",
+                      choices=["install", "health", "probe", "admitted", "fabric"]),
             version=dict(type="str", required=True),
             check_version=dict(type="bool", default=True),
             firmware_version=dict(type="str", default=""),
@@ -483,6 +583,14 @@ def main():
             admission_flag=dict(type="path"),
             admission_taint=dict(type="str", default=""),
             kubelet_conf=dict(type="path", default="/etc/kubernetes/kubelet.conf"),
+            # the fabric (the controller's plan, filter ufcctl_ascend_driver_fabric_plan; [] - no plan)
+            fabric=dict(type="list", elements="dict", default=[]),
+            hccn_tool=dict(type="path", default="/usr/local/Ascend/driver/tools/hccn_tool"),
+            hccn_conf=dict(type="path", default="/etc/hccn.conf"),
+            fabric_peers=dict(type="dict", default={}),
+            fabric_ping_count=dict(type="int", default=3),
+            fabric_max_loss=dict(type="float", default=0.0),
+            textfile_dir=dict(type="path", default=""),
             # the controller's decisions (the action plugin, ufcctl/domain/npu/driver_plan.py)
             plan=dict(type="dict"),
             package_names=dict(type="dict"),
@@ -495,14 +603,14 @@ def main():
     )
     result = {"changed": False, "before": {}, "packages": [], "installed": [],
               "user_created": False, "reboot_requested": False, "health": {"checked": False, "problems": []},
-              "admission_needed": True}
+              "admission_needed": True, "fabric_problems": "", "fabric_summary": "", "fabric_changed": False}
     try:
         converge(Node(module), result)
     except Failure as exc:
         result.update(exc.extra)
         result["changed"] = bool(result["installed"] or result["user_created"])
         module.fail_json(msg=exc.msg, **result)
-    result["changed"] = bool(result["installed"] or result["user_created"])
+    result["changed"] = bool(result["installed"] or result["user_created"] or result["fabric_changed"])
     module.exit_json(**result)
 
 

@@ -50,11 +50,17 @@ description:
     reports that kubelet version (C(status.nodeInfo.kubeletVersion): the new kubelet runs), then, when the
     node carries C(ufcctl.io/cordoned-for=<mark>), uncordons it and removes the mark (changed). A node
     without the mark stays as it is. Check mode reads only (no wait).
+  - I(mode=hold) keeps node I(node) out of scheduling with a reason: it sets the annotation I(annotation)
+    to I(reason) and, when the node is schedulable, marks it C(ufcctl.io/cordoned-for=<mark>) and
+    cordons it (roles/ascend_driver: an NPU node whose fabric failed tier 1; its taint stays). A node
+    already held for the same reason is unchanged. Check mode reads only.
+  - I(mode=untaint) with I(annotation) also lifts such a hold: the annotation is removed and, when the
+    node carries C(ufcctl.io/cordoned-for=<mark>), it is uncordoned and the mark removed.
 options:
   mode:
     description: What to do.
     type: str
-    choices: [probe, apply, label, untaint, drain, delete_node, release]
+    choices: [probe, apply, label, untaint, drain, delete_node, release, hold]
     default: probe
   kubectl:
     {description: kubectl command (a name on the PATH or a path)., type: str, default: kubectl}
@@ -79,6 +85,11 @@ options:
     elements: list
     default: []
   node: {description: I(mode=untaint) - the node's name; I(mode=label) - the one node labelled (optional)., type: str, default: ""}
+  annotation:
+    description: I(mode=hold) - the node annotation holding the reason; I(mode=untaint) - the hold to lift.
+    type: str
+    default: ""
+  reason: {description: I(mode=hold) - the annotation's value (why the node is held)., type: str, default: ""}
   mark:
     description: I(mode=drain) and I(mode=release) - the value of the node annotation ufcctl.io/cordoned-for.
     type: str
@@ -107,6 +118,14 @@ applied:
 unchanged: {description: Manifests the cluster already matched., type: list, returned: mode=apply}
 labelled: {description: kubectl label calls that changed a node., type: int, returned: mode=label}
 untainted: {description: The taint was on the node and was removed (or would be)., type: bool, returned: mode=untaint}
+held:
+  description: The node was annotated or cordoned by this run (or would be).
+  type: bool
+  returned: mode=hold
+unheld:
+  description: A hold was lifted (annotation removed, or uncordoned by mark).
+  type: bool
+  returned: mode=untaint
 exists: {description: The node object existed before this run., type: bool, returned: mode=drain, delete_node}
 uncordoned: {description: The node carried the mark and was uncordoned., type: bool, returned: mode=release}
 kubelet_version: {description: The kubelet version the node reported last., type: str, returned: mode=release}
@@ -204,13 +223,56 @@ def untaint(module: AnsibleModule) -> dict:
         taints = json.loads(out).get("spec", {}).get("taints") or []
     except ValueError:
         module.fail_json(msg=f"kubectl get node {node}: the answer is not JSON: {out[:200]}")
+    unheld = _unhold(module, json.loads(out)) if module.params["annotation"] else False
     if not any(t.get("key") == key and t.get("effect") == effect for t in taints):
-        return {"changed": False, "untainted": False}
+        return {"changed": unheld, "untainted": False, "unheld": unheld}
     if not module.check_mode:
         rc, out, err = _kubectl(module, ["taint", "nodes", node, f"{key}:{effect}-"])
         if rc != 0:
             module.fail_json(msg=_failure(f"taint nodes {node} {key}:{effect}-", rc, out, err))
-    return {"changed": True, "untainted": True}
+    return {"changed": True, "untainted": True, "unheld": unheld}
+
+
+def _annotations(found: dict) -> dict:
+    return (found.get("metadata") or {}).get("annotations") or {}
+
+
+def _unhold(module: AnsibleModule, found: dict) -> bool:
+    """Lift a hold (mode=hold) from the node read as `found`: whether anything changed (or would)."""
+    node, annotation, mark = module.params["node"], module.params["annotation"], module.params["mark"]
+    annotations = _annotations(found)
+    steps = []
+    if annotation in annotations:
+        steps.append(["annotate", "node", node, f"{annotation}-"])
+    if mark and annotations.get(MARK) == mark:
+        steps += [["uncordon", node], ["annotate", "node", node, f"{MARK}-"]]
+    if not module.check_mode:
+        for args in steps:
+            rc, out, err = _kubectl(module, args)
+            if rc != 0:
+                module.fail_json(msg=_failure(" ".join(args[:2]) + f" {node}", rc, out, err))
+    return bool(steps)
+
+
+def hold(module: AnsibleModule) -> dict:
+    node, annotation, mark = module.params["node"], module.params["annotation"], module.params["mark"]
+    if not annotation or not mark:
+        module.fail_json(msg="mode=hold needs node, annotation and mark")
+    found = _node(module)
+    if found is None:
+        module.fail_json(msg=f"node {node} is not registered: nothing to hold")
+    annotations = _annotations(found)
+    steps = []
+    if annotations.get(annotation) != module.params["reason"]:
+        steps.append(["annotate", "node", node, "--overwrite", f"{annotation}={module.params['reason']}"])
+    if not (found.get("spec") or {}).get("unschedulable"):
+        steps += [["annotate", "node", node, "--overwrite", f"{MARK}={mark}"], ["cordon", node]]
+    if not module.check_mode:
+        for args in steps:
+            rc, out, err = _kubectl(module, args)
+            if rc != 0:
+                module.fail_json(msg=_failure(" ".join(args[:2]) + f" {node}", rc, out, err))
+    return {"changed": bool(steps), "held": bool(steps)}
 
 
 def _node(module: AnsibleModule) -> dict | None:
@@ -300,7 +362,7 @@ def release(module: AnsibleModule) -> dict:
 
 
 MODES = {"apply": apply, "label": label, "untaint": untaint, "drain": drain, "delete_node": delete_node,
-         "release": release}
+         "release": release, "hold": hold}
 
 
 def main() -> None:
@@ -316,6 +378,8 @@ def main() -> None:
             "node": {"type": "str", "default": ""},
             "taint": {"type": "dict", "default": {}},
             "mark": {"type": "str", "default": ""},
+            "annotation": {"type": "str", "default": ""},
+            "reason": {"type": "str", "default": ""},
             "version": {"type": "str", "default": ""},
             "timeout": {"type": "int", "default": 900},
         },
@@ -324,7 +388,8 @@ def main() -> None:
     ready, reason = probe(module)
     result = {"changed": False, "ready": ready, "reason": reason}
     mode = module.params["mode"]
-    if mode in ("untaint", "label", "drain", "delete_node", "release") and not ready and module.params["node"]:
+    one_node = ("untaint", "label", "drain", "delete_node", "release", "hold")
+    if mode in one_node and not ready and module.params["node"]:
         module.exit_json(**result)  # one node's step with nothing to act with: the caller reports SKIPPED
     if mode != "probe":
         if not ready:

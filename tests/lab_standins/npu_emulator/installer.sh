@@ -97,9 +97,14 @@ printf 'Version=%s\npackage_name=%s\nemulated=true\n' "$EMU_VERSION" "$EMU_PACKA
 mv "$target/version.info.new" "$target/version.info"
 if [ "$EMU_KIND" = driver ]; then
     mkdir -p /usr/local/sbin
-    sed -n '/^__NPU_SMI_BELOW__$/,$p' "$0" | tail -n +2 > /usr/local/sbin/npu-smi.new
+    sed -n '/^__NPU_SMI_BELOW__$/,/^__HCCN_TOOL_BELOW__$/p' "$0" | sed '1d;$d' > /usr/local/sbin/npu-smi.new
     chmod 0755 /usr/local/sbin/npu-smi.new
     mv /usr/local/sbin/npu-smi.new /usr/local/sbin/npu-smi
+    # hccn_tool where the real driver puts it (the lab emulator's, tests/lab_standins/npu_emulator/hccn_tool.py)
+    mkdir -p "$target/tools"
+    sed -n '/^__HCCN_TOOL_BELOW__$/,$p' "$0" | tail -n +2 > "$target/tools/hccn_tool.new"
+    chmod 0755 "$target/tools/hccn_tool.new"
+    mv "$target/tools/hccn_tool.new" "$target/tools/hccn_tool"
     printf 'UserName=%s\nUserGroup=%s\nDriver_Install_Path_Param=%s\nDriver_Install_Mode=%s\n' \
         "$user" "$group" "$prefix" "${mode#--}" > /etc/ascend_install.info
     chown -R "$user:$group" "$target"

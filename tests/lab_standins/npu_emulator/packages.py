@@ -46,8 +46,9 @@ def _render(kind: str, chip: str, version: str, package: str) -> str:
     text = (HERE / "installer.sh").read_text()
     for key, value in {"KIND": kind, "CHIP": chip, "VERSION": version, "PACKAGE": package}.items():
         text = text.replace(f"@{key}@", value)
-    if kind == "driver":  # the driver package carries npu-smi, as the real one does
-        text += (HERE / "npu_smi.py").read_text()
+    if kind == "driver":  # the driver package carries npu-smi and hccn_tool, as the real one does
+        text += (HERE / "npu_smi.py").read_text() + "__HCCN_TOOL_BELOW__\n"
+        text += (HERE / "hccn_tool.py").read_text()
     return text
 
 

@@ -36,6 +36,9 @@ REGISTRY: dict[str, frozenset[str]] = {
         "ufcctl_vip_held",
         "ufcctl_service_active",
         "ufcctl_certificate_not_after_timestamp_seconds",
+        "ufcctl_npu_fabric_link_up",
+        "ufcctl_npu_fabric_as_planned",
+        "ufcctl_npu_fabric_ping_loss_ratio",
     }),
     "etcd": frozenset({
         "etcd_server_has_leader",

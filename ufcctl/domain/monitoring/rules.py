@@ -179,6 +179,18 @@ def _rules(defrag_overdue_seconds: int, cert_warn_days: int = CERT_WARN_DAYS) ->
             "NPU chip {{ $labels.id }} on {{ $labels.instance }} is unhealthy",
             "MindCluster NPU Exporter: 1 healthy, 0 not; 5m rides out a probe glitch"),
         AlertRule(
+            # Written by roles/ascend_driver's fabric check (admission, `ufcctl npu check`) per chip.
+            "NpuLinkDown", "ufcctl_npu_fabric_link_up == 0", "1m", "critical", "npu",
+            "NPU chip {{ $labels.chip }} on {{ $labels.instance }}: fabric link DOWN (hccn_tool -link)",
+            "ufcctl: a chip without its RoCE link fails every collective it is in; the value only moves "
+            "when a check runs, so 1m is one evaluation after it"),
+        AlertRule(
+            "NpuFabricMismatch", "ufcctl_npu_fabric_as_planned == 0", "1m", "warning", "npu",
+            "NPU chip {{ $labels.chip }} on {{ $labels.instance }}: net health, device IP or LLDP "
+            "neighbour not as planned",
+            "ufcctl: tier 1 of the fabric check failed on the chip (`ufcctl npu check` names the fault); "
+            "1m as NpuLinkDown"),
+        AlertRule(
             # $value is the days left; the node writes the series daily (roles/monitoring_agent)
             "CertificateExpiresSoon", f"{_CERT_DAYS_LEFT} < {cert_warn_days} > 0", "1h", "warning", "certs",
             "{{ $labels.instance }}: {{ $labels.path }} ({{ $labels.subject }}) expires in "

@@ -20,7 +20,8 @@ CONTRACT_ALERTS = {
     "EtcdDefragFailing", "EtcdDefragOverdue", "EtcdBackupFailing", "EtcdBackupOverdue",
     "EtcdBackupCopyFailing",
     "HaproxyBackendDown", "HaproxyDown", "VipNotHeld",
-    "VipHeldTwice", "NodeExporterDown", "NfsServerDown", "NpuChipUnhealthy", "CertificateExpiresSoon",
+    "VipHeldTwice", "NodeExporterDown", "NfsServerDown", "NpuChipUnhealthy", "NpuLinkDown",
+    "NpuFabricMismatch", "CertificateExpiresSoon",
     "CertificateExpired",
 }
 VMALERT_REL = Path("opt/victoria-metrics/usr/bin/vmalert")

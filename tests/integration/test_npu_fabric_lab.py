@@ -1,0 +1,236 @@
+"""NPU fabric bring-up and tiered admission (issue 30) on the shared deployed lab, with the README's lines as
+written (section "NPU fabric on the lab").
+
+The lab's NPU workers have a fabric plan (`ufcctl lab up` writes `npu_fabric_subnet` per ToR beside
+`npu_slice_id`) and an emulated wiring that matches it (each worker's /etc/ufc-npu-emulator/wiring.json:
+the LLDP neighbour of every chip); the emulated driver installs the LAB NPU EMULATOR's hccn_tool.
+The README's main job installs no driver, so the workers join tainted and stay so.
+
+Checked, in one pass over the six workers (faults are injected per node, one kind each):
+- `ufcctl upgrade-drivers ... --max-fail 100%` installs the driver everywhere, writes every chip's device
+  IP and /etc/hccn.conf from the plan, runs tier 1 and admits the healthy nodes; it exits 1, and each
+  faulty node (a chip's link down, its net health failing, a miscabled chip, a duplicate device IP) keeps
+  the NPU health taint, is cordoned with ufcctl's mark, carries the reason in the annotation
+  ufcctl.io/npu-fabric, and the run's record names the chip and the fault;
+- the faults repaired, the same line admits them: exit 0, no taint, no hold left;
+- `ufcctl npu check --inventory lab` on the healthy fleet exits 0 and changes nothing (the run's nodes
+  unchanged, hccn_tool's state and /etc/hccn.conf untouched, the Nodes as they were); a link taken down
+  afterwards makes it exit 1 naming the node and chip;
+- `ufcctl npu check --inventory lab --deep` exits 0 with every node's pings (8 pairs: chip i to chip i
+  of its ToR peer).
+
+The lab is left as found: the driver, hccn_tool's state, hccn.conf, the admission record and the fault
+files are removed again, and the taint is put back (teardown, also after a failure). Wall time and node
+times are printed. A stack module (tests/helpers/lab.py STACK_MODULES).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.lab import ROOT, STACK_LAB, Stack
+from tests.lab_standins.npu_emulator.lab import write_faults
+from ufcctl.app.inventory import load_inventory
+from ufcctl.domain.npu.fabric_plan import host_plan
+from ufcctl.rollout.store import StateStore
+
+pytestmark = pytest.mark.integration
+
+WORKERS = [f"{STACK_LAB}-w0{i}" for i in range(1, 7)]
+CP1 = f"{STACK_LAB}-cp1"
+KUBECTL = ["kubectl", "--kubeconfig=/etc/kubernetes/admin.conf"]
+TAINT = "ufcctl.io/npu-health-pending"
+HOLD = "ufcctl.io/npu-fabric"
+MARK = "ufcctl.io/cordoned-for"
+WIRING = "/etc/ufc-npu-emulator/wiring.json"
+HCCN_STATE = "/var/lib/ufc-npu-emulator/hccn.json"
+INSTALLS = "/var/lib/ufc-npu-emulator/installs.log"
+# What the driver install and the fabric step leave on a worker (removed again by the teardown).
+LEFT = ["/usr/local/Ascend/driver", "/usr/local/Ascend/firmware", "/usr/local/Ascend/ufcctl-install.json",
+        "/usr/local/sbin/npu-smi", "/etc/ascend_install.info", "/var/cache/ascend_driver", HCCN_STATE,
+        "/etc/hccn.conf", "/var/lib/kubelet/ufcctl-npu-admitted", "/etc/ufc-npu-emulator.json",
+        "/var/lib/prometheus/node-exporter/ufcctl_npu_fabric.prom"]
+
+
+def readme_line(start: str) -> str:
+    """The README's first line starting with `start`, as written (its comment cut)."""
+    for line in (ROOT / "README.md").read_text().splitlines():
+        words = line.split("#", 1)[0].strip()
+        if words.startswith(start):
+            return words
+    raise AssertionError(f"README.md has no `{start} ...` line")
+
+
+UPGRADE = readme_line("ufcctl upgrade-drivers --inventory lab --batch 6 --max-fail 100%")
+CHECK = readme_line("ufcctl npu check --inventory lab")
+DEEP = readme_line("ufcctl npu check --inventory lab --deep")
+
+
+def _shell(stack: Stack, line: str) -> subprocess.CompletedProcess[str]:
+    t0 = time.monotonic()
+    proc = subprocess.run(["bash", "-c", line], cwd=ROOT, env=stack.env, capture_output=True, text=True,
+                          timeout=900, check=False)
+    print(f"{line}: rc {proc.returncode}, {time.monotonic() - t0:.1f} s")
+    return proc
+
+
+def _exec(host: str, *argv: str, check: bool = True) -> str:
+    proc = subprocess.run(["podman", "exec", host, *argv], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0 or not check, (host, argv, proc.stderr)
+    return proc.stdout
+
+
+def _nodes() -> dict[str, dict[str, Any]]:
+    items = json.loads(_exec(CP1, *KUBECTL, "get", "nodes", "-o", "json"))["items"]
+    return {n["metadata"]["name"]: n for n in items if n["metadata"]["name"] in WORKERS}
+
+
+def _state(node: dict[str, Any]) -> tuple[bool, bool, str | None, str | None]:
+    """(tainted, cordoned, hold reason, cordon mark) of a Node."""
+    taints = {t["key"] for t in node["spec"].get("taints") or []}
+    notes = node["metadata"].get("annotations") or {}
+    return TAINT in taints, bool(node["spec"].get("unschedulable")), notes.get(HOLD), notes.get(MARK)
+
+
+def _newest(stack: Stack, kind: str) -> dict[str, Any]:
+    with StateStore(Path(stack.env["UFC_STATE_DIR"]) / "state.db") as store:
+        run = store.runs(kind)[0]
+        return {"status": run.status, "nodes": {n.host: n for n in store.nodes(run.run_id)}}
+
+
+def _plans(stack: Stack) -> dict[str, list[Any]]:
+    inventory = load_inventory(stack.inventory)
+    return {w: host_plan(w, inventory.hosts[w].vars) for w in WORKERS}
+
+
+def _restore(before: dict[str, str]) -> None:
+    """The driver-less, tainted workers the README's main job leaves (only those that had no driver)."""
+    for host, installs in before.items():
+        _exec(host, "rm", "-rf", *LEFT, check=False)
+        if installs:  # the emulator's install counter as it was (other modules count installs)
+            subprocess.run(["podman", "exec", "-i", host, "sh", "-c", f"cat > {INSTALLS}"], input=installs,
+                           text=True, timeout=60, check=False)
+        else:
+            _exec(host, "rm", "-f", INSTALLS, check=False)
+        _exec(host, "rmdir", "--ignore-fail-on-non-empty", "/var/lib/ufc-npu-emulator", check=False)
+        _exec(CP1, *KUBECTL, "taint", "nodes", host, f"{TAINT}=true:NoSchedule", "--overwrite", check=False)
+        _exec(CP1, *KUBECTL, "annotate", "node", host, f"{HOLD}-", check=False)
+    nodes = _nodes()
+    for host in before:
+        if _state(nodes[host])[3] == "npu-fabric":
+            _exec(CP1, *KUBECTL, "uncordon", host)
+            _exec(CP1, *KUBECTL, "annotate", "node", host, f"{MARK}-")
+
+
+def _driver(host: str) -> bool:
+    found = _exec(host, "sh", "-c", "test -e /usr/local/Ascend/driver/version.info && echo y", check=False)
+    return bool(found)
+
+
+def _fabric_files(host: str) -> tuple[str, str]:
+    """hccn_tool's state and hccn.conf's mtime and size: what a fabric write changes."""
+    return _exec(host, "cat", HCCN_STATE), _exec(host, "stat", "-c", "%Y %s", "/etc/hccn.conf")
+
+
+@pytest.fixture(scope="module")
+def lab(stack: Stack) -> Iterator[Stack]:
+    stack.require_deployed()
+    plans = _plans(stack)
+    assert all(plans.values()), f"no fabric plan in the lab inventory: {[w for w in plans if not plans[w]]}"
+    for w in WORKERS:
+        assert _exec(w, "cat", WIRING, check=False), (
+            f"{w} has no {WIRING}: a lab built before the NPU fabric wiring (rebuild it: `ufcctl lab up`)")
+    fresh = {w: _exec(w, "cat", INSTALLS, check=False) for w in WORKERS if not _driver(w)}
+    try:
+        yield stack
+    finally:
+        _restore(fresh)
+
+
+FAULTS: dict[str, tuple[dict[str, Any], int, str]] = {
+    # worker: (fault file, chip, words the reason must hold)
+    "w01": ({"link_down": [3]}, 3, "link DOWN"),
+    "w02": ({"net_health": {"5": "Receive timeout"}}, 5, "net health Receive timeout"),
+    "w03": ({"lldp": {"1": {"switch": "9", "port": "40"}}}, 1, "LLDP neighbour 9 port 40"),
+    "w04": ({"duplicate_ip": {"2": "@3"}}, 2, "duplicate of chip 3's"),
+}
+
+
+def test_a_faulty_node_stays_tainted_and_held_naming_its_chip_and_repair_admits_it(lab: Stack) -> None:
+    plans = _plans(lab)
+    for short, (faults, _, _) in FAULTS.items():
+        host = f"{STACK_LAB}-{short}"
+        if "duplicate_ip" in faults:  # another chip's planned address (what a copied hccn.conf does)
+            faults = {"duplicate_ip": {"2": plans[host][3].address}}
+        write_faults(host, faults)
+    first = _shell(lab, UPGRADE)
+    assert first.returncode == 1, first.stdout[-3000:] + first.stderr[-2000:]
+    run = _newest(lab, "upgrade-drivers")
+    nodes = _nodes()
+    for short, (_, chip, words) in FAULTS.items():
+        host = f"{STACK_LAB}-{short}"
+        record = run["nodes"][host]
+        why = record.reason or ""
+        assert record.state == "failed" and f"chip {chip}: " in why and words in why, (host, why)
+        tainted, cordoned, reason, mark = _state(nodes[host])
+        assert tainted and cordoned and mark == "npu-fabric", (host, nodes[host]["spec"])
+        assert reason and f"chip {chip}: " in reason and words in reason, (host, reason)
+    for host in WORKERS[4:]:  # the healthy ones: admitted, device IPs and hccn.conf as planned
+        assert run["nodes"][host].state == "done"
+        assert _state(nodes[host]) == (False, False, None, None), nodes[host]["metadata"]
+        conf = _exec(host, "cat", "/etc/hccn.conf")
+        for plan in _plans(lab)[host]:
+            assert f"address_{plan.chip}={plan.address}\n" in conf
+            assert f"gateway_{plan.chip}={plan.gateway}\n" in conf
+        assert f"ipaddr:{plans[host][7].address}" in _exec(
+            host, "/usr/local/Ascend/driver/tools/hccn_tool", "-i", "7", "-ip", "-g")
+
+    for short in FAULTS:
+        write_faults(f"{STACK_LAB}-{short}", None)
+    second = _shell(lab, UPGRADE)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-2000:]
+    nodes = _nodes()
+    assert {h: _state(n) for h, n in nodes.items()} == dict.fromkeys(WORKERS, (False, False, None, None))
+
+
+def test_npu_check_on_a_healthy_fleet_exits_0_and_changes_nothing(lab: Stack) -> None:
+    before = {w: _fabric_files(w) for w in WORKERS}
+    nodes = {h: (n["metadata"]["resourceVersion"], _state(n)) for h, n in _nodes().items()}
+    proc = _shell(lab, CHECK)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    run = _newest(lab, "npu-check")
+    assert run["status"] == "done"
+    for host in WORKERS:
+        record = run["nodes"][host]
+        assert record.state == "done" and not record.changed, (host, record)
+        assert "8 chip(s) as planned" in (record.reason or ""), record.reason
+        print(f"{host}: {record.seconds:.1f} s, {record.reason}")
+    assert {w: _fabric_files(w) for w in WORKERS} == before
+    assert {h: (n["metadata"]["resourceVersion"], _state(n)) for h, n in _nodes().items()} == nodes
+
+    write_faults(f"{STACK_LAB}-w05", {"link_down": [6]})
+    try:
+        proc = _shell(lab, CHECK)
+    finally:
+        write_faults(f"{STACK_LAB}-w05", None)
+    assert proc.returncode == 1
+    reason = _newest(lab, "npu-check")["nodes"][f"{STACK_LAB}-w05"].reason or ""
+    assert "chip 6: link DOWN" in reason, reason
+
+
+def test_npu_check_deep_pings_each_chip_of_the_tor_peer(lab: Stack) -> None:
+    proc = _shell(lab, DEEP)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    run = _newest(lab, "npu-check")
+    for host in WORKERS:  # two servers per ToR in the lab: 8 pairs each, no loss
+        record = run["nodes"][host]
+        assert "ping: 8 pair(s), worst loss 0%" in (record.reason or ""), (host, record.reason)
+        print(f"{host}: {record.seconds:.1f} s, {record.reason}")
