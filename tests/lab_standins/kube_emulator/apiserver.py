@@ -992,38 +992,32 @@ def schedule(
                 if work["kind"] == "StatefulSet"
                 else {"pod-template-hash": template_hash}
             )
-            pinned = by_name.get(bound.get(slot, "")) if incarnation else None
-            if pinned is not None:  # bound when it was created: stays, whatever the node's state now
-                name = pinned["metadata"]["name"]
-                placed[name].append((meta.get("namespace", ""), pod_labels))
-                up = out.ready[name] or bool(pod_spec.get("hostNetwork"))
-                out.pods.append(_pod(work, pod_name, pod_spec, name, up, "", extra, incarnation))
-                scheduled += 1
-                running += up
-                continue
-            taken = {
-                n
-                for n, pods in placed.items()
-                for ns, labels in pods
-                for term in terms
-                if ns == meta.get("namespace") and selector_matches(term.get("labelSelector"), labels)
-            }
-            feasible = [
-                n
-                for n in nodes
-                if _affinity_fits(pod_spec, n)
-                and n["metadata"]["name"] not in taken
-                and not (incarnation and _unschedulable(n))
-                and _untolerated(pod_spec, effective_taints(n, out.ready[n["metadata"]["name"]])) is None
-            ]
-            if not feasible:
-                reason = _unschedulable_message(nodes, pod_spec, out.ready, taken)
-                out.pods.append(_pod(work, pod_name, pod_spec, None, False, reason, extra, incarnation))
-                continue
-            home = None if incarnation else kept.get(slot)
-            node = next((n for n in feasible if n["metadata"]["name"] == home), None) or min(
-                feasible, key=lambda n: (len(placed[n["metadata"]["name"]]), n["metadata"]["name"])
-            )
+            # bound when its eviction was recorded: it stays, whatever the node's state now
+            node = by_name.get(bound.get(slot, "")) if incarnation else None
+            if node is None:
+                taken = {
+                    n
+                    for n, pods in placed.items()
+                    for ns, labels in pods
+                    for term in terms
+                    if ns == meta.get("namespace") and selector_matches(term.get("labelSelector"), labels)
+                }
+                feasible = [
+                    n
+                    for n in nodes
+                    if _affinity_fits(pod_spec, n)
+                    and n["metadata"]["name"] not in taken
+                    and not (incarnation and _unschedulable(n))
+                    and _untolerated(pod_spec, effective_taints(n, out.ready[n["metadata"]["name"]])) is None
+                ]
+                if not feasible:
+                    reason = _unschedulable_message(nodes, pod_spec, out.ready, taken)
+                    out.pods.append(_pod(work, pod_name, pod_spec, None, False, reason, extra, incarnation))
+                    continue
+                home = None if incarnation else kept.get(slot)
+                node = next((n for n in feasible if n["metadata"]["name"] == home), None) or min(
+                    feasible, key=lambda n: (len(placed[n["metadata"]["name"]]), n["metadata"]["name"])
+                )
             name = node["metadata"]["name"]
             placed[name].append((meta.get("namespace", ""), pod_labels))
             up = out.ready[name] or bool(pod_spec.get("hostNetwork"))

@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from tests.unit.roles.test_npu_admission import PLAY  # the same admission play, run from the role
+
 ROOT = Path(__file__).resolve().parents[3]
 PLAYBOOK_BIN = Path(sys.executable).parent / "ansible-playbook"
 TAINT = {"key": "ufcctl.io/npu-health-pending", "value": "true", "effect": "NoSchedule"}
@@ -59,16 +61,6 @@ echo "| 0     910B3               | OK            | 90.1        40              
 echo "| 1     910B3               | OK            | 90.1        40                0    / 0             |"
 """
 
-PLAY = """
-- name: Admit w1
-  hosts: w1
-  gather_facts: false
-  tasks:
-    - name: Admit
-      ansible.builtin.include_role:
-        name: ascend_driver
-        tasks_from: admit
-"""
 
 PLAN = [{"chip": i, "address": f"10.20.0.{10 + i}", "netmask": "255.255.255.0", "gateway": "10.20.0.1",
          "switch": "4", "port": f"200GE1/0/{9 + i}"} for i in range(2)]
