@@ -20,6 +20,7 @@ transmitted, M received, X% packet loss`. /etc/hccn.conf holds `address_N`, `net
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 CONF_KEYS = ("address", "netmask", "netdetect", "gateway")
 HEALTH_OK = "Success"
@@ -240,11 +241,16 @@ class Fabric:
 
     def ping(self, peers, count):
         """Chip i to every address listed for chip i ({chip: [address]}, the ToR's: this node's own are
-        left out): loss and latency per pair."""
-        pairs = []
+        left out): loss and latency per pair, in chip order.
+
+        Each chip pings from its own RoCE port, so the chips ping at the same time, one thread each, and
+        each chip's peers one after the other: a node's tier 2 lasts as long as one chip's pings (15
+        peers under a ToR of 16 servers, about 3 s each at `pkt 3`), not eight chips' in a row."""
         own = {c["address"] for c in self.plan}
-        for chip in self.plan:
+
+        def one_chip(chip):
             n = chip["chip"]
+            pairs = []
             for peer in peers.get(str(n), peers.get(n, [])):
                 if peer in own:
                     continue
@@ -255,4 +261,9 @@ class Fabric:
                                   "error": (err.splitlines() or [f"rc {rc}"])[-1]})
                 else:
                     pairs.append({"chip": n, "peer": peer, "loss": parsed[2], "avg_ms": parsed[3]})
-        return pairs
+            return pairs
+
+        if not self.plan:
+            return []
+        with ThreadPoolExecutor(max_workers=len(self.plan)) as pool:
+            return [pair for chunk in pool.map(one_chip, self.plan) for pair in chunk]

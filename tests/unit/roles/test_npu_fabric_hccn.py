@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +142,30 @@ def test_ping_pairs_report_loss_and_latency(tmp_path: Path) -> None:
     assert found == [(0, "10.20.0.4", 0.0), (1, "10.20.0.5", 100.0)]
     assert pairs[0]["avg_ms"] is not None and pairs[1]["avg_ms"] is None
     assert "worst loss 100%" in hccn.ping_line(pairs)
+
+
+def test_the_chips_ping_at_the_same_time_and_the_pairs_stay_in_chip_order() -> None:
+    """Four chips' first pings must all be running at once to pass the barrier: pings one chip after
+    another would break it (BrokenBarrierError) instead of passing."""
+    barrier = threading.Barrier(4, timeout=20)
+    first: set[str] = set()
+    lock = threading.Lock()
+
+    def run(argv: list[str]) -> tuple[int, str, str]:
+        chip = argv[2]
+        with lock:
+            new = chip not in first
+            first.add(chip)
+        if new:
+            barrier.wait()
+        return 0, "3 packets transmitted, 3 received, 0.00% packet loss\nrtt min/avg/max = 1/2/3 ms\n", ""
+
+    fabric = hccn.Fabric(run, "hccn_tool", _plan(4))
+    peers = {str(i): [f"10.30.0.{10 * i + k}" for k in range(3)] for i in range(4)}
+    pairs = fabric.ping(peers, 3)
+    expected = [(i, f"10.30.0.{10 * i + k}") for i in range(4) for k in range(3)]
+    assert [(p["chip"], p["peer"]) for p in pairs] == expected
+    assert {p["loss"] for p in pairs} == {0.0}
 
 
 def test_metrics_name_each_chip() -> None:
