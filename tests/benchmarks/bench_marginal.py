@@ -22,6 +22,11 @@ Kinds and states:
                    (RECORD) is removed afterwards where the node had none before
   preheat-images   `ufcctl images preheat IMAGE` on the same deployed lab, no-op only (the image is
                    pulled once first, not measured, if a node lacks it)
+  npu-check        `ufcctl npu check` on the same deployed lab: tier 1 and `--deep` (tier 2); workers
+                   without the driver get it first from `ufcctl upgrade-drivers` (not measured) and are
+                   put back driver-less and tainted at the end (tests/helpers/npu_lab.py). Also printed:
+                   the median node time of the N-node runs (the state store's started/finished) and a
+                   projection to 16,000 nodes at `ufcctl npu check`'s default batch x window
 
 `--checkout DIR` (repeatable) runs the same measurements with another checkout's ufcctl, playbooks
 and roles (e.g. main before a change), interleaved with this one's, so before/after are same-run
@@ -55,7 +60,12 @@ from tests.lab_standins.npu_emulator.packages import RELEASES  # noqa: E402
 
 BIN = Path(sys.executable).parent
 UFCCTL = str(BIN / "ufcctl")  # with PYTHONPATH set to the checkout measured
-KINDS = ("upgrade-drivers", "deploy-nodes", "preheat-images")
+KINDS = ("upgrade-drivers", "deploy-nodes", "preheat-images", "npu-check")
+FLEET = 16000
+NPU_CHECK_CONCURRENCY = 50 * 4  # ufcctl/cli/npu.py DEFAULT_BATCH x DEFAULT_WINDOW
+# A real `hccn_tool -ping ... pkt 3` lasts about 3 s (one packet a second, then the last reply); under a
+# ToR of 16 servers each chip pings 15 peers, the chips at once (module_utils/ufcctl_hccn.py Fabric.ping).
+REAL_PING_SECONDS, TOR_PEERS = 3.0, 15
 RECORD = "/var/lib/ufcctl/deploy-nodes.json"  # playbooks/deploy-nodes.yml's ufc_node_state_record
 
 
@@ -249,10 +259,62 @@ def _shared(args: argparse.Namespace, kinds: list[str], checkouts: list[tuple[st
                                lambda: preheat(workers[0], 0), lambda: preheat(":".join(workers), 0)))
             pairs.append(_pair("preheat-images", "pulling", label, workers, args.repeat,
                                lambda: pulling(workers[:1]), lambda: pulling(workers)))
+    if "npu-check" in kinds:
+        pairs += _npu_check(inventory, state, workers, args.repeat, checkouts)
     if "preheat-images" in kinds:  # leave the lab's workers as they were
         _remove_image([w for w in workers if args.image not in before[w]], args.image, before)
     for worker in (w for w in workers if not recorded[w]):
         subprocess.run(["podman", "exec", worker, "rm", "-f", RECORD], capture_output=True, check=False)
+    return pairs
+
+
+def _node_seconds(state: Path, kind: str) -> float:
+    """Median node time (finished - started) of the newest run of `kind` in the state store."""
+    from ufcctl.rollout.store import StateStore
+
+    with StateStore(state / "state.db") as store:
+        run = store.runs(kind)[0]
+        times = [n.seconds for n in store.nodes(run.run_id) if n.seconds is not None]
+    return statistics.median(times) if times else float("nan")
+
+
+def _npu_check(inventory: Path, state: Path, workers: list[str], repeat: int,
+               checkouts: list[tuple[str, Path]]) -> list[Pair]:
+    from tests.helpers.npu_lab import driverless, restore
+    from ufcctl.app.inventory import load_inventory
+    cp1 = load_inventory(inventory).group_hosts("kube_control_plane")[0]
+    fresh = driverless(workers)
+    pairs: list[Pair] = []
+    try:
+        if fresh:  # not measured: the driver, device IPs and tier 1 admission on the driver-less workers
+            _ufcctl(ROOT, _env(ROOT, {"UFC_STATE_DIR": str(state)}),
+                    ["upgrade-drivers", "-i", str(inventory), "--limit", ":".join(fresh), "--batch",
+                     str(len(fresh)), "--max-fail", "100%"], "upgrade-drivers (the driver for npu check)")
+        for label, checkout in checkouts:
+            if not (checkout / "playbooks" / "npu-check.yml").exists():
+                continue
+            env = _env(checkout, {"UFC_STATE_DIR": str(state)})
+            for state_name, extra in (("tier 1", []), ("deep", ["--deep"])):
+                def check(limit: str, extra=extra, env=env, checkout=checkout) -> Measured:
+                    return _ufcctl(checkout, env, ["npu", "check", "-i", str(inventory), "--limit", limit,
+                                                   "--output", "json", *extra], "npu check")
+                pair = _pair("npu-check", state_name, label, workers, repeat,
+                             lambda check=check: check(workers[0]),
+                             lambda check=check: check(":".join(workers)))
+                pairs.append(pair)
+                node = _node_seconds(state, "npu-check")
+                waves = -(-FLEET // NPU_CHECK_CONCURRENCY)
+                cpu_h = (pair.fixed + FLEET * pair.marginal) / 3600
+                real = TOR_PEERS * REAL_PING_SECONDS if state_name == "deep" else 0.0
+                cores = os.cpu_count() or 1
+                pings = (f" (+{real:.0f} s a node for real pings: {TOR_PEERS} peers x "
+                         f"{REAL_PING_SECONDS:.0f} s)" if real else "")
+                print(f"    node time {node:.1f} s (lab); at {FLEET} nodes: controller {cpu_h:.2f} CPU-h "
+                      f"({cpu_h / cores:.2f} h on this machine's {cores} cores if CPU-bound), {waves} waves "
+                      f"of {NPU_CHECK_CONCURRENCY} x {node + real:.0f} s = {waves * (node + real) / 60:.0f} "
+                      f"min node-bound{pings}", flush=True)
+    finally:
+        restore(fresh, cp1)
     return pairs
 
 

@@ -36,6 +36,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.lab import ROOT, STACK_LAB, Stack
+from tests.helpers.npu_lab import HCCN_STATE, HOLD, KUBECTL, MARK, TAINT, driverless, restore
 from tests.lab_standins.npu_emulator.lab import write_faults
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.npu.fabric_plan import host_plan
@@ -45,18 +46,7 @@ pytestmark = pytest.mark.integration
 
 WORKERS = [f"{STACK_LAB}-w0{i}" for i in range(1, 7)]
 CP1 = f"{STACK_LAB}-cp1"
-KUBECTL = ["kubectl", "--kubeconfig=/etc/kubernetes/admin.conf"]
-TAINT = "ufcctl.io/npu-health-pending"
-HOLD = "ufcctl.io/npu-fabric"
-MARK = "ufcctl.io/cordoned-for"
 WIRING = "/etc/ufc-npu-emulator/wiring.json"
-HCCN_STATE = "/var/lib/ufc-npu-emulator/hccn.json"
-INSTALLS = "/var/lib/ufc-npu-emulator/installs.log"
-# What the driver install and the fabric step leave on a worker (removed again by the teardown).
-LEFT = ["/usr/local/Ascend/driver", "/usr/local/Ascend/firmware", "/usr/local/Ascend/ufcctl-install.json",
-        "/usr/local/sbin/npu-smi", "/etc/ascend_install.info", "/var/cache/ascend_driver", HCCN_STATE,
-        "/etc/hccn.conf", "/var/lib/kubelet/ufcctl-npu-admitted", "/etc/ufc-npu-emulator.json",
-        "/var/lib/prometheus/node-exporter/ufcctl_npu_fabric.prom"]
 
 
 def readme_line(start: str) -> str:
@@ -111,30 +101,6 @@ def _plans(stack: Stack) -> dict[str, list[Any]]:
     return {w: host_plan(w, inventory.hosts[w].vars) for w in WORKERS}
 
 
-def _restore(before: dict[str, str]) -> None:
-    """The driver-less, tainted workers the README's main job leaves (only those that had no driver)."""
-    for host, installs in before.items():
-        _exec(host, "rm", "-rf", *LEFT, check=False)
-        if installs:  # the emulator's install counter as it was (other modules count installs)
-            subprocess.run(["podman", "exec", "-i", host, "sh", "-c", f"cat > {INSTALLS}"], input=installs,
-                           text=True, timeout=60, check=False)
-        else:
-            _exec(host, "rm", "-f", INSTALLS, check=False)
-        _exec(host, "rmdir", "--ignore-fail-on-non-empty", "/var/lib/ufc-npu-emulator", check=False)
-        _exec(CP1, *KUBECTL, "taint", "nodes", host, f"{TAINT}=true:NoSchedule", "--overwrite", check=False)
-        _exec(CP1, *KUBECTL, "annotate", "node", host, f"{HOLD}-", check=False)
-    nodes = _nodes()
-    for host in before:
-        if _state(nodes[host])[3] == "npu-fabric":
-            _exec(CP1, *KUBECTL, "uncordon", host)
-            _exec(CP1, *KUBECTL, "annotate", "node", host, f"{MARK}-")
-
-
-def _driver(host: str) -> bool:
-    found = _exec(host, "sh", "-c", "test -e /usr/local/Ascend/driver/version.info && echo y", check=False)
-    return bool(found)
-
-
 def _fabric_files(host: str) -> tuple[str, str]:
     """hccn_tool's state and hccn.conf's mtime and size: what a fabric write changes."""
     return _exec(host, "cat", HCCN_STATE), _exec(host, "stat", "-c", "%Y %s", "/etc/hccn.conf")
@@ -148,11 +114,11 @@ def lab(stack: Stack) -> Iterator[Stack]:
     for w in WORKERS:
         assert _exec(w, "cat", WIRING, check=False), (
             f"{w} has no {WIRING}: a lab built before the NPU fabric wiring (rebuild it: `ufcctl lab up`)")
-    fresh = {w: _exec(w, "cat", INSTALLS, check=False) for w in WORKERS if not _driver(w)}
+    fresh = driverless(WORKERS)
     try:
         yield stack
     finally:
-        _restore(fresh)
+        restore(fresh, CP1)
 
 
 FAULTS: dict[str, tuple[dict[str, Any], int, str]] = {
