@@ -44,6 +44,18 @@ elif args[:2] == ["taint", "nodes"]:
     node["spec"]["taints"] = kept
     (here / "node.json").write_text(json.dumps(node))
     print("node/" + args[2] + " untainted")
+elif args[:2] == ["annotate", "node"]:
+    meta = node["metadata"].setdefault("annotations", {{}})
+    change = [a for a in args[3:] if a != "--overwrite"][0]
+    if change.endswith("-"):
+        meta.pop(change[:-1], None)
+    else:
+        key, value = change.split("=", 1)
+        meta[key] = value
+    (here / "node.json").write_text(json.dumps(node))
+elif args[0] in ("cordon", "uncordon"):
+    node["spec"]["unschedulable"] = args[0] == "cordon"
+    (here / "node.json").write_text(json.dumps(node))
 else:
     sys.exit("kubectl stand-in: not emulated: " + " ".join(args))
 """

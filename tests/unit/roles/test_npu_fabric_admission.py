@@ -19,41 +19,15 @@ from typing import Any
 
 import yaml
 
-from tests.unit.roles.test_npu_admission import PLAY  # the same admission play, run from the role
+# the same admission play, run from the role, and the same kubectl stand-in (strict as kubectl: an
+# absent taint or node is an error)
+from tests.unit.roles.test_npu_admission import KUBECTL, PLAY
 
 ROOT = Path(__file__).resolve().parents[3]
 PLAYBOOK_BIN = Path(sys.executable).parent / "ansible-playbook"
 TAINT = {"key": "ufcctl.io/npu-health-pending", "value": "true", "effect": "NoSchedule"}
 HCCN_TOOL = ROOT / "tests" / "lab_standins" / "npu_emulator" / "hccn_tool.py"
 
-KUBECTL = """#!{python}
-import json, sys
-from pathlib import Path
-here = Path(__file__).parent
-args = [a for a in sys.argv[1:] if not a.startswith("--kubeconfig=")]
-with (here / "calls.jsonl").open("a") as log:
-    log.write(json.dumps(args) + "\\n")
-node = json.loads((here / "node.json").read_text())
-meta = node["metadata"].setdefault("annotations", {{}})
-if args[:2] == ["get", "node"]:
-    print(json.dumps(node))
-elif args[:2] == ["taint", "nodes"]:
-    key, effect = args[3].rstrip("-").split(":")
-    node["spec"]["taints"] = [t for t in node["spec"].get("taints") or []
-                              if not (t["key"] == key and t["effect"] == effect)]
-elif args[:2] == ["annotate", "node"]:
-    change = [a for a in args[3:] if a != "--overwrite"][0]
-    if change.endswith("-"):
-        meta.pop(change[:-1], None)
-    else:
-        key, value = change.split("=", 1)
-        meta[key] = value
-elif args[0] in ("cordon", "uncordon"):
-    node["spec"]["unschedulable"] = args[0] == "cordon"
-else:
-    sys.exit("kubectl stand-in: not emulated: " + " ".join(args))
-(here / "node.json").write_text(json.dumps(node))
-"""
 
 NPU_SMI = """#!/bin/sh
 echo "| npu-smi 24.1.rc3                 Version: 24.1.rc3                                             |"
