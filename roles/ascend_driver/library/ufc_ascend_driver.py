@@ -16,7 +16,7 @@ import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.ufcctl_files import replace, write_atomically
+from ansible.module_utils.ufcctl_files import read_text, replace, write_atomically, write_text_if_changed
 from ansible.module_utils.ufcctl_hccn import METRICS_FILE, Fabric, merge_conf, metrics, ping_line, summary
 from ansible.module_utils.urls import fetch_url
 
@@ -46,7 +46,8 @@ description:
     target whose flag is current needs no admission call (one module run is its whole no-op).
   - I(fabric) (the controller's plan of each chip: device IP, netmask, gateway, switch, port; empty - no
     fabric plan, nothing here runs) makes a run whose health gate passed (I(mode)=health, or
-    I(mode)=install when it installed something or the node is not admitted) also set each chip's device IP, gateway and detect address with hccn_tool where they differ, write
+    I(mode)=install when it installed something or the node is not admitted) also set each chip's
+    device IP, gateway and detect address with hccn_tool where they differ, write
     their keys into I(hccn_conf), and check each chip (tier 1: link UP, net health Success, device IP
     and LLDP neighbour as planned). I(mode)=fabric checks only (and pings I(fabric_peers) with
     I(fabric_ping_count) packets when given: tier 2). Fabric problems do not fail the module: they are
@@ -370,12 +371,7 @@ class Node:
         p = self.p
         if not p.get("admission_flag"):
             return True  # nothing recorded: the caller decides as before
-        try:
-            with open(p["admission_flag"]) as fh:
-                text = fh.read()
-        except FileNotFoundError:
-            text = None
-        return admission_needed(text, p["admission_taint"], self.registration())
+        return admission_needed(read_text(p["admission_flag"]), p["admission_taint"], self.registration())
 
     def admitted(self):
         """Write the admission flag for the current registration; whether it changed."""
@@ -384,15 +380,8 @@ class Node:
         if mtime is None:
             return False
         want = admission_record(p["admission_taint"], mtime)
-        try:
-            with open(p["admission_flag"]) as fh:
-                if fh.read() == want:
-                    return False
-        except FileNotFoundError:
-            pass
-        if not self.check:
-            write_atomically(p["admission_flag"], want.encode(), 0o644)
-        return True
+        flag = p["admission_flag"]
+        return write_text_if_changed(flag, want, read_text(flag), 0o644, self.check)
 
     def fabric(self, configure, result):
         """Configure (unless not `configure`) and check the planned chips; result's fabric and
@@ -433,32 +422,16 @@ class Node:
     def conf(self, plan):
         """hccn.conf with the plan's keys (others kept); whether it changed (or would)."""
         path = self.p["hccn_conf"]
-        try:
-            with open(path) as fh:
-                existing = fh.read()
-        except FileNotFoundError:
-            existing = ""
-        want = merge_conf(existing, plan)
-        if want == existing:
-            return False
-        if not self.check:
-            write_atomically(path, want.encode(), 0o644)
-        return True
+        existing = read_text(path)
+        return write_text_if_changed(path, merge_conf(existing, plan), existing, 0o644, self.check)
 
     def textfile(self, report):
         """The node exporter's textfile with this check's metrics (when a directory is given and exists)."""
         directory = self.p["textfile_dir"]
         if self.check or not directory or not os.path.isdir(directory):
             return
-        text = metrics(report["chips"], report["pings"])
         path = os.path.join(directory, METRICS_FILE)
-        try:
-            with open(path) as fh:
-                if fh.read() == text:
-                    return
-        except FileNotFoundError:
-            pass
-        write_atomically(path, text.encode(), 0o644)
+        write_text_if_changed(path, metrics(report["chips"], report["pings"]), read_text(path), 0o644, False)
 
     def record(self, packages, sums):
         p = self.p

@@ -60,3 +60,22 @@ def write_atomically(dest, data, mode, uid=None, gid=None):
         if os.path.lexists(tmp):
             os.unlink(tmp)
         raise
+
+
+def read_text(path):
+    """The file's text, or None when it does not exist."""
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def write_text_if_changed(dest, text, current, mode, check_mode):
+    """Write `text` to `dest` atomically unless `current` (its text now, None: absent) is already it;
+    whether it changed (in check mode: would change)."""
+    if current == text:
+        return False
+    if not check_mode:
+        write_atomically(dest, text.encode(), mode)
+    return True
