@@ -127,7 +127,8 @@ class SimulatedExecutor:
         self.first_launch: float | None = None  # monotonic time of the first process start
 
     def __call__(self, playbook: Path, hosts: list[Any], options: Any, *, run_id: str, observer: Any,
-                 cancel: Callable[[], bool] | None = None, env: Mapping[str, str] | None = None) -> Any:
+                 cancel: Callable[[], bool] | None = None, env: Mapping[str, str] | None = None,
+                 on_result: Any = None) -> Any:
         from ufcctl.engine.gate import GATE_ENV
         from ufcctl.engine.run_result import HostResult, RunResult
 

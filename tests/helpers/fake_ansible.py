@@ -135,7 +135,7 @@ class FakeAnsible:
 
     def __call__(self, playbook: Path, hosts: list[Host], options: RunOptions, *, run_id: str,
                  observer: Any, cancel: Callable[[], bool] | None = None,
-                 env: Mapping[str, str] | None = None) -> RunResult:
+                 env: Mapping[str, str] | None = None, on_result: Any = None) -> RunResult:
         names = tuple(h.name for h in hosts)
         with self._lock:
             self.calls.append((run_id, names, options, dict(env or {})))

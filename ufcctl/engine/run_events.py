@@ -42,12 +42,6 @@ IMPLICIT_TASKS = frozenset({"Gathering Facts"})
 NO_LOG_MESSAGE = "output hidden: the task has no_log: true"
 
 
-# A module's result key holding one line about its node that a fleet run keeps as the node's reason when
-# it ends done (roles/ascend_driver's `npu check` run: every chip's fabric verdict and the pings). An
-# observer that wants it has `node_report(host, text)` (rollout/chunks.py NodeEvents).
-NODE_REPORT = "ufc_node_report"
-
-
 class RunObserver(Protocol):
     """Receives a run's events as they happen (called from ansible-runner's reader thread)."""
 
@@ -152,9 +146,6 @@ class EventSink:
                 self._failures.flush()
         if self.on_result and kind == "runner_on_ok" and not _no_log(res):
             self.on_result(host, res)
-        report = res.get(NODE_REPORT) if kind == "runner_on_ok" and not _no_log(res) else None
-        if self.observer and isinstance(report, str) and report and hasattr(self.observer, "node_report"):
-            self.observer.node_report(host, report[:MAX_MESSAGE_CHARS])
         if self.observer:
             self.observer.host_task_done(self.run_id, host, task, status, message)
 

@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from ufcctl.domain.rollout.order import chunks
 from ufcctl.domain.rollout.states import DONE, FAILED
+from ufcctl.engine.run_events import MAX_MESSAGE_CHARS
 from ufcctl.engine.runner import RunResult
 from ufcctl.rollout.job import RolloutJob, RunFn
+
+# A module's result key holding one line about its node, which a fleet run keeps as the node's reason
+# when it ends done (roles/ascend_driver's `npu check` run: every chip's fabric verdict and the pings).
+NODE_REPORT = "ufc_node_report"
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +60,14 @@ class NodeEvents:
     def __init__(self, ends: NodeEnds, marker: str):
         self.ends = ends
         self.marker = marker
-        self.reports: dict[str, str] = {}  # a node's report line (engine/run_events.py NODE_REPORT)
+        self.reports: dict[str, str] = {}  # a node's report line (NODE_REPORT)
 
-    def node_report(self, host: str, text: str) -> None:
-        """The node's report line, kept as its reason when it reaches the marker (done)."""
-        self.reports[host] = text
+    def result(self, host: str, res: Mapping[str, Any]) -> None:
+        """A successful host-task's result (the run's on_result): its NODE_REPORT line, if any, is kept as
+        the node's reason when it reaches the marker (done)."""
+        report = res.get(NODE_REPORT)
+        if isinstance(report, str) and report:
+            self.reports[host] = report[:MAX_MESSAGE_CHARS]
 
     def run_started(self, run_id: str, hosts: list[str]) -> None:
         pass
@@ -142,9 +150,10 @@ class ChunkProcesses:
         result: RunResult | None = None
         error: Exception | None = None
         try:
+            events = NodeEvents(self.ends, self.job.marker_task)
             result = self.run_fn(
                 self.job.playbook, hosts, self.job.options, run_id=chunk.run_id,
-                observer=NodeEvents(self.ends, self.job.marker_task),
+                observer=events, on_result=events.result,
                 cancel=lambda: self.cancelled() or chunk.cancel, env=self.gate_env,
             )
         except Exception as err:  # a broken run must not leave its nodes in flight forever

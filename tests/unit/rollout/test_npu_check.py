@@ -12,12 +12,12 @@ import pytest
 from ufcctl.domain.inventory.model import Group, Host, Inventory
 from ufcctl.domain.npu.fabric_check import tor_addresses
 from ufcctl.domain.npu.fabric_plan import host_plan
-from ufcctl.engine.run_events import NODE_REPORT, EventSink
+from ufcctl.engine.run_events import EventSink
 from ufcctl.errors import InputError
 from ufcctl.lab.layout import plan_layout
 from ufcctl.lab.npu import npu_wiring
 from ufcctl.rollout.catalog import KINDS
-from ufcctl.rollout.chunks import NodeEvents
+from ufcctl.rollout.chunks import NODE_REPORT, NodeEvents
 from ufcctl.rollout.kinds import npu_check
 
 
@@ -74,7 +74,8 @@ class Ends:
 
 def test_a_done_node_keeps_its_report_line_as_its_reason(tmp_path: Path) -> None:
     ends = Ends()
-    sink = EventSink("run-1", tmp_path, NodeEvents(ends, npu_check.MARKER_TASK))  # type: ignore[arg-type]
+    events = NodeEvents(ends, npu_check.MARKER_TASK)  # type: ignore[arg-type]
+    sink = EventSink("run-1", tmp_path, events, events.result)
     line = "NPU fabric: 8 chip(s) as planned; ping: 8 pair(s), worst loss 0%"
     sink({"event": "runner_on_ok", "event_data": {"host": "n1", "task": "check", "res": {NODE_REPORT: line}}})
     sink({"event": "runner_on_ok", "event_data": {"host": "n1", "task": npu_check.MARKER_TASK, "res": {}}})

@@ -6,7 +6,7 @@ run reads npu-smi's chip health and, where the host has a fabric plan, every chi
 each chip pings chip i of every other node under the same ToR. What is particular to this kind: the
 ToR's device IPs by chip, computed once per run from the whole inventory's fabric plans
 (ufcctl/domain/npu/fabric_check.py) and passed as one extra var; the node's report line, which the run
-keeps as its reason (engine/run_events.py NODE_REPORT); and no drain, no kubectl. Window, budget,
+keeps as its reason (rollout/chunks.py NODE_REPORT); and no drain, no kubectl. Window, budget,
 canary, alignment, state, resume and `--retry-failed` are the engine's.
 """
 
