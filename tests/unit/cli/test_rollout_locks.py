@@ -36,7 +36,7 @@ import sys, time
 from pathlib import Path
 import ufcctl.rollout.runs as app
 STARTED = Path(sys.argv[1])
-def blocked(playbook, hosts, options, *, run_id, observer, cancel, env):
+def blocked(playbook, hosts, options, *, run_id, observer, cancel, env, on_result=None):
     STARTED.touch()
     time.sleep(600)
 app.run_playbook = blocked
@@ -50,7 +50,7 @@ def _done_engine(calls: list[list[str]]):  # type: ignore[no-untyped-def]
     """run_playbook's double for deploy (no gate: every host reports) and for rollouts (FakeAnsible)."""
     fake = FakeAnsible(marker=MARKER)
 
-    def run(playbook, hosts, options, *, run_id, observer, cancel=None, env=None):  # type: ignore[no-untyped-def]
+    def run(playbook, hosts, options, *, run_id, observer, cancel=None, env=None, on_result=None):  # type: ignore[no-untyped-def]
         calls.append([h.name for h in hosts])
         if env:
             return fake(playbook, hosts, options, run_id=run_id, observer=observer, cancel=cancel, env=env)
