@@ -41,6 +41,9 @@ IGNORED = frozenset({
     "ansible_dependent_role_names", "ansible_role_name", "ansible_collection_name",
     "ansible_parent_role_names", "ansible_parent_role_paths", "ansible_loop_var", "ansible_index_var",
     "ansible_loop", "ansible_failed_task",
+    # set by the strategy on every task (StrategyBase.add_tqm_variables): the chunk's hosts in the
+    # order the engine started them, which changes from run to run (longest recorded first)
+    "ansible_current_hosts", "ansible_failed_hosts",
     "ansible_failed_result", "ansible_sudo_pass", "ansible_become_pass", "ansible_become_password",
     "ansible_password", "ansible_ssh_pass",
 })
@@ -49,6 +52,10 @@ IGNORED_PREFIXES = ("ansible_play_", "ufc_rollout_", "ufc_node_state")
 # the NFS server, the monitoring hosts, the registry caches, the LB, etcd).
 CONTEXT_GROUPS = ("kube_control_plane", "apiserver_lb", "nfs_server", "monitoring", "registry_cache",
                   "etcd_core", "etcd_events", "etcd_pods")
+# the node's one-line report the rollout engine keeps as its reason (ufcctl/rollout/chunks.py, same name)
+NODE_REPORT = "ufc_node_report"
+# the module's reason for a digest that differs (library/ufc_node_state.py judge), made specific here
+INPUTS_CHANGED = "the run's inputs changed"
 CODE_SKIP = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache")
 
 
@@ -93,18 +100,49 @@ def domain_dir() -> str | None:
     return path if os.path.isdir(path) else None
 
 
-def inputs_digest(task_vars: Mapping[str, Any], code: Iterable[str], controller_files: Iterable[str]) -> str:
-    digest = hashlib.sha256()
-    digest.update(json.dumps(host_inputs(task_vars), sort_keys=True, default=repr).encode())
+def _short(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def input_parts(task_vars: Mapping[str, Any], code: Iterable[str],
+                controller_files: Iterable[str]) -> dict[str, str]:
+    """A short digest of each input by name: `var:<name>` per host variable (and `var:__groups`),
+    `file:<path>` per controller file, `code` for the code's tree. The record keeps them, so a probe
+    that misses can say which inputs changed (`changed_inputs`)."""
+    parts = {"var:" + k: _short(json.dumps(v, sort_keys=True, default=repr).encode())
+             for k, v in host_inputs(task_vars).items()}
     for path in sorted(set(controller_files)):
         try:
             with open(path, "rb") as handle:
-                digest.update(path.encode() + b"\0" + hashlib.sha256(handle.read()).digest())
+                parts["file:" + path] = _short(handle.read())
         except OSError:
-            digest.update(path.encode() + b"\0missing")
+            parts["file:" + path] = "missing"
     domain = domain_dir()
-    digest.update(tree_digest([*sorted(set(code)), *([domain] if domain else [])]).encode())
-    return digest.hexdigest()
+    parts["code"] = tree_digest([*sorted(set(code)), *([domain] if domain else [])])
+    return parts
+
+
+def parts_digest(parts: Mapping[str, str]) -> str:
+    return hashlib.sha256(json.dumps(dict(parts), sort_keys=True).encode()).hexdigest()
+
+
+def inputs_digest(task_vars: Mapping[str, Any], code: Iterable[str], controller_files: Iterable[str]) -> str:
+    return parts_digest(input_parts(task_vars, code, controller_files))
+
+
+def changed_inputs(recorded: Mapping[str, str], now: Mapping[str, str], limit: int = 8) -> str:
+    """Which inputs differ from the record's, for the probe's `why` (names only, never values)."""
+    names = sorted(k for k in set(recorded) | set(now) if recorded.get(k) != now.get(k))
+    shown = ", ".join(n.removeprefix("var:") if n.startswith("var:") else n for n in names[:limit])
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return f"inputs changed since the last full run: {shown}{more}" if names else ""
+
+
+def node_report(at_target: bool, why: list[str]) -> str:
+    """The node's reason in the rollout's summary (rollout/chunks.py NODE_REPORT): which path, and why."""
+    if at_target:
+        return "at target (fast path)"
+    return "full path: " + "; ".join(why[:3]) + ("; ..." if len(why) > 3 else "")
 
 
 class ActionModule(ActionBase):
@@ -117,21 +155,33 @@ class ActionModule(ActionBase):
         args = dict(self._task.args)
         mode = args.pop("mode", "probe")
         path = args.pop("path")
+        parts: dict[str, str] = {}
         if mode == "probe":
             code = [str(p) for p in args.pop("code", [])]
             files = [str(p) for p in args.pop("controller_files", [])]
             full = str(args.pop("full", False)).lower() in ("true", "yes", "1")
-            digest = inputs_digest(task_vars, code, files)
+            parts = input_parts(task_vars, code, files)
+            digest = parts_digest(parts)
             if full:
-                result.update(changed=False, at_target=False, digest=digest,
-                              why=["a full run was asked for (--full)"])
+                why = ["a full run was asked for (--full)"]
+                result.update(changed=False, at_target=False, digest=digest, parts=parts, why=why,
+                              **{NODE_REPORT: node_report(False, why)})
                 return result
             module_args = {"mode": "probe", "path": path, "digest": digest}
         else:
             module_args = {"mode": "record", "path": path, **args}
             digest = args.get("digest", "")
         out = self._execute_module(module_name="ufc_node_state", module_args=module_args, task_vars=task_vars)
+        recorded = out.pop("recorded_parts", None)
+        if isinstance(recorded, dict) and out.get("why"):
+            named = changed_inputs(recorded, parts)
+            out["why"] = [named if w.startswith(INPUTS_CHANGED) and named else w for w in out["why"]]
         result.update(out)
         result["digest"] = digest
+        if mode == "probe":
+            why = [str(w) for w in out.get("why") or []]
+            result[NODE_REPORT] = node_report(bool(out.get("at_target")), why)
+            if not out.get("at_target"):
+                result["parts"] = parts  # for the record the full path writes (tasks/node-state-record.yml)
         result["changed"] = False
         return result

@@ -39,6 +39,7 @@ options:
   modules: {type: list, elements: str, default: [], description: "record: kernel modules kept when loaded"}
   sysctl: {type: list, elements: str, default: [], description: "record: sysctl keys, runtime value kept"}
   require: {type: list, elements: str, default: [], description: "record: paths a record needs"}
+  parts: {type: dict, default: {}, description: "record: each input's short digest by name (the action's)"}
 """
 
 VERSION = 1
@@ -164,6 +165,8 @@ def build_record(params: dict, run=subprocess.run) -> tuple[dict | None, list[st
         "services": sorted(params["services"]),
         "modules": [m for m, loaded in now["modules"].items() if loaded],
         "sysctl": {k: v for k, v in now["sysctl"].items() if v is not None},
+        # each input's short digest, so a later probe that misses can name what changed
+        "parts": dict(params.get("parts") or {}),
     }
     return record, []
 
@@ -201,7 +204,7 @@ def main() -> None:
             "path": {"type": "str", "required": True},
             "digest": {"type": "str", "required": True},
             "files": listed, "stat": listed, "packages": listed, "services": listed, "modules": listed,
-            "sysctl": listed, "require": listed,
+            "sysctl": listed, "require": listed, "parts": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,
     )
@@ -215,7 +218,10 @@ def main() -> None:
         if why and os.path.lexists(path) and not module.check_mode:
             os.unlink(path)  # a full run that fails from here on leaves no record claiming the node
             removed = True
-        module.exit_json(changed=False, at_target=not why, why=why, record_removed=removed)
+        # the record's per-input digests when the inputs differ: the action names what changed
+        recorded_parts = record.get("parts") if record and record.get("digest") != p["digest"] else None
+        module.exit_json(changed=False, at_target=not why, why=why, record_removed=removed,
+                         **({"recorded_parts": recorded_parts} if isinstance(recorded_parts, dict) else {}))
     record, why = build_record(p)
     if record is None:
         if os.path.lexists(path) and not module.check_mode:

@@ -111,6 +111,8 @@ def test_deploy_is_green_then_idempotent(stack: Stack) -> None:
     assert checked["nodes"]["dry_run"] is True and checked["nodes"]["status"] == "done"
     assert [n["host"] for n in checked["nodes"]["nodes"] if n["changed"]] == []
     assert _node_tasks(env, dirs) == dict.fromkeys(workers, FAST_PATH)  # check mode reads the same record
+    # each node's reason says which path it took (the probe's report, kept by the engine)
+    assert {n["reason"] for n in checked["nodes"]["nodes"]} == {"at target (fast path)"}, checked["nodes"]
 
     # A changed input (here an inventory variable no role reads) takes the full path: every role runs,
     # nothing changes, and the node is recorded with the new inputs; the run after it is the fast path.
@@ -124,8 +126,12 @@ def test_deploy_is_green_then_idempotent(stack: Stack) -> None:
         for want in ("full", "fast"):
             dirs = _run_dirs(env)
             proc = _run(add, env)
-            changed = [n["changed"] for n in _json_out(proc)["nodes"]]
-            assert proc.returncode == 0 and changed == [False], proc.stdout[-3000:]
+            done = _json_out(proc)["nodes"]
+            assert proc.returncode == 0 and [n["changed"] for n in done] == [False], proc.stdout[-3000:]
+            # the full path names the input that changed (its name only), from the record's digests
+            assert done[0]["reason"] == ("at target (fast path)" if want == "fast" else
+                                         "full path: inputs changed since the last full run: "
+                                         "ufc_fast_path_test_input"), done
             ran = _node_tasks(env, dirs)[worker]
             assert (ran > 10 * FAST_PATH) if want == "full" else (ran == FAST_PATH), (want, ran)
     finally:

@@ -97,6 +97,41 @@ def test_the_digest_ignores_run_magic_but_not_inputs_nor_cluster_groups(tmp_path
     assert digest() != first
 
 
+def test_the_digest_ignores_what_the_strategy_sets_per_task(tmp_path: Path) -> None:
+    """ansible_current_hosts (the chunk's hosts in start order, which changes when the engine starts
+    the longest recorded node first) once sent a fresh lab's second node phase down the full path.
+    Whatever Ansible's strategy adds to every task's variables is run state, not an input."""
+    from ansible.plugins.strategy import StrategyBase
+
+    class Strategy:
+        def __init__(self, hosts: list[str]) -> None:
+            self.hosts = hosts
+
+        def get_hosts_remaining(self, play: object) -> list[str]:
+            return self.hosts
+
+        def get_failed_hosts(self, play: object) -> list[str]:
+            return self.hosts[:1]
+
+    def digest(hosts: list[str]) -> str:
+        task_vars: dict[str, Any] = {"inventory_hostname": "w1", "some_setting": "a"}
+        StrategyBase.add_tqm_variables(Strategy(hosts), task_vars, None)  # type: ignore[arg-type]
+        assert len(task_vars) > 2  # the strategy did add its variables
+        return action.inputs_digest(task_vars, [], [])
+
+    assert digest(["w1", "w2", "w3"]) == digest(["w3", "w1"])
+
+
+def test_a_missed_probe_names_the_inputs_that_changed_never_their_values() -> None:
+    old = {"var:a": "1", "var:secret_token": "2", "code": "c1", "file:/ca.crt": "f"}
+    new = {"var:a": "1", "var:secret_token": "3", "code": "c2", "var:added": "4", "file:/ca.crt": "f"}
+    assert action.changed_inputs(old, new) == (
+        "inputs changed since the last full run: code, added, secret_token")
+    many = {f"var:v{i}": "x" for i in range(12)}
+    assert action.changed_inputs({}, many, limit=3).endswith(": v0, v1, v10 and 9 more")
+    assert action.changed_inputs(new, new) == ""
+
+
 def test_the_digest_covers_the_code_that_renders(tmp_path: Path) -> None:
     role = tmp_path / "roles" / "r" / "templates"
     role.mkdir(parents=True)
@@ -151,6 +186,7 @@ PLAY = """
         mode: record
         path: "{{ record }}"
         digest: "{{ probe.digest }}"
+        parts: "{{ probe.parts | default({}) }}"
         files: ["{{ managed }}"]
       when: not probe.at_target and not ansible_check_mode
 """
@@ -184,12 +220,17 @@ def test_a_second_run_is_at_target_and_a_changed_input_or_edit_is_not(tmp_path: 
     assert first["at_target"] is False and record.is_file()
     second = _run(tmp_path)
     assert second["at_target"] is True and second["digest"] == first["digest"], second
+    # the node's reason in the rollout's summary says which path it took and why
+    assert first["ufc_node_report"] == "full path: no record of a full run", first
+    assert second["ufc_node_report"] == "at target (fast path)"
     (tmp_path / "managed.conf").write_text("edited by hand")
     edited = _run(tmp_path, "--check")
     assert edited["at_target"] is False and any("managed.conf" in w for w in edited["why"]), edited
     assert record.is_file()  # check mode removes nothing
     changed = _run(tmp_path, "-e", "ufc_node_state_full=false", setting="b")
-    assert changed["at_target"] is False and "inputs changed" in changed["why"][0], changed
+    # the record's per-input digests name what changed (the variable's name, never its value)
+    assert changed["at_target"] is False and changed["why"] == [
+        "inputs changed since the last full run: some_setting"], changed
 
 
 def test_the_npu_paths_are_roles_ascend_driver_own() -> None:
