@@ -131,7 +131,12 @@ def deployed_stack(work: Path) -> Iterator[Stack]:
     if os.environ.get(REUSE_ENV):
         log, _, rc = Path(os.environ[REUSE_ENV]).read_text().rstrip().rpartition("\nrc=")
         reused = subprocess.CompletedProcess([str(MAIN_JOB)], int(rc) if rc.isdigit() else -1, log, "")
-        yield Stack(work, STACK_INVENTORY, _stack_env(main_job_env()), reused, first_deploy(STACK_STATE))
+        # the lab's first deploy, not an earlier lab's (the checkout's .ufc/ keeps every lab's runs): the
+        # runs written since `lab up` wrote the lab's inventory
+        marker = STACK_INVENTORY / ".ufcctl-lab"
+        since = marker.stat().st_mtime if marker.exists() else 0.0
+        first = first_deploy(STACK_STATE, since)
+        yield Stack(work, STACK_INVENTORY, _stack_env(main_job_env()), reused, first)
         return
     if (STACK_INVENTORY / ".ufcctl-lab").exists() or STACK_INVENTORY.exists():
         pytest.fail(f"{STACK_INVENTORY} exists: a lab is up in this checkout. The lab tests bring up the "
