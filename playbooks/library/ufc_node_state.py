@@ -12,7 +12,7 @@ play ends for that node there. Anything else (another input, a file edited by ha
 upgraded, a service stopped, kubelet.conf gone, no record) is the full path, and the probe removes
 the record first, so a full run that fails leaves none behind.
 
-Standard library only: it runs on the node's Python.
+Standard library and roles/ufc_common's module_utils only: it runs on the node's Python.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import hashlib
 import json
 import os
 import subprocess
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.ufcctl_files import write_atomically  # roles/ufc_common (every role of the play)
 
 DOCUMENTATION = r"""
 module: ufc_node_state
@@ -181,19 +181,8 @@ def read_record(path: str) -> dict | None:
 
 
 def write_record(path: str, record: dict) -> None:
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, mode=0o755, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".ufc_node_state.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(record, handle, sort_keys=True, indent=1)
-            handle.write("\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    os.makedirs(os.path.dirname(path) or ".", mode=0o755, exist_ok=True)
+    write_atomically(path, (json.dumps(record, sort_keys=True, indent=1) + "\n").encode(), 0o644)
 
 
 def main() -> None:

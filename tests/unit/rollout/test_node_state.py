@@ -202,6 +202,7 @@ def _run(tmp_path: Path, *extra: str, setting: str = "a") -> dict:
                  "code": str(tmp_path / "code"), "out": str(out)}
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
            "ANSIBLE_LIBRARY": str(ROOT / "playbooks" / "library"),
+           "ANSIBLE_MODULE_UTILS": str(ROOT / "roles" / "ufc_common" / "module_utils"),
            "ANSIBLE_ACTION_PLUGINS": str(ROOT / "playbooks" / "action_plugins")}
     proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
                            str(tmp_path / "play.yml"), "-e", json.dumps(extravars), *extra],
