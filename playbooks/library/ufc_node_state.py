@@ -28,8 +28,24 @@ from ansible.module_utils.ufcctl_files import write_atomically  # roles/ufc_comm
 DOCUMENTATION = r"""
 module: ufc_node_state
 short_description: Read or write a node's at-target record (deploy-nodes' fast path)
+description:
+  - >-
+    Called by the C(ufc_node_state) action plugin (playbooks/action_plugins/ufc_node_state.py), which
+    computes I(digest) and I(parts) on the controller; a play calls the action, not this module.
+  - >-
+    I(mode=record) writes the record at I(path): the digest of the run's inputs and what the node
+    looks like now (sha256 of I(files), size and mtime of I(stat), the versions of I(packages), the
+    I(services) active, the I(modules) loaded, the runtime values of I(sysctl)).
+  - >-
+    I(mode=probe) compares the record with I(digest) and the node; the same digest and a node that
+    still looks the same mean the node is at target. Anything else is the full path, and the probe
+    removes the record first, so a full run that fails leaves none behind.
 options:
-  mode: {type: str, choices: [probe, record], default: probe}
+  mode:
+    description: Read and compare the record (probe) or write it (record).
+    type: str
+    choices: [probe, record]
+    default: probe
   path: {type: str, required: true, description: The record on the node.}
   digest: {type: str, required: true, description: The digest of the run's inputs (the action's).}
   files: {type: list, elements: str, default: [], description: "record: paths whose sha256 is kept"}

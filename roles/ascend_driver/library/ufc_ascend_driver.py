@@ -33,7 +33,8 @@ description:
     packages that are needed and verifies their sha256, runs the installers in the order of the CANN
     install guide, writes I(install_path)/ufcctl-install.json, and runs the health gate unless a
     reboot must come first (I(reboot)=auto and an installer asked for one).
-  - Each installer runs in its own session under C(timeout -k 30 install_timeout), with the lock's
+  - >-
+    Each installer runs in its own session under C(timeout -k 30 install_timeout), with the lock's
     file descriptor inherited and its output in a log file beside the package: an installer
     orphaned by a dropped SSH session keeps the lock and finishes, and a resumed run waits for it.
   - I(mode)=health runs the health gate only (after the role rebooted the node, or before a joined
@@ -44,7 +45,8 @@ description:
     joins again is not taken for admitted). With it, I(mode)=install and I(mode)=probe return
     I(admission_needed); I(mode)=admitted writes the flag after the taint was removed. A node at
     target whose flag is current needs no admission call (one module run is its whole no-op).
-  - I(fabric) (the controller's plan of each chip: device IP, netmask, gateway, switch, port; empty - no
+  - >-
+    I(fabric) (the controller's plan of each chip: device IP, netmask, gateway, switch, port; empty - no
     fabric plan, nothing here runs) makes a run whose health gate passed (I(mode)=health, or
     I(mode)=install when it installed something or the node is not admitted) also set each chip's
     device IP, gateway and detect address with hccn_tool where they differ, write
@@ -52,6 +54,153 @@ description:
     and LLDP neighbour as planned). I(mode)=fabric checks only (and pings I(fabric_peers) with
     I(fabric_ping_count) packets when given: tier 2). Fabric problems do not fail the module: they are
     returned (I(fabric_problems)) for the role to hold the node and fail it.
+  - >-
+    The action also takes I(version_pattern), I(accelerator_type) and I(known_types), which only its
+    checks read (they are not passed here), and adds I(plan) and I(package_names) for I(mode)=install.
+options:
+  mode:
+    description:
+      - >-
+        install: probe, lock, download, install, health gate; health: the health gate only; probe:
+        read the state; admitted: write the admission flag; fabric: check the fabric only.
+    type: str
+    choices: [install, health, probe, admitted, fabric]
+    default: install
+  version:
+    description: Target driver version.
+    type: str
+    required: true
+  check_version:
+    description: The health gate also checks the driver's version (false - the chips only).
+    type: bool
+    default: true
+  firmware_version:
+    description: Target firmware version.
+    type: str
+    default: ""
+  firmware_enabled:
+    description: Install the firmware too (physical hosts only).
+    type: bool
+    default: true
+  chip:
+    description: Chip token in the package names (read by the action's plan; required for I(mode)=install).
+    type: str
+  arch:
+    description: Architecture in the driver package name; empty - the node's C(uname -m).
+    type: str
+    default: ""
+  artifact_url:
+    description: HTTP(S) base URL the packages are downloaded from (required for I(mode)=install).
+    type: str
+  checksums:
+    description: sha256 per package file name; others come from I(checksum_file).
+    type: dict
+    default: {}
+  checksum_file:
+    description: sha256sum-format file at I(artifact_url).
+    type: str
+    default: SHA256SUMS
+  download_dir:
+    description: Package cache on the node (required for I(mode)=install).
+    type: path
+  install_path:
+    description: Install prefix, driver in C(<install_path>/driver) (required for I(mode)=install).
+    type: path
+  user:
+    description: The driver's run user, created when missing (required for I(mode)=install).
+    type: str
+  group:
+    description: The driver's run group, created when missing (required for I(mode)=install).
+    type: str
+  uid:
+    description: UID of the run user, equal on every node (required for I(mode)=install).
+    type: int
+  gid:
+    description: GID of the run group, equal on every node (required for I(mode)=install).
+    type: int
+  reboot:
+    description: >-
+      auto - the role reboots when an installer asks, and the health gate runs after that reboot;
+      never - the reboot is left to the operator.
+    type: str
+    choices: [auto, never]
+    default: auto
+  install_timeout:
+    description: >-
+      Seconds one installer may run before it is killed and the node fails; also how long the run
+      waits for the lock (required for I(mode)=install).
+    type: int
+  force:
+    description: Reinstall even at the target versions (read by the action's plan).
+    type: bool
+    default: false
+  health_gate:
+    description: Fail the node unless npu-smi shows every chip OK and the target version.
+    type: bool
+    default: true
+  expected_chips:
+    description: Chips npu-smi must list for the health gate to pass.
+    type: int
+    default: 0
+  lock:
+    description: The node's install lock file (required for I(mode)=install).
+    type: path
+  npu_smi:
+    description: Path of npu-smi on the node.
+    type: path
+    required: true
+  admission_flag:
+    description: >-
+      File recording that the NPU health taint was removed for the node's current registration
+      (required for I(mode)=admitted).
+    type: path
+  admission_taint:
+    description: The taint the admission removes (required for I(mode)=admitted).
+    type: str
+    default: ""
+  kubelet_conf:
+    description: The kubelet.conf kubeadm join wrote (the node registered when it exists).
+    type: path
+    default: /etc/kubernetes/kubelet.conf
+  fabric:
+    description: >-
+      The controller's fabric plan, one entry per chip (device IP, netmask, gateway, switch, port);
+      empty - no fabric step.
+    type: list
+    elements: dict
+    default: []
+  hccn_tool:
+    description: Path of hccn_tool on the node.
+    type: path
+    default: /usr/local/Ascend/driver/tools/hccn_tool
+  hccn_conf:
+    description: The hccn configuration file the chips' keys are written to.
+    type: path
+    default: /etc/hccn.conf
+  fabric_peers:
+    description: I(mode)=fabric - per chip, the addresses it pings (tier 2); empty - no pings.
+    type: dict
+    default: {}
+  fabric_ping_count:
+    description: Packets per ping pair (tier 2).
+    type: int
+    default: 3
+  fabric_max_loss:
+    description: Percent loss a ping pair may show before it is a problem (tier 2).
+    type: float
+    default: 0.0
+  textfile_dir:
+    description: Node exporter textfile directory for the fabric metrics; empty - no file.
+    type: path
+    default: ""
+  plan:
+    description: >-
+      The action's install plan, per state of the node's driver and firmware, the steps to run
+      (required for I(mode)=install).
+    type: dict
+  package_names:
+    description: The action's installer file name per kind (driver, firmware) (required for I(mode)=install).
+    type: dict
 """
 
 RETURN = r"""

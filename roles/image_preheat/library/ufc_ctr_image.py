@@ -16,7 +16,8 @@ description:
     listed with a digest (the pinned one, if any).
   - A tag reference already present is not pulled again (its digest is reported); pin a digest
     (name:tag@sha256:...) to make a moved tag count as missing.
-  - unpack=false runs `ctr content fetch` instead (same resolver and mirrors, content and image
+  - >-
+    unpack=false runs `ctr content fetch` instead (same resolver and mirrors, content and image
     record only; the CRI unpacks when a container starts): for hosts that may not mount, such as
     the lab's containers without CAP_SYS_ADMIN.
   - Check mode runs only the listing.

@@ -25,15 +25,18 @@ description:
     CustomResourceDefinitions (its C(crds)), C(kubectl wait --for=condition=Established) waits for
     them before the next manifest, whose custom resources need them served. Nothing is written on
     the node. Check mode diffs only.
-  - I(mode=label) runs C(kubectl label) once per argument list (C(labeled) in the output: changed).
+  - >-
+    I(mode=label) runs C(kubectl label) once per argument list (C(labeled) in the output: changed).
     Check mode runs nothing. With I(node) set (one node's labels, from roles/kube_node after its join),
     a missing kubectl or kubeconfig changes nothing and says why (C(ready) false), as for I(mode=untaint).
-  - I(mode=untaint) reads node I(node) (C(kubectl get node -o json)) and, when it carries the taint
+  - >-
+    I(mode=untaint) reads node I(node) (C(kubectl get node -o json)) and, when it carries the taint
     I(taint) (same key and effect), removes it with C(kubectl taint nodes <node> <key>:<effect>-).
     A node without the taint is unchanged (so a second run changes nothing); check mode reads only.
     When kubectl or the kubeconfig is missing it changes nothing and says why (C(ready) false): the
     caller reports the step SKIPPED.
-  - I(mode=drain) reads node I(node) and, when it exists, runs C(kubectl drain <node> --ignore-daemonsets
+  - >-
+    I(mode=drain) reads node I(node) and, when it exists, runs C(kubectl drain <node> --ignore-daemonsets
     --delete-emptydir-data --timeout=<timeout>s): cordon, then every pod but DaemonSet ones evicted through
     the Eviction API (PodDisruptionBudgets honoured; kubectl retries a refused eviction until the
     timeout). Pods no controller owns make kubectl refuse (they would be lost): the module fails with
@@ -46,15 +49,18 @@ description:
     nodes carrying that mark, never one an operator cordoned.
   - I(mode=delete_node) deletes node I(node) (C(kubectl delete node --wait)) when it exists; a missing
     node is unchanged. Check mode reads only.
-  - I(mode=release) waits (up to I(timeout) seconds) until node I(node) is Ready and, with I(version),
+  - >-
+    I(mode=release) waits (up to I(timeout) seconds) until node I(node) is Ready and, with I(version),
     reports that kubelet version (C(status.nodeInfo.kubeletVersion): the new kubelet runs), then, when the
     node carries C(ufcctl.io/cordoned-for=<mark>), uncordons it and removes the mark (changed). A node
     without the mark stays as it is. Check mode reads only (no wait).
-  - I(mode=hold) keeps node I(node) out of scheduling with a reason: it sets the annotation I(annotation)
+  - >-
+    I(mode=hold) keeps node I(node) out of scheduling with a reason: it sets the annotation I(annotation)
     to I(reason) and, when the node is schedulable, marks it C(ufcctl.io/cordoned-for=<mark>) and
     cordons it (roles/ascend_driver: an NPU node whose fabric failed tier 1; its taint stays). A node
     already held for the same reason is unchanged. Check mode reads only.
-  - I(mode=untaint) with I(annotation) also lifts such a hold: the annotation is removed and, when the
+  - >-
+    I(mode=untaint) with I(annotation) also lifts such a hold: the annotation is removed and, when the
     node carries C(ufcctl.io/cordoned-for=<mark>), it is uncordoned and the mark removed.
 options:
   mode:
@@ -84,7 +90,10 @@ options:
     type: list
     elements: list
     default: []
-  node: {description: I(mode=untaint) - the node's name; I(mode=label) - the one node labelled (optional)., type: str, default: ""}
+  node:
+    description: I(mode=untaint) - the node's name; I(mode=label) - the one node labelled (optional).
+    type: str
+    default: ""
   annotation:
     description: I(mode=hold) - the node annotation holding the reason; I(mode=untaint) - the hold to lift.
     type: str
@@ -117,7 +126,10 @@ applied:
   returned: mode=apply
 unchanged: {description: Manifests the cluster already matched., type: list, returned: mode=apply}
 labelled: {description: kubectl label calls that changed a node., type: int, returned: mode=label}
-untainted: {description: The taint was on the node and was removed (or would be)., type: bool, returned: mode=untaint}
+untainted:
+  description: The taint was on the node and was removed (or would be).
+  type: bool
+  returned: mode=untaint
 held:
   description: The node was annotated or cordoned by this run (or would be).
   type: bool

@@ -14,7 +14,8 @@ description:
     to C(<k8s_manifests_state_dir>/manifests/<k8s_manifests_inventory_name>/<component>/), removing
     stale C(*.yaml) files there. Fails with one line per bad object; nothing is written or applied.
   - With I(labels) instead, writes the label plan as C(plan.json) there.
-  - Then applies through the C(ufcctl_kubectl) module on the host the task is delegated to
+  - >-
+    Then applies through the C(ufcctl_kubectl) module on the host the task is delegated to
     (C(k8s_manifests_apply_host)) - server-side apply of each file that C(kubectl diff) finds
     different, or C(kubectl label --overwrite) per label group - when C(k8s_manifests_apply) is true,
     not in check mode, and the role's probe (or, without it, its own) found kubectl and the

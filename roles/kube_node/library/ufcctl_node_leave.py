@@ -21,7 +21,8 @@ description:
     stopped, kubeadm's files and the contents of /var/lib/kubelet and /etc/kubernetes/pki deleted,
     containers removed through the CRI while the runtime still runs), then stops and disables each of
     I(services) that is active or enabled, then deletes whatever of I(paths) is left.
-  - Nothing else is touched: packages, binaries, the NPU driver and firmware, CNI configuration.
+  - >-
+    Nothing else is touched: packages, binaries, the NPU driver and firmware, CNI configuration.
   - A node with nothing left to do is unchanged; check mode reports what would be done.
 options:
   paths:

@@ -20,7 +20,8 @@ description:
     host-only key seen from a network namespace), read-only here, or kernel-global while the
     node is a container (writing it would change the container host).
   - Keys in C(floor_keys) are never lowered, only raised to the wanted value.
-  - Writes every key to C(path) for boot in the same run (root:root 0644, atomic replace): what the
+  - >-
+    Writes every key to C(path) for boot in the same run (root:root 0644, atomic replace): what the
     file says about a key depends on what this node allowed, so the file cannot be rendered before
     the keys are read, and one module run instead of a second task saves a round trip per host.
   - Skipped keys are reported as one warning naming C(host) and every key with its reason.

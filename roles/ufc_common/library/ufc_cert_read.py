@@ -15,7 +15,8 @@ DOCUMENTATION = r"""
 module: ufc_cert_read
 short_description: Read the first PEM certificate of several files in one call
 description:
-  - For each path, the first C(-----BEGIN CERTIFICATE-----) block of the file (of a kubeconfig such
+  - >-
+    For each path, the first C(-----BEGIN CERTIFICATE-----) block of the file (of a kubeconfig such
     as kubeadm's C(admin.conf): the one in its first C(client-certificate-data)), or that the file is
     absent, or why it could not be read. Nothing else of a file leaves the node, so a file that
     also holds a private key (the kubelet's C(kubelet-client-current.pem), C(admin.conf)) is safe to

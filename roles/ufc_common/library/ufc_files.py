@@ -28,30 +28,34 @@ description:
   - Check mode reports what would change and writes nothing (I(validate) is not run).
 options:
   directories:
-    description: Directories to create or fix, in order.
+    description:
+      - Directories to create or fix, in order. Each is a mapping with these keys (the module reads them
+        itself; the argument_spec checks only that each entry is a mapping).
+      - C(path) (path, required) - Directory.
+      - C(mode) (raw, required) - Octal mode string such as C("0750").
+      - >-
+        C(owner) (str) - User name or id; unset keeps an existing directory's owner (new: root).
+      - C(group) (str) - Group name; unset as for C(owner).
     type: list
     elements: dict
     default: []
-    suboptions:
-      path: {type: path, required: true, description: Directory.}
-      mode: {type: raw, required: true, description: Octal mode string such as C("0750").}
-      owner: {type: str, description: User name or id; unset keeps an existing directory's owner (new: root).}
-      group: {type: str, description: Group name; unset as for I(owner).}
   files:
-    description: Files to write, in order.
+    description:
+      - Files to write, in order. Each is a mapping with these keys (the module reads them itself; the
+        argument_spec checks only that each entry is a mapping).
+      - C(dest) (path, required) - Destination (its directory exists or is listed).
+      - C(content) (str, required) - The file's bytes, base64-encoded.
+      - C(mode) (raw, required) - Octal mode string such as C("0640").
+      - >-
+        C(owner) (str) - User name or id; unset keeps an existing file's owner (new: root).
+      - C(group) (str) - Group name; unset as for C(owner).
+      - >-
+        C(validate) (str) - Command run on the temporary file (C(%s)) before it replaces C(dest);
+        non-zero: refused.
+      - C(secret) (bool, default false) - Never return its content or its check's output.
     type: list
     elements: dict
     default: []
-    suboptions:
-      dest: {type: path, required: true, description: Destination (its directory exists or is listed).}
-      content: {type: str, required: true, description: The file's bytes, base64-encoded.}
-      mode: {type: raw, required: true, description: Octal mode string such as C("0640").}
-      owner: {type: str, description: User name or id; unset keeps an existing file's owner (new: root).}
-      group: {type: str, description: Group name; unset as for I(owner).}
-      validate:
-        type: str
-        description: Command run on the temporary file (C(%s)) before it replaces I(dest); non-zero: refused.
-      secret: {type: bool, default: false, description: Never return its content or its check's output.}
 """
 
 RETURN = r"""
