@@ -53,6 +53,13 @@ elif args[:2] == ["annotate", "node"]:
         key, value = change.split("=", 1)
         meta[key] = value
     (here / "node.json").write_text(json.dumps(node))
+elif args[:2] == ["label", "node"]:
+    meta = node["metadata"].setdefault("labels", {{}})
+    for change in args[3:]:
+        if change != "--overwrite":
+            key, value = change.split("=", 1)
+            meta[key] = value
+    (here / "node.json").write_text(json.dumps(node))
 elif args[0] in ("cordon", "uncordon"):
     node["spec"]["unschedulable"] = args[0] == "cordon"
     (here / "node.json").write_text(json.dumps(node))
@@ -128,7 +135,7 @@ def _run(tmp: Path, smi: str, *extra: str) -> dict[str, Any]:
     out = " ".join((proc.stdout + proc.stderr).split())  # the yaml callback folds long messages
     flag = tmp / "admitted"
     return {"rc": proc.returncode, "out": out, "calls": calls, "taints": node["spec"]["taints"],
-            "flag": flag.read_text() if flag.exists() else None}
+            "flag": flag.read_text() if flag.exists() else None, "node": node}
 
 
 def test_healthy_chips_remove_the_taint_once_and_a_second_run_changes_nothing(tmp_path: Path) -> None:
@@ -164,6 +171,43 @@ def test_an_admitted_node_is_not_asked_again_until_it_joins_again(tmp_path: Path
     third = _run(tmp_path, paths["smi"])
     assert third["rc"] == 0 and third["taints"] == [], third["out"][-3000:]
     assert third["flag"] != first["flag"]
+
+
+def test_the_admission_labels_the_node_with_its_versions_and_releases_a_drain_of_the_play(
+        tmp_path: Path) -> None:
+    """The taint's removal sets ufcctl.io/npu-driver and -firmware (what upgrade-drivers reads before it
+    drains) and uncordons a node the role's in-play drain cordoned (mark npu-driver), in the same module
+    run on the first control plane; a node at those labels gets no label call again."""
+    paths = _setup(tmp_path, health="OK")
+    node = json.loads((tmp_path / "bin" / "node.json").read_text())
+    node["spec"]["unschedulable"] = True
+    node["metadata"]["annotations"] = {"ufcctl.io/cordoned-for": "npu-driver"}
+    (tmp_path / "bin" / "node.json").write_text(json.dumps(node))
+    versions = ("-e", json.dumps({"ascend_driver_version": "24.1.rc3",
+                                  "ascend_driver_firmware_version": "7.5.0.2.220"}))
+    first = _run(tmp_path, paths["smi"], *versions)
+    assert first["rc"] == 0, first["out"][-3000:]
+    assert first["node"]["metadata"]["labels"] == {"ufcctl.io/npu-driver": "24.1.rc3",
+                                                   "ufcctl.io/npu-firmware": "7.5.0.2.220"}
+    assert ["label", "node", "w1", "--overwrite", "ufcctl.io/npu-driver=24.1.rc3",
+            "ufcctl.io/npu-firmware=7.5.0.2.220"] in first["calls"]
+    assert not first["node"]["spec"]["unschedulable"] and first["node"]["metadata"]["annotations"] == {}
+    # readmitted (a new registration): the labels are current, no label call
+    conf = tmp_path / "kubelet.conf"
+    os.utime(conf, ns=(conf.stat().st_atime_ns, conf.stat().st_mtime_ns + 10**9))
+    second = _run(tmp_path, paths["smi"], *versions)
+    assert second["rc"] == 0, second["out"][-3000:]
+    assert [c for c in second["calls"] if c[0] == "label"] == [c for c in first["calls"] if c[0] == "label"]
+
+
+def test_an_operators_cordon_is_kept_by_the_admission(tmp_path: Path) -> None:
+    paths = _setup(tmp_path, health="OK")
+    node = json.loads((tmp_path / "bin" / "node.json").read_text())
+    node["spec"]["unschedulable"] = True  # no ufcctl mark: an operator's
+    (tmp_path / "bin" / "node.json").write_text(json.dumps(node))
+    result = _run(tmp_path, paths["smi"])
+    assert result["rc"] == 0, result["out"][-3000:]
+    assert result["node"]["spec"]["unschedulable"] is True and ["uncordon", "w1"] not in result["calls"]
 
 
 def test_a_node_that_never_joined_has_no_taint_to_remove(tmp_path: Path) -> None:
