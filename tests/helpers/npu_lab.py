@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Mapping
 
+from ufcctl.domain.npu.driver_labels import DRIVER_LABEL, FIRMWARE_LABEL
+
 KUBECTL = ["kubectl", "--kubeconfig=/etc/kubernetes/admin.conf"]
 TAINT = "ufcctl.io/npu-health-pending"
 HOLD = "ufcctl.io/npu-fabric"
@@ -41,7 +43,8 @@ def driverless(hosts: list[str]) -> dict[str, str]:
 def restore(before: Mapping[str, str], cp1: str) -> None:
     """The driver-less, tainted workers the README's main job leaves (only those listed in `before`):
     the driver and the fabric's files removed, the install log as it was (other modules count installs),
-    the NPU health taint back, and a cordon ufcctl's fabric hold made lifted."""
+    the NPU health taint back, the driver labels the admission set removed, and a cordon ufcctl's fabric
+    hold made lifted."""
     for host, installs in before.items():
         podman_exec(host, "rm", "-rf", *LEFT, check=False)
         if installs:
@@ -53,6 +56,8 @@ def restore(before: Mapping[str, str], cp1: str) -> None:
         podman_exec(cp1, *KUBECTL, "taint", "nodes", host, f"{TAINT}=true:NoSchedule", "--overwrite",
                     check=False)
         podman_exec(cp1, *KUBECTL, "annotate", "node", host, f"{HOLD}-", check=False)
+        podman_exec(cp1, *KUBECTL, "label", "node", host, f"{DRIVER_LABEL}-", f"{FIRMWARE_LABEL}-",
+                    check=False)
         marks = podman_exec(cp1, *KUBECTL, "get", "node", host, "-o",
                             "jsonpath={.metadata.annotations.ufcctl\\.io/cordoned-for}", check=False)
         if marks.strip() == "npu-fabric":
