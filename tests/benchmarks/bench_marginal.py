@@ -33,7 +33,8 @@ Kinds and states:
                    No-op only (workers without the driver get it first, not measured, and are put back
                    driver-less, tainted and unlabelled at the end); also counted, per checkout: the
                    workers seen cordoned while its runs ran (a poll every second) and the pods evicted
-                   from them (non-DaemonSet pods whose uid changed)
+                   (a probe Deployment with one pod per worker, tests/helpers/npu_lab.py probe_pods: the
+                   pods whose uid changed; an evicted pod's replacement waits for the uncordon)
 
 `--checkout DIR` (repeatable) runs the same measurements with another checkout's ufcctl, playbooks
 and roles (e.g. main before a change), interleaved with this one's, so before/after are same-run
@@ -329,48 +330,9 @@ def _npu_check(inventory: Path, state: Path, workers: list[str], repeat: int,
     return pairs
 
 
-def _kubectl_json(cp1: str, *args: str) -> dict:
-    from tests.helpers.npu_lab import KUBECTL, podman_exec
-    return json.loads(podman_exec(cp1, *KUBECTL, *args, "-o", "json"))
-
-
-def _movable_pods(cp1: str, workers: list[str]) -> set[str]:
-    """uids of the pods on the workers that a drain evicts (not DaemonSet pods)."""
-    return {p["metadata"]["uid"] for p in _kubectl_json(cp1, "get", "pods", "-A")["items"]
-            if p["spec"].get("nodeName") in workers
-            and not any(o.get("kind") == "DaemonSet" for o in p["metadata"].get("ownerReferences") or [])}
-
-
-class _CordonWatch:
-    """Polls the Nodes every second while runs go on: the workers ever seen unschedulable."""
-
-    def __init__(self, cp1: str, workers: list[str]):
-        import threading
-        self.cp1, self.workers, self.seen = cp1, workers, set()
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._poll, daemon=True)
-
-    def _poll(self) -> None:
-        while not self.stop.wait(1.0):
-            try:
-                nodes = _kubectl_json(self.cp1, "get", "nodes")["items"]
-            except (AssertionError, ValueError):
-                continue
-            self.seen |= {n["metadata"]["name"] for n in nodes
-                          if n["metadata"]["name"] in self.workers and n["spec"].get("unschedulable")}
-
-    def __enter__(self) -> _CordonWatch:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join()
-
-
 def _joined_drivers(inventory: Path, state: Path, workers: list[str], repeat: int, kubeconfig: Path,
                     checkouts: list[tuple[str, Path]], record) -> list[Pair]:
-    from tests.helpers.npu_lab import driverless, restore
+    from tests.helpers.npu_lab import CordonWatch, driverless, movable_pods, probe_pods, restore
     from ufcctl.app.inventory import load_inventory
     cp1 = load_inventory(inventory).group_hosts("kube_control_plane")[0]
     extra = {"UFC_STATE_DIR": str(state), "KUBECONFIG": str(kubeconfig)}
@@ -390,12 +352,11 @@ def _joined_drivers(inventory: Path, state: Path, workers: list[str], repeat: in
                     sys.exit(f"upgrade-drivers no-op changed a node:\n{run.proc.stdout[-3000:]}")
                 return run
 
-            pods = _movable_pods(cp1, workers)
-            with _CordonWatch(cp1, workers) as watch:
+            with probe_pods(cp1, workers) as pods, CordonWatch(cp1, workers) as watch:
                 pairs.append(_pair("upgrade-drivers", "no-op joined", label, workers, repeat,
                                    lambda noop=noop: noop(workers[0]),
                                    lambda noop=noop: noop(":".join(workers))))
-            evicted = len(pods - _movable_pods(cp1, workers))
+                evicted = len(set(pods) - set(movable_pods(cp1, workers)))
             runs = 2 * repeat
             print(f"    {label}: workers seen cordoned {len(watch.seen)}/{len(workers)}, pods evicted "
                   f"{evicted} (of {len(pods)} movable on the workers) in {runs} runs", flush=True)

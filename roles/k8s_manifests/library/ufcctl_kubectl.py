@@ -106,7 +106,13 @@ options:
     type: dict
     default: {}
   release_mark:
-    description: I(mode=untaint) - uncordon the node when it carries C(ufcctl.io/cordoned-for) with this value.
+    description: I(mode=untaint) - uncordon the node when its C(ufcctl.io/cordoned-for) has this value.
+    type: str
+    default: ""
+  refuse_resource:
+    description: >-
+      I(mode=drain) - fail, touching nothing, when a running pod on the node requests a resource whose name
+      starts with this (e.g. C(huawei.com/), NPU pods); empty - drain whatever runs.
     type: str
     default: ""
   taint:
@@ -338,6 +344,12 @@ def drain(module: AnsibleModule) -> dict:
     if found is None:
         return {"changed": False, "exists": False, "evicted": []}
     cordoned = bool((found.get("spec") or {}).get("unschedulable"))
+    refused = _pods_requesting(module, node, module.params["refuse_resource"])
+    if refused:
+        shown = ", ".join(refused[:3]) + (" ..." if len(refused) > 3 else "")
+        prefix = module.params["refuse_resource"]
+        module.fail_json(msg=f"node {node} NOT drained: pods requesting {prefix}* run on it ({shown}); "
+                             "nothing was touched (ufcctl: --force drains them)", exists=True)
     if module.check_mode:
         return {"changed": not cordoned, "exists": True, "evicted": []}
     mark = module.params["mark"]
@@ -354,6 +366,26 @@ def drain(module: AnsibleModule) -> dict:
     evicted = [line.split()[-1] for line in lines if line.startswith("evicting pod ")]
     cordoned_now = any(line.strip() == f"node/{node} cordoned" for line in out.splitlines())
     return {"changed": cordoned_now or bool(evicted), "exists": True, "evicted": evicted}
+
+
+def _pods_requesting(module: AnsibleModule, node: str, prefix: str) -> list:
+    """namespace/name of the running pods on `node` that request or limit a resource named `prefix`*
+    (the Ascend device plugin's huawei.com/...); [] without a prefix."""
+    if not prefix:
+        return []
+    rc, out, err = _kubectl(module, ["get", "pods", "--all-namespaces", "--field-selector",
+                                     f"spec.nodeName={node},status.phase=Running", "--output=json"])
+    if rc != 0:
+        module.fail_json(msg=_failure(f"get pods on {node}", rc, out, err), exists=True)
+    found = []
+    for pod in json.loads(out or "{}").get("items") or []:
+        containers = (pod.get("spec") or {}).get("containers") or []
+        wanted = [name for c in containers for section in ("requests", "limits")
+                  for name in ((c.get("resources") or {}).get(section) or {})]
+        if any(name.startswith(prefix) for name in wanted):
+            meta = pod.get("metadata") or {}
+            found.append(f"{meta.get('namespace', '?')}/{meta.get('name', '?')}")
+    return found
 
 
 def delete_node(module: AnsibleModule) -> dict:
@@ -420,6 +452,7 @@ def main() -> None:
             "mark": {"type": "str", "default": ""},
             "labels": {"type": "dict", "default": {}},
             "release_mark": {"type": "str", "default": ""},
+            "refuse_resource": {"type": "str", "default": ""},
             "annotation": {"type": "str", "default": ""},
             "reason": {"type": "str", "default": ""},
             "version": {"type": "str", "default": ""},
