@@ -344,10 +344,10 @@ def drain(module: AnsibleModule) -> dict:
     if found is None:
         return {"changed": False, "exists": False, "evicted": []}
     cordoned = bool((found.get("spec") or {}).get("unschedulable"))
-    refused = _pods_requesting(module, node, module.params["refuse_resource"])
+    prefix = module.params.get("refuse_resource") or ""
+    refused = _pods_requesting(module, node, prefix)
     if refused:
         shown = ", ".join(refused[:3]) + (" ..." if len(refused) > 3 else "")
-        prefix = module.params["refuse_resource"]
         module.fail_json(msg=f"node {node} NOT drained: pods requesting {prefix}* run on it ({shown}); "
                              "nothing was touched (ufcctl: --force drains them)", exists=True)
     if module.check_mode:
