@@ -175,29 +175,32 @@ def test_an_admitted_node_is_not_asked_again_until_it_joins_again(tmp_path: Path
 
 def test_the_admission_labels_the_node_with_its_versions_and_releases_a_drain_of_the_play(
         tmp_path: Path) -> None:
-    """The taint's removal sets ufcctl.io/npu-driver and -firmware (what upgrade-drivers reads before it
-    drains) and uncordons a node the role's in-play drain cordoned (mark npu-driver), in the same module
-    run on the first control plane; a node at those labels gets no label call again."""
+    """After the install task (upgrade-drivers: __ascend_driver_admit_check false, the versions judged), the
+    taint's removal sets ufcctl.io/npu-driver and -firmware (what upgrade-drivers reads before it drains) and
+    uncordons a node the role's in-play drain cordoned (mark npu-driver), in the same module run on the first
+    control plane. The join's admission (versions not checked) writes no labels; current labels no call."""
     paths = _setup(tmp_path, health="OK")
     node = json.loads((tmp_path / "bin" / "node.json").read_text())
     node["spec"]["unschedulable"] = True
     node["metadata"]["annotations"] = {"ufcctl.io/cordoned-for": "npu-driver"}
     (tmp_path / "bin" / "node.json").write_text(json.dumps(node))
-    versions = ("-e", json.dumps({"ascend_driver_version": "24.1.rc3",
-                                  "ascend_driver_firmware_version": "7.5.0.2.220"}))
-    first = _run(tmp_path, paths["smi"], *versions)
-    assert first["rc"] == 0, first["out"][-3000:]
-    assert first["node"]["metadata"]["labels"] == {"ufcctl.io/npu-driver": "24.1.rc3",
+    versions = {"ascend_driver_version": "24.1.rc3", "ascend_driver_firmware_version": "7.5.0.2.220"}
+    joined = _run(tmp_path, paths["smi"], "-e", json.dumps(versions))
+    assert joined["rc"] == 0, joined["out"][-3000:]
+    assert "labels" not in joined["node"]["metadata"] and not [c for c in joined["calls"] if c[0] == "label"]
+    assert not joined["node"]["spec"]["unschedulable"] and joined["node"]["metadata"]["annotations"] == {}
+
+    conf = tmp_path / "kubelet.conf"  # admitted again after the install task
+    installed = ("-e", json.dumps({**versions, "__ascend_driver_admit_check": False}))
+    for _ in range(2):
+        os.utime(conf, ns=(conf.stat().st_atime_ns, conf.stat().st_mtime_ns + 10**9))
+        after = _run(tmp_path, paths["smi"], *installed)
+        assert after["rc"] == 0, after["out"][-3000:]
+    assert after["node"]["metadata"]["labels"] == {"ufcctl.io/npu-driver": "24.1.rc3",
                                                    "ufcctl.io/npu-firmware": "7.5.0.2.220"}
-    assert ["label", "node", "w1", "--overwrite", "ufcctl.io/npu-driver=24.1.rc3",
-            "ufcctl.io/npu-firmware=7.5.0.2.220"] in first["calls"]
-    assert not first["node"]["spec"]["unschedulable"] and first["node"]["metadata"]["annotations"] == {}
-    # readmitted (a new registration): the labels are current, no label call
-    conf = tmp_path / "kubelet.conf"
-    os.utime(conf, ns=(conf.stat().st_atime_ns, conf.stat().st_mtime_ns + 10**9))
-    second = _run(tmp_path, paths["smi"], *versions)
-    assert second["rc"] == 0, second["out"][-3000:]
-    assert [c for c in second["calls"] if c[0] == "label"] == [c for c in first["calls"] if c[0] == "label"]
+    label = ["label", "node", "w1", "--overwrite", "ufcctl.io/npu-driver=24.1.rc3",
+             "ufcctl.io/npu-firmware=7.5.0.2.220"]
+    assert [c for c in after["calls"] if c[0] == "label"] == [label]  # once: the second found them current
 
 
 def test_an_operators_cordon_is_kept_by_the_admission(tmp_path: Path) -> None:
