@@ -5,6 +5,7 @@ put back the driver-less, tainted worker the README's main job leaves."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 import time
@@ -69,7 +70,9 @@ def restore(before: Mapping[str, str], cp1: str) -> None:
             podman_exec(cp1, *KUBECTL, "annotate", "node", host, f"{MARK}-")
 
 
-PROBE = "ufc-drain-probe"  # the Deployment whose pods show a drain (bench_marginal.py, the lab test)
+# the Deployment whose pods show a drain (bench_marginal.py, the lab test); a name of its own per use, since
+# the LAB API STAND-IN keeps each pod slot's eviction count (and the replacement's node) by name
+PROBE = "ufc-drain-probe"
 
 
 def _kubectl_json(cp1: str, *args: str) -> dict:
@@ -88,13 +91,14 @@ def movable_pods(cp1: str, workers: list[str]) -> dict[str, str]:
 def probe_pods(cp1: str, workers: list[str]) -> Iterator[dict[str, str]]:
     """One pod of a Deployment on each worker (hostname anti-affinity, the NPU health taint tolerated), so a
     drain has something to evict; yields movable_pods once every worker has its pod; deleted after."""
+    name = f"{PROBE}-{os.getpid()}-{int(time.time())}"
     on_workers = {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": workers}]}]}
-    one_each = [{"labelSelector": {"matchLabels": {"app": PROBE}}, "topologyKey": "kubernetes.io/hostname"}]
+    one_each = [{"labelSelector": {"matchLabels": {"app": name}}, "topologyKey": "kubernetes.io/hostname"}]
     manifest = {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": PROBE, "namespace": "default"},
-        "spec": {"replicas": len(workers), "selector": {"matchLabels": {"app": PROBE}}, "template": {
-            "metadata": {"labels": {"app": PROBE}},
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": len(workers), "selector": {"matchLabels": {"app": name}}, "template": {
+            "metadata": {"labels": {"app": name}},
             "spec": {"affinity": {
                 "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": on_workers},
                 "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": one_each}},
@@ -112,7 +116,7 @@ def probe_pods(cp1: str, workers: list[str]) -> Iterator[dict[str, str]]:
         assert sorted(pods.values()) == sorted(workers), f"probe pods not on every worker: {pods}"
         yield pods
     finally:
-        podman_exec(cp1, *KUBECTL, "delete", "deployment", PROBE, "-n", "default", "--wait=true", check=False)
+        podman_exec(cp1, *KUBECTL, "delete", "deployment", name, "-n", "default", "--wait=true", check=False)
 
 
 class CordonWatch:
