@@ -7,7 +7,8 @@ window, the hosts waiting here are the next ones to start, so a freed slot is re
 
 Protocol (ufcctl/engine/gate.py serves the other end): connect to the unix socket named by
 UFC_ROLLOUT_GATE, send {"host": inventory_hostname} as one JSON line, read one JSON line
-{"answer": "go"|"skip"|"stop", "reason": ...}. Without UFC_ROLLOUT_GATE (a plain ansible-playbook
+{"answer": "go"|"skip"|"stop", "reason": ..., "facts": {...}}; the result carries `facts` (what the
+engine knows of the host, e.g. labels_at_target: it was not drained; {} without an engine). Without UFC_ROLLOUT_GATE (a plain ansible-playbook
 run) the answer is go at once. A connection the engine closes without answering (it died) fails
 the host, so an orphaned Ansible process starts no new node.
 
@@ -56,7 +57,8 @@ class ActionModule(ActionBase):
         path = os.environ.get(GATE_ENV)
         result["changed"] = False
         if not path:
-            result.update(answer="go", reason=None, msg="no rollout engine (plain ansible-playbook): go")
+            result.update(answer="go", reason=None, facts={},
+                          msg="no rollout engine (plain ansible-playbook): go")
             return result
         try:
             answer = ask(path, host)
@@ -64,6 +66,7 @@ class ActionModule(ActionBase):
             result.update(failed=True, answer=None, msg=f"rollout gate {path}: {err}")
             return result
         reason = answer.get("reason")
-        result.update(answer=answer["answer"], reason=reason,
+        facts = answer.get("facts")
+        result.update(answer=answer["answer"], reason=reason, facts=facts if isinstance(facts, dict) else {},
                       msg=answer["answer"] + (f": {reason}" if reason else ""))
         return result

@@ -28,6 +28,14 @@ Kinds and states:
                    the median node time of the N-node runs (the state store's started/finished) and a
                    projection to 16,000 nodes at `ufcctl npu check`'s default batch x window
 
+  upgrade-drivers-joined  `ufcctl upgrade-drivers` on the same deployed lab's joined workers WITH the
+                   kubeconfig (`--kubeconfig`, default .ufc/lab/admin.conf): the drain around each node.
+                   No-op only (workers without the driver get it first, not measured, and are put back
+                   driver-less, tainted and unlabelled at the end); also counted, per checkout: the
+                   workers seen cordoned while its runs ran (a poll every second) and the pods evicted
+                   (a probe Deployment with one pod per worker, tests/helpers/npu_lab.py probe_pods: the
+                   pods whose uid changed; an evicted pod's replacement waits for the uncordon)
+
 `--checkout DIR` (repeatable) runs the same measurements with another checkout's ufcctl, playbooks
 and roles (e.g. main before a change), interleaved with this one's, so before/after are same-run
 ratios.
@@ -60,7 +68,7 @@ from tests.lab_standins.npu_emulator.packages import RELEASES  # noqa: E402
 
 BIN = Path(sys.executable).parent
 UFCCTL = str(BIN / "ufcctl")  # with PYTHONPATH set to the checkout measured
-KINDS = ("upgrade-drivers", "deploy-nodes", "preheat-images", "npu-check")
+KINDS = ("upgrade-drivers", "deploy-nodes", "preheat-images", "npu-check", "upgrade-drivers-joined")
 FLEET = 16000
 NPU_CHECK_CONCURRENCY = 50 * 4  # ufcctl/cli/npu.py DEFAULT_BATCH x DEFAULT_WINDOW
 # A real `hccn_tool -ping ... pkt 3` lasts about 3 s (one packet a second, then the last reply); under a
@@ -212,7 +220,8 @@ def _ensure_image(workers: list[str], image: str, preheat) -> None:
         preheat(":".join(missing), len(missing))
 
 
-def _shared(args: argparse.Namespace, kinds: list[str], checkouts: list[tuple[str, Path]]) -> list[Pair]:
+def _shared(args: argparse.Namespace, kinds: list[str], checkouts: list[tuple[str, Path]],
+            record) -> list[Pair]:
     inventory = Path(args.shared_inventory).resolve()
     state = Path(args.shared_state).resolve()
     workers = _shared_workers(inventory)
@@ -261,6 +270,9 @@ def _shared(args: argparse.Namespace, kinds: list[str], checkouts: list[tuple[st
                                lambda: pulling(workers[:1]), lambda: pulling(workers)))
     if "npu-check" in kinds:
         pairs += _npu_check(inventory, state, workers, args.repeat, checkouts)
+    if "upgrade-drivers-joined" in kinds:
+        pairs += _joined_drivers(inventory, state, workers, args.repeat, Path(args.kubeconfig).resolve(),
+                                 checkouts, record)
     if "preheat-images" in kinds:  # leave the lab's workers as they were
         _remove_image([w for w in workers if args.image not in before[w]], args.image, before)
     for worker in (w for w in workers if not recorded[w]):
@@ -318,6 +330,44 @@ def _npu_check(inventory: Path, state: Path, workers: list[str], repeat: int,
     return pairs
 
 
+def _joined_drivers(inventory: Path, state: Path, workers: list[str], repeat: int, kubeconfig: Path,
+                    checkouts: list[tuple[str, Path]], record) -> list[Pair]:
+    from tests.helpers.npu_lab import CordonWatch, driverless, movable_pods, probe_pods, restore
+    from ufcctl.app.inventory import load_inventory
+    cp1 = load_inventory(inventory).group_hosts("kube_control_plane")[0]
+    extra = {"UFC_STATE_DIR": str(state), "KUBECONFIG": str(kubeconfig)}
+    common = ["upgrade-drivers", "-i", str(inventory), "--batch", str(len(workers)), "--output", "json"]
+    fresh = driverless(workers)
+    pairs: list[Pair] = []
+    try:
+        if fresh:  # not measured: the driver and the admission (it labels the Nodes), driver-less workers
+            _ufcctl(ROOT, _env(ROOT, extra), [*common, "--limit", ":".join(fresh), "--max-fail", "100%"],
+                    "upgrade-drivers (the driver, joined workers)")
+        for label, checkout in checkouts:
+            env = _env(checkout, extra)
+
+            def noop(limit: str, env=env, checkout=checkout) -> Measured:
+                run = _ufcctl(checkout, env, [*common, "--limit", limit], "upgrade-drivers no-op (joined)")
+                if _changed_nodes(run):
+                    sys.exit(f"upgrade-drivers no-op changed a node:\n{run.proc.stdout[-3000:]}")
+                return run
+
+            with probe_pods(cp1, workers) as pods, CordonWatch(cp1, workers) as watch:
+                pairs.append(_pair("upgrade-drivers", "no-op joined", label, workers, repeat,
+                                   lambda noop=noop: noop(workers[0]),
+                                   lambda noop=noop: noop(":".join(workers))))
+                evicted = len(set(pods) - set(movable_pods(cp1, workers)))
+            runs = 2 * repeat
+            print(f"    {label}: workers seen cordoned {len(watch.seen)}/{len(workers)}, pods evicted "
+                  f"{evicted} (of {len(pods)} movable on the workers) in {runs} runs", flush=True)
+            name = "upgrade-drivers no-op joined" + ("" if label == "this" else f" ({label})")
+            record.figure(f"{name} workers cordoned", len(watch.seen), "nodes")
+            record.figure(f"{name} pods evicted", evicted, "pods")
+    finally:
+        restore(fresh, cp1)
+    return pairs
+
+
 def main() -> None:
     record = take_record("bench_marginal")
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
@@ -332,6 +382,8 @@ def main() -> None:
     parser.add_argument("--serve", default="ufc-hdk-mirror,10.89.64.5",
                         help="container,address of the lab upstream registry serving --image")
     parser.add_argument("--checkout", action="append", default=[], help="another checkout, measured too")
+    parser.add_argument("--kubeconfig", default=str(ROOT / ".ufc" / "lab" / "admin.conf"),
+                        help="the shared lab's kubeconfig (upgrade-drivers-joined)")
     args = parser.parse_args()
     kinds = [k for k in args.kinds.split(",") if k]
     unknown = sorted(set(kinds) - set(KINDS))
@@ -345,7 +397,7 @@ def main() -> None:
             pairs += _drivers(args, checkouts, Path(tmp))
     shared = [k for k in kinds if k != "upgrade-drivers"]
     if shared:
-        pairs += _shared(args, shared, checkouts)
+        pairs += _shared(args, shared, checkouts, record)
     print(machine())
     print("marginal controller CPU per node (aims: <= 0.2 CPU-s no-op, <= 0.5 upgrading):")
     for p in pairs:

@@ -117,6 +117,7 @@ class FakeAnsible:
     overlaps: int = 0  # calls that started while another was still in progress
     starts: dict[str, int] = field(default_factory=dict)  # host -> times it passed the gate with go
     answers: dict[str, list[str]] = field(default_factory=dict)  # host -> gate answers it got
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)  # host -> the facts of its last answer
     arrivals: list[str] = field(default_factory=list)  # hosts in the order they asked the gate
     # called in a host's worker, with the host and its process's hosts, just before it asks the gate
     # (GateWatch.in_inventory_order, GateWatch.after): orders the arrivals
@@ -184,10 +185,12 @@ class FakeAnsible:
         with self._lock:
             self.arrivals.append(host)
         path = env.get(GATE_ENV)
-        answer = ask_gate(path, host)["answer"] if path else "go"
+        reply = ask_gate(path, host) if path else {"answer": "go", "facts": {}}
+        answer = reply["answer"]
         result = results[host] = HostResult(host, ok=1)  # the gate task itself
         with self._lock:
             self.answers.setdefault(host, []).append(answer)
+            self.facts[host] = reply.get("facts") or {}
             if answer != "go":
                 return
             self.starts[host] = self.starts.get(host, 0) + 1

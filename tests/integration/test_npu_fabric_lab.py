@@ -13,6 +13,9 @@ Checked, in one pass over the six workers (faults are injected per node, one kin
   the NPU health taint, is cordoned with ufcctl's mark, carries the reason in the annotation
   ufcctl.io/npu-fabric, and the run's record names the chip and the fault;
 - the faults repaired, the same line admits them: exit 0, no taint, no hold left;
+- with the lab's kubeconfig (the engine cordons and drains): the same line again drains nothing (no worker
+  cordoned, no probe pod evicted: every Node's labels say the target); a new version drains the node first;
+  labels at the target on a node that is not (a reimaged node's) make its play drain it, then install;
 - `ufcctl npu check --inventory lab` on the healthy fleet exits 0 and changes nothing (the run's nodes
   unchanged, hccn_tool's state and /etc/hccn.conf untouched, the Nodes as they were); a link taken down
   afterwards makes it exit 1 naming the node and chip;
@@ -36,8 +39,20 @@ from typing import Any
 import pytest
 
 from tests.helpers.lab import ROOT, STACK_LAB, Stack
-from tests.helpers.npu_lab import HCCN_STATE, HOLD, KUBECTL, MARK, TAINT, driverless, restore
-from tests.lab_standins.npu_emulator.lab import write_faults
+from tests.helpers.npu_lab import (
+    HCCN_STATE,
+    HOLD,
+    KUBECTL,
+    MARK,
+    TAINT,
+    CordonWatch,
+    driverless,
+    movable_pods,
+    probe_pods,
+    restore,
+)
+from tests.lab_standins.npu_emulator.lab import set_installed, write_faults
+from tests.lab_standins.npu_emulator.packages import RELEASES
 from ufcctl.app.inventory import load_inventory
 from ufcctl.domain.npu.fabric_plan import host_plan
 from ufcctl.rollout.store import StateStore
@@ -165,6 +180,51 @@ def test_a_faulty_node_stays_tainted_and_held_naming_its_chip_and_repair_admits_
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-2000:]
     nodes = _nodes()
     assert {h: _state(n) for h, n in nodes.items()} == dict.fromkeys(WORKERS, (False, False, None, None))
+
+
+def _drivers(lab: Stack, line: str, watch: list[str]) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """`line` with the lab's kubeconfig (the engine drains), and the workers seen cordoned meanwhile."""
+    with CordonWatch(CP1, watch) as cordons:
+        proc = _shell(lab, f"KUBECONFIG=.ufc/lab/admin.conf {line}")
+    return proc, cordons.seen
+
+
+def test_with_the_kubeconfig_a_no_op_drains_nothing_and_an_upgrade_drains(lab: Stack) -> None:
+    """Decision 18: a node whose labels say the target is neither cordoned nor drained (no pod evicted); a
+    new version drains it first (the engine); labels left at the target on a node that is not makes its
+    play drain it (mark npu-driver) before installing, and its admission uncordons it."""
+    w05, old_release, new = f"{STACK_LAB}-w05", RELEASES[0], RELEASES[1]
+    assert (old_release.driver_version, old_release.firmware_version) == (
+        load_inventory(lab.inventory).hosts[w05].vars["ufc_npu_driver_version"],
+        load_inventory(lab.inventory).hosts[w05].vars["ufc_npu_firmware_version"])
+    to_new = f"--version {new.driver_version} --firmware-version {new.firmware_version}"
+    try:
+        with probe_pods(CP1, WORKERS) as pods:
+            noop, cordoned = _drivers(lab, UPGRADE, WORKERS)
+            assert noop.returncode == 0, noop.stdout[-3000:] + noop.stderr[-2000:]
+            run = _newest(lab, "upgrade-drivers")
+            assert all(run["nodes"][w].state == "done" and not run["nodes"][w].changed for w in WORKERS), run
+            assert cordoned == set() and movable_pods(CP1, WORKERS) == pods  # nothing cordoned or evicted
+
+            upgrade, cordoned = _drivers(lab, f"{UPGRADE} --limit {w05} {to_new}", WORKERS)
+            assert upgrade.returncode == 0, upgrade.stdout[-3000:] + upgrade.stderr[-2000:]
+            assert cordoned == {w05}  # the engine cordoned and drained it (rc 0: the drain succeeded)
+            node = _nodes()[w05]
+            assert node["metadata"]["labels"]["ufcctl.io/npu-driver"] == new.driver_version
+            assert _state(node) == (False, False, None, None)
+
+            set_installed(w05, old_release)  # labels at the new target, the node not: a reimaged node's
+            stale, cordoned = _drivers(lab, f"{UPGRADE} --limit {w05} {to_new}", WORKERS)
+            assert stale.returncode == 0, stale.stdout[-3000:] + stale.stderr[-2000:]
+            record = _newest(lab, "upgrade-drivers")["nodes"][w05]
+            assert record.state == "done" and record.changed, record
+            assert cordoned == {w05}  # drained in its play
+            assert _state(_nodes()[w05]) == (False, False, None, None)  # uncordoned, mark npu-driver gone
+    finally:
+        set_installed(w05, old_release)  # the fleet's release again, labelled so
+        _exec(CP1, *KUBECTL, "label", "node", w05, "--overwrite",
+              f"ufcctl.io/npu-driver={old_release.driver_version}",
+              f"ufcctl.io/npu-firmware={old_release.firmware_version}", check=False)
 
 
 def test_npu_check_on_a_healthy_fleet_exits_0_and_changes_nothing(lab: Stack) -> None:

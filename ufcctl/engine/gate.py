@@ -4,7 +4,13 @@ The other end is the `ufc_gate` action of the rollout playbooks (playbooks/actio
 the first task of every rollout play. Protocol, one JSON line each way on one connection:
 
     gate -> engine   {"host": "<inventory_hostname>"}
-    engine -> gate   {"answer": "go" | "skip" | "stop", "reason": "<why, for skip and stop>"}
+    engine -> gate   {"answer": "go" | "skip" | "stop", "reason": "<why, for skip and stop>",
+                      "facts": {...}}
+
+`facts` (with go; may be empty) is what the engine knows about the host that its play needs, returned
+by the action as `ufc_rollout_gate.facts`: `labels_at_target` (LABELS_AT_TARGET) is true when the drain
+pool found the Node's labels at the rollout's target and therefore did NOT drain it (roles/ascend_driver
+then refuses to install without draining it in the play), false when the node was drained.
 
 The gate blocks until the answer comes, however long that is (a host waits for a free slot). The
 action finds the socket through the environment variable GATE_ENV; without it (a plain
@@ -33,6 +39,7 @@ log = logging.getLogger(__name__)
 
 GATE_ENV = "UFC_ROLLOUT_GATE"
 GO, SKIP, STOP = "go", "skip", "stop"
+LABELS_AT_TARGET = "labels_at_target"  # a fact of the go: the node was not drained (rollout/drainpool.py)
 ANSWERS = (GO, SKIP, STOP)
 MAX_REQUEST = 4096  # bytes: a host name and JSON punctuation
 # sockaddr_un holds 108 bytes on Linux, the terminating NUL included (unix(7)).
@@ -47,6 +54,7 @@ class GateRequest:
         self._conn = conn
         self._lock = threading.Lock()
         self.answered = False
+        self.facts: dict[str, object] = {}  # sent with the answer (set before it is answered)
 
     def drop(self) -> None:
         """Close without an answer (the gate fails the host), unless answered already."""
@@ -63,7 +71,7 @@ class GateRequest:
             if self.answered:
                 return False
             self.answered = True
-            line = json.dumps({"answer": answer, "reason": reason}).encode() + b"\n"
+            line = json.dumps({"answer": answer, "reason": reason, "facts": self.facts}).encode() + b"\n"
             try:
                 self._conn.setblocking(True)
                 self._conn.settimeout(5)

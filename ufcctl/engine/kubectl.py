@@ -1,4 +1,4 @@
-"""The kubectl adapter for node maintenance: NPU pods on a node, cordon, drain, uncordon."""
+"""The kubectl adapter for node maintenance: NPU pods on a node, nodes by label, cordon, drain, uncordon."""
 
 from __future__ import annotations
 
@@ -71,6 +71,11 @@ class Kubectl:
         return {str(n.get("metadata", {}).get("name", "?")):
                 str(n.get("status", {}).get("nodeInfo", {}).get("kubeletVersion", ""))
                 for n in json.loads(out or "{}").get("items", [])}
+
+    def nodes_labelled(self, selector: str) -> set[str]:
+        """Names of the nodes matching a label selector, filtered by the apiserver (names only come back)."""
+        out = self._call("get", "nodes", "--selector", selector, "--output", "name", timeout=120)
+        return {line.split("/", 1)[-1] for line in out.split() if line.strip()}
 
     def cordon(self, node: str) -> None:
         self._call("cordon", node, timeout=120)

@@ -38,6 +38,8 @@ class Admission:
         self.pacer = Pacer(job.rate)
         self.waiting: dict[str, GateRequest] = {}
         self.answers: dict[str, tuple[str, str | None]] = {}  # ended before admission: the gate's answer
+        # what a host's go tells its play besides go (engine/gate.py), e.g. that it was not drained
+        self.facts: dict[str, dict[str, object]] = {}
         self.started: dict[str, float] = {}
         self.deadlines: list[tuple[float, str]] = []
 
@@ -78,7 +80,9 @@ class Admission:
             notes.append(lambda: observer.node_started(host, batch))
         # the gate opens once `running` is committed: a crash from then on leaves the node `running`
         change = NodeChange(host, RUNNING, time.time(), ansible_run=chunk.run_id)
-        self.writer.submit([change], notes, go=self.waiting.pop(host))
+        request = self.waiting.pop(host)
+        request.facts = self.facts.pop(host, {})
+        self.writer.submit([change], notes, go=request)
 
     def overdue(self, now: float) -> list[str]:
         """Nodes whose deadline has passed (each reported once; ended ones among them too)."""

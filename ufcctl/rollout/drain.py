@@ -2,25 +2,52 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+
 from ufcctl.domain.inventory.model import Host
+from ufcctl.domain.npu.driver_labels import selector
 from ufcctl.engine.kubectl import Kubectl, find_kubeconfig, find_kubectl
 from ufcctl.errors import EnvironmentMissing
-from ufcctl.rollout.kind import NodeGuard, RolloutRequest
+from ufcctl.rollout.kind import NodeGuard
 
 DRAIN_TIMEOUT = 900  # seconds kubectl drain may wait for pods to leave one node
 NODE_NAME_VAR = "ufc_kube_node_name"  # when the Kubernetes node name differs from the inventory name
+
+
+# host -> the labels its Node carries once at the rollout's target ({}: unknown, the node is drained)
+Targets = Callable[[Host], Mapping[str, str]]
 
 
 class DrainGuard:
     """Skips nodes with NPU pods unless forced; cordons + drains before, uncordons after success.
 
     A node that fails its upgrade stays cordoned, so no job lands on a node with a broken driver.
+    With `targets`, nodes whose labels already say the target are found first (`at_target`, one
+    kubectl call per distinct target) and are not drained at all (the play refuses to install on them).
     """
 
-    def __init__(self, kubectl: Kubectl, force: bool, drain_timeout: int = DRAIN_TIMEOUT):
+    def __init__(self, kubectl: Kubectl, force: bool, drain_timeout: int = DRAIN_TIMEOUT,
+                 targets: Targets | None = None):
         self.kubectl = kubectl
         self.force = force
         self.drain_timeout = drain_timeout
+        self.targets = targets
+
+    def at_target(self, hosts: Sequence[Host]) -> set[str]:
+        """The hosts whose Node's labels say the target: one label-selector read per distinct target
+        (one for a fleet on one release), answered with the names of the matching nodes only."""
+        if self.targets is None:
+            return set()
+        wanted: dict[str, list[Host]] = {}
+        for host in hosts:
+            labels = self.targets(host)
+            if labels:
+                wanted.setdefault(selector(labels), []).append(host)
+        found: set[str] = set()
+        for query, group in wanted.items():
+            names = self.kubectl.nodes_labelled(query)
+            found.update(host.name for host in group if self.node_name(host) in names)
+        return found
 
     @staticmethod
     def node_name(host: Host) -> str:
@@ -41,7 +68,8 @@ class DrainGuard:
             self.kubectl.uncordon(self.node_name(host))
 
 
-def drain_guard(*, force: bool, dry_run: bool) -> tuple[NodeGuard | None, str]:
+def drain_guard(*, force: bool, dry_run: bool,
+                targets: Targets | None = None) -> tuple[NodeGuard | None, str]:
     """The guard to use and what the report says about the cordon/drain step."""
     if dry_run:
         return None, "skipped: --dry-run (nodes are not cordoned or drained in check mode)"
@@ -55,11 +83,7 @@ def drain_guard(*, force: bool, dry_run: bool) -> tuple[NodeGuard | None, str]:
             f"a kubeconfig exists ({kubeconfig}) but kubectl is not installed, so nodes cannot be drained",
             "install kubectl, or unset KUBECONFIG if this kubeconfig is not the cluster being upgraded",
         )
-    guard = DrainGuard(Kubectl(binary, kubeconfig), force)
-    return guard, f"cordon + drain with {kubeconfig} (force={force}); failed nodes stay cordoned"
+    guard = DrainGuard(Kubectl(binary, kubeconfig), force, targets=targets)
+    skipped = "; nodes whose labels say the target are not drained" if targets is not None else ""
+    return guard, f"cordon + drain with {kubeconfig} (force={force}){skipped}; failed nodes stay cordoned"
 
-
-def drain_hooks(request: RolloutRequest) -> tuple[NodeGuard | None, str]:
-    """The gate hooks of a kind that drains: cordon + drain before a node starts, uncordon after it
-    succeeded (upgrade-drivers names it; kind.py does not import this module)."""
-    return drain_guard(force=request.force, dry_run=request.dry_run)

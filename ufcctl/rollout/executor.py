@@ -52,7 +52,7 @@ from typing import Any
 from ufcctl.domain.rollout.states import DONE, FAILED, PENDING, RUNNING, SKIPPED
 from ufcctl.domain.rollout.window import RolloutWindow
 from ufcctl.engine import statedir, stops
-from ufcctl.engine.gate import STOP, GateRequest, GateServer
+from ufcctl.engine.gate import LABELS_AT_TARGET, STOP, GateRequest, GateServer
 from ufcctl.engine.runner import RunResult
 from ufcctl.rollout.admission import Admission
 from ufcctl.rollout.chunks import Chunk, ChunkProcesses, leftover_reason, unstarted_reason
@@ -91,7 +91,8 @@ class _Execution:
         self.processes = ChunkProcesses(job, run_fn, self, self._chunk_ended, lambda: self.cancelled)
         self.chunk_of = self.processes.chunk_of
         self.admission = Admission(job, self.window, self.chunk_of, self.writer, observer)
-        self.drains = DrainPool(guard, job.hosts, job.prepare_workers, self._prepared) if guard else None
+        self.drains = DrainPool(guard, job.hosts, job.prepare_workers, self._prepared,
+                                job.order) if guard else None
 
     # -- main loop ----------------------------------------------------------------------------
 
@@ -206,13 +207,14 @@ class _Execution:
             if self.admission.take(request):
                 self.cond.notify_all()
 
-    def _prepared(self, host: str, skip: str | None, error: Exception | None) -> None:
-        """A node's preparation ended (on the drain pool): its gate then opens, or says skip."""
+    def _prepared(self, host: str, skip: str | None, error: Exception | None, drained: bool) -> None:
+        """A node's preparation ended (on the drain pool): its gate then opens, or says skip. A node the
+        guard found at target was not drained: it is never released, and its go says so."""
         assert self.drains is not None
         notes: list[Note] = []
         with self.cond:
             if not self.window.is_claimed(host):  # stopped meanwhile: nothing ran on it
-                if error is None and skip is None:
+                if error is None and skip is None and drained:
                     notes.append(self.drains.release_note(host, True))
             elif error is not None:  # released as failed: whatever the drain did stays (cordoned)
                 self.drains.prepared.add(host)
@@ -220,7 +222,9 @@ class _Execution:
             elif skip is not None:
                 notes += self._end_unstarted(host, SKIPPED, skip)
             else:
-                self.drains.prepared.add(host)
+                if drained:
+                    self.drains.prepared.add(host)
+                self.admission.facts[host] = {LABELS_AT_TARGET: not drained}
                 self.window.prepared(host)
             self.cond.notify_all()
         call_notes(notes)
@@ -305,7 +309,7 @@ class _Execution:
         chunk.open -= 1
         self.window.finished(host, state)
         notes = self._announce(host, state, reason, self.clock() - self.admission.started[host])
-        if self.drains is not None and state != SKIPPED:
+        if self.drains is not None and state != SKIPPED and host in self.drains.prepared:  # not if undrained
             notes.append(self.drains.release_note(host, state == DONE))
         self.writer.submit([NodeChange(host, state, time.time(), reason=reason, changed=changed)], notes)
         return []

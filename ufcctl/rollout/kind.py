@@ -14,7 +14,7 @@ what marks a node done.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,7 +32,10 @@ DEFAULT_CHUNK = 2000
 
 
 class NodeGuard(Protocol):
-    """Work around each node outside Ansible (cordon/drain); prepare returns a skip reason or None."""
+    """Work around each node outside Ansible (cordon/drain); prepare returns a skip reason or None.
+    at_target names the hosts that need no preparation at all (read once per run, before the first)."""
+
+    def at_target(self, hosts: Sequence[Host]) -> set[str]: ...
 
     def prepare(self, host: Host) -> str | None: ...
 
@@ -87,7 +90,7 @@ GuardFactory = Callable[[RolloutRequest], tuple[NodeGuard | None, str]]
 
 
 def no_guard(request: RolloutRequest) -> tuple[NodeGuard | None, str]:
-    """Nothing around each node (a kind that drains names `drain.drain_hooks` itself)."""
+    """Nothing around each node (a kind that drains names its hooks itself: drain.drain_guard)."""
     return None, "none"
 
 

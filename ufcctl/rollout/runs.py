@@ -40,6 +40,7 @@ Loader = Callable[[Path], Inventory]
 # (playbooks/upgrade-drivers.yml): with --accelerate mitogen it is Mitogen's host_pinned, whose
 # plugin directory the runner adds.
 STRATEGY_VAR = "ufc_rollout_strategy"
+FORCE_VAR = "ufc_rollout_force"  # the run has --force (a play that drains evicts NPU pods too)
 MITOGEN_STRATEGY = "mitogen_host_pinned"
 
 
@@ -64,6 +65,8 @@ def _options(kind: RolloutKind, request: RolloutRequest, capacity: int, inventor
         extravars.update(kind.inventory_extravars(inventory))
     if request.accelerate == "mitogen":
         extravars[STRATEGY_VAR] = MITOGEN_STRATEGY
+    if request.force:  # a drain in the play evicts NPU pods too (roles/ascend_driver drain_install.yml)
+        extravars[FORCE_VAR] = True
     return RunOptions(
         forks=request.forks or chunk_forks(capacity),
         check=request.dry_run,

@@ -40,6 +40,10 @@ description:
   - I(mode)=health runs the health gate only (after the role rebooted the node, or before a joined
     node is admitted); I(check_version)=false checks the chips only, not the driver's version.
   - Check mode reads, decides and reports the packages it would install; it changes nothing.
+  - >-
+    I(undrained) says the node was not drained (the rollout engine found its Node labels at target): a
+    node that needs a package then installs nothing, changes nothing and returns I(drain_needed) (the
+    role drains it in the play and runs the module again), so no installer runs under running pods.
   - I(admission_flag) records that the node's NPU health taint was removed since the node last
     registered (its content names the taint and the kubelet.conf kubeadm join wrote, so a node that
     joins again is not taken for admitted). With it, I(mode)=install and I(mode)=probe return
@@ -132,6 +136,12 @@ options:
     type: int
   force:
     description: Reinstall even at the target versions (read by the action's plan).
+    type: bool
+    default: false
+  undrained:
+    description: >-
+      The node was not drained (its Node labels were at target): a node that needs a package
+      returns I(drain_needed) and changes nothing.
     type: bool
     default: false
   health_gate:
@@ -229,6 +239,10 @@ fabric:
     planned (chips), changes (list), chips (what each reported, with its problems), pings (tier 2).
   type: dict
   returned: with I(fabric)
+drain_needed:
+  description: With I(undrained) - the node needs a package, so nothing ran (drain it, then run again).
+  type: bool
+  returned: always
 fabric_problems:
   description: One line naming every failing chip and fault; empty when none.
   type: str
@@ -640,11 +654,14 @@ def converge_locked(node, result, lock_fd):
     firmware = node.read_firmware(driver)
     arch = p["arch"] or os.uname()[4]
     result["before"] = {"driver": driver, "firmware": firmware, "arch": arch}
-    result["user_created"] = node.run_user()
     steps = steps_for(p["plan"], driver, firmware, p["version"], p["firmware_version"])
     names = dict((kind, name.replace("{arch}", arch)) for kind, name in p["package_names"].items())
     packages = [names[kind] for kind in ("driver", "firmware") if kind in [s[0] for s in steps]]
     result["packages"] = packages
+    if packages and p.get("undrained"):  # never install under running pods: the play drains first
+        result["drain_needed"] = True
+        return
+    result["user_created"] = node.run_user()
     if node.check:
         result["installed"] = packages
         return
@@ -698,6 +715,7 @@ def main():
             reboot=dict(type="str", default="auto", choices=["auto", "never"]),
             install_timeout=dict(type="int"),
             force=dict(type="bool", default=False),
+            undrained=dict(type="bool", default=False),
             health_gate=dict(type="bool", default=True),
             expected_chips=dict(type="int", default=0),
             lock=dict(type="path"),
@@ -725,7 +743,8 @@ def main():
     )
     result = {"changed": False, "before": {}, "packages": [], "installed": [],
               "user_created": False, "reboot_requested": False, "health": {"checked": False, "problems": []},
-              "admission_needed": True, "fabric_problems": "", "fabric_summary": "", "fabric_changed": False}
+              "admission_needed": True, "fabric_problems": "", "fabric_summary": "", "fabric_changed": False,
+              "drain_needed": False}
     try:
         converge(Node(module), result)
     except Failure as exc:

@@ -62,6 +62,10 @@ description:
   - >-
     I(mode=untaint) with I(annotation) also lifts such a hold: the annotation is removed and, when the
     node carries C(ufcctl.io/cordoned-for=<mark>), it is uncordoned and the mark removed.
+  - >-
+    I(mode=untaint) with I(labels) also sets those node labels where they differ (one C(kubectl label
+    --overwrite)), and with I(release_mark) uncordons a node carrying C(ufcctl.io/cordoned-for=<release_mark>)
+    and removes the mark (roles/ascend_driver: the driver labels, and a node its play drained).
 options:
   mode:
     description: What to do.
@@ -107,6 +111,20 @@ options:
     description: I(mode=release) - the kubelet version the node must report (empty - Ready only).
     type: str
     default: ""
+  labels:
+    description: I(mode=untaint) - node labels to set (key to value) where they differ.
+    type: dict
+    default: {}
+  release_mark:
+    description: I(mode=untaint) - uncordon the node when its C(ufcctl.io/cordoned-for) has this value.
+    type: str
+    default: ""
+  refuse_resource:
+    description: >-
+      I(mode=drain) - fail, touching nothing, when a running pod on the node requests a resource whose name
+      starts with this (e.g. C(huawei.com/), NPU pods); empty - drain whatever runs.
+    type: str
+    default: ""
   taint:
     description: I(mode=untaint) - the taint to remove (C(key) and C(effect); C(value) is ignored).
     type: dict
@@ -125,7 +143,12 @@ applied:
   type: list
   returned: mode=apply
 unchanged: {description: Manifests the cluster already matched., type: list, returned: mode=apply}
-labelled: {description: kubectl label calls that changed a node., type: int, returned: mode=label}
+labelled:
+  description: >-
+    mode=label, an int: the kubectl label calls that changed a node; mode=untaint, a bool: I(labels)
+    differed and were set (or would be).
+  type: raw
+  returned: mode=label or mode=untaint
 untainted:
   description: The taint was on the node and was removed (or would be).
   type: bool
@@ -139,7 +162,10 @@ unheld:
   type: bool
   returned: mode=untaint
 exists: {description: The node object existed before this run., type: bool, returned: mode=drain, delete_node}
-uncordoned: {description: The node carried the mark and was uncordoned., type: bool, returned: mode=release}
+uncordoned:
+  description: The node carried the mark and was uncordoned.
+  type: bool
+  returned: mode=release, untaint
 kubelet_version: {description: The kubelet version the node reported last., type: str, returned: mode=release}
 evicted: {description: Pods kubectl evicted (none listed in check mode)., type: list, returned: mode=drain}
 """
@@ -235,14 +261,42 @@ def untaint(module: AnsibleModule) -> dict:
         taints = json.loads(out).get("spec", {}).get("taints") or []
     except ValueError:
         module.fail_json(msg=f"kubectl get node {node}: the answer is not JSON: {out[:200]}")
-    unheld = _unhold(module, json.loads(out)) if module.params["annotation"] else False
-    if not any(t.get("key") == key and t.get("effect") == effect for t in taints):
-        return {"changed": unheld, "untainted": False, "unheld": unheld}
-    if not module.check_mode:
+    found = json.loads(out)
+    unheld = _unhold(module, found) if module.params["annotation"] else False
+    untainted = any(t.get("key") == key and t.get("effect") == effect for t in taints)
+    if untainted and not module.check_mode:
         rc, out, err = _kubectl(module, ["taint", "nodes", node, f"{key}:{effect}-"])
         if rc != 0:
             module.fail_json(msg=_failure(f"taint nodes {node} {key}:{effect}-", rc, out, err))
-    return {"changed": True, "untainted": True, "unheld": unheld}
+    labelled = _relabel(module, found)
+    released = _release(module, found)
+    return {"changed": untainted or unheld or labelled or released, "untainted": untainted, "unheld": unheld,
+            "labelled": labelled, "uncordoned": released}
+
+
+def _relabel(module: AnsibleModule, found: dict) -> bool:
+    """Set I(labels) on the node read as `found` where they differ (one kubectl label call)."""
+    node, wanted = module.params["node"], module.params["labels"] or {}
+    have = (found.get("metadata") or {}).get("labels") or {}
+    changes = [f"{k}={v}" for k, v in sorted(wanted.items()) if have.get(k) != str(v)]
+    if changes and not module.check_mode:
+        rc, out, err = _kubectl(module, ["label", "node", node, "--overwrite", *changes])
+        if rc != 0:
+            module.fail_json(msg=_failure(f"label node {node}", rc, out, err))
+    return bool(changes)
+
+
+def _release(module: AnsibleModule, found: dict) -> bool:
+    """Uncordon the node read as `found` when a drain with I(release_mark) cordoned it (and drop the mark)."""
+    node, mark = module.params["node"], module.params["release_mark"]
+    if not mark or _annotations(found).get(MARK) != mark:
+        return False
+    if not module.check_mode:
+        for args in (["uncordon", node], ["annotate", "node", node, f"{MARK}-"]):
+            rc, out, err = _kubectl(module, args)
+            if rc != 0:
+                module.fail_json(msg=_failure(" ".join(args[:2]) + f" {node}", rc, out, err))
+    return True
 
 
 def _annotations(found: dict) -> dict:
@@ -310,6 +364,12 @@ def drain(module: AnsibleModule) -> dict:
     if found is None:
         return {"changed": False, "exists": False, "evicted": []}
     cordoned = bool((found.get("spec") or {}).get("unschedulable"))
+    prefix = module.params.get("refuse_resource") or ""
+    refused = _pods_requesting(module, node, prefix)
+    if refused:
+        shown = ", ".join(refused[:3]) + (" ..." if len(refused) > 3 else "")
+        module.fail_json(msg=f"node {node} NOT drained: pods requesting {prefix}* run on it ({shown}); "
+                             "nothing was touched (ufcctl: --force drains them)", exists=True)
     if module.check_mode:
         return {"changed": not cordoned, "exists": True, "evicted": []}
     mark = module.params["mark"]
@@ -326,6 +386,26 @@ def drain(module: AnsibleModule) -> dict:
     evicted = [line.split()[-1] for line in lines if line.startswith("evicting pod ")]
     cordoned_now = any(line.strip() == f"node/{node} cordoned" for line in out.splitlines())
     return {"changed": cordoned_now or bool(evicted), "exists": True, "evicted": evicted}
+
+
+def _pods_requesting(module: AnsibleModule, node: str, prefix: str) -> list:
+    """namespace/name of the running pods on `node` that request or limit a resource named `prefix`*
+    (the Ascend device plugin's huawei.com/...); [] without a prefix."""
+    if not prefix:
+        return []
+    rc, out, err = _kubectl(module, ["get", "pods", "--all-namespaces", "--field-selector",
+                                     f"spec.nodeName={node},status.phase=Running", "--output=json"])
+    if rc != 0:
+        module.fail_json(msg=_failure(f"get pods on {node}", rc, out, err), exists=True)
+    found = []
+    for pod in json.loads(out or "{}").get("items") or []:
+        containers = (pod.get("spec") or {}).get("containers") or []
+        wanted = [name for c in containers for section in ("requests", "limits")
+                  for name in ((c.get("resources") or {}).get(section) or {})]
+        if any(name.startswith(prefix) for name in wanted):
+            meta = pod.get("metadata") or {}
+            found.append(f"{meta.get('namespace', '?')}/{meta.get('name', '?')}")
+    return found
 
 
 def delete_node(module: AnsibleModule) -> dict:
@@ -390,6 +470,9 @@ def main() -> None:
             "node": {"type": "str", "default": ""},
             "taint": {"type": "dict", "default": {}},
             "mark": {"type": "str", "default": ""},
+            "labels": {"type": "dict", "default": {}},
+            "release_mark": {"type": "str", "default": ""},
+            "refuse_resource": {"type": "str", "default": ""},
             "annotation": {"type": "str", "default": ""},
             "reason": {"type": "str", "default": ""},
             "version": {"type": "str", "default": ""},

@@ -47,14 +47,15 @@ def test_each_host_gets_its_own_answer(tmp_path: Path) -> None:
         requests = {r.host: r for r in collector.wait_for(3)}
         assert answers == {}  # every asker blocks until it is answered
         assert requests["b"].answer(SKIP, "NPU pods running")
+        requests["a"].facts = {"labels_at_target": True}  # what the engine tells a's play with its go
         assert requests["a"].answer(GO)
         assert requests["c"].answer(STOP, "budget exceeded")
         assert not requests["c"].answer(GO)  # one answer per request
         for thread in threads:
             thread.join(timeout=30)
-    assert answers == {"a": {"answer": "go", "reason": None},
-                       "b": {"answer": "skip", "reason": "NPU pods running"},
-                       "c": {"answer": "stop", "reason": "budget exceeded"}}
+    assert answers == {"a": {"answer": "go", "reason": None, "facts": {"labels_at_target": True}},
+                       "b": {"answer": "skip", "reason": "NPU pods running", "facts": {}},
+                       "c": {"answer": "stop", "reason": "budget exceeded", "facts": {}}}
     assert not server.path.exists()
 
 

@@ -354,3 +354,23 @@ def test_the_admission_record_names_the_taint_and_the_registration() -> None:
     assert mod.admission_needed(record, "k:NoSchedule", 124) is True  # joined again since
     assert mod.admission_needed(record, "other:NoSchedule", 123) is True  # another taint
     assert mod.admission_needed(None, "k:NoSchedule", None) is False  # not joined: no Node, no taint
+
+
+def test_an_undrained_node_that_needs_a_package_installs_nothing_and_asks_for_a_drain(tmp_path: Path) -> None:
+    """The rollout engine did not drain the node (its labels said the target) but it has no driver: nothing
+    is downloaded, installed or created; drain_needed sends the play to drain it first (drain_install.yml)."""
+    result: dict[str, Any] = {"installed": [], "reboot_requested": False, "drain_needed": False}
+    # the run user with other IDs would be refused if it were checked: it is not reached
+    mod.converge(mod.Node(FakeModule(**_params(tmp_path, undrained=True, uid=_me()[2] + 1))), result)
+    assert result["drain_needed"] is True
+    assert result["packages"] == ["Ascend-hdk-910b-npu-driver_24.1.rc3_linux-x86_64.run"]
+    assert result["installed"] == [] and "user_created" not in result
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lock"]  # no cache, no install path
+
+
+def test_an_undrained_node_at_target_is_a_plain_no_op(tmp_path: Path) -> None:
+    (tmp_path / "Ascend" / "driver").mkdir(parents=True)
+    (tmp_path / "Ascend" / "driver" / "version.info").write_text("Version=24.1.rc3\n")
+    result: dict[str, Any] = {"installed": [], "reboot_requested": False, "drain_needed": False}
+    mod.converge(mod.Node(FakeModule(**_params(tmp_path, undrained=True))), result)
+    assert result["drain_needed"] is False and result["packages"] == [] and result["installed"] == []

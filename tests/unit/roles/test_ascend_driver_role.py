@@ -49,7 +49,8 @@ def test_the_rollout_marker_is_the_last_task_of_the_role_and_always_runs() -> No
     assert names.count(MARKER_TASK) == 2
     early = names.index(MARKER_TASK)
     assert tasks[early + 1]["ansible.builtin.meta"] == "end_role"
-    assert tasks[early]["when"] == tasks[early + 1]["when"] == "not (__ascend_driver_admission_due | bool)"
+    assert tasks[early]["when"] == tasks[early + 1]["when"] == (
+        "not (__ascend_driver_admission_due | bool or __ascend_driver_result.drain_needed | default(false))")
     assert tasks[early]["ansible.builtin.debug"] == last["ansible.builtin.debug"]
 
 
@@ -66,8 +67,8 @@ def test_the_role_counts_chips_for_exactly_the_types_inventory_check_accepts() -
 
 def test_the_role_checks_versions_with_ufcctls_pattern() -> None:
     assert GENERATED["__ascend_driver_version_pattern"] == VERSION_PATTERN
-    main = (ROLE / "tasks" / "main.yml").read_text()
-    assert 'version_pattern: "{{ __ascend_driver_version_pattern }}"' in main
+    install = (ROLE / "tasks" / "install.yml").read_text()
+    assert 'version_pattern: "{{ __ascend_driver_version_pattern }}"' in install
 
 
 def test_the_role_runs_one_task_on_the_node_before_the_marker() -> None:
@@ -77,16 +78,23 @@ def test_the_role_runs_one_task_on_the_node_before_the_marker() -> None:
     tasks = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
     keywords = ("name", "register", "timeout", "notify", "changed_when", "vars", "when")
     actions = [next(k for k in t if k not in keywords) for t in tasks]
-    assert actions == ["ufc_ascend_driver", "ansible.builtin.meta", "ansible.builtin.debug",
-                       "ansible.builtin.meta", "ansible.builtin.include_tasks", "ansible.builtin.debug"]
-    assert tasks[4]["vars"] == {"__ascend_driver_admit_check": False}
-    assert tasks[4]["ansible.builtin.include_tasks"] == "admit_node.yml"
+    # import_tasks is static: install.yml's one task runs in its place (no host-task of its own)
+    assert actions == ["ansible.builtin.import_tasks", "ansible.builtin.meta", "ansible.builtin.debug",
+                       "ansible.builtin.meta", "ansible.builtin.include_tasks",
+                       "ansible.builtin.include_tasks", "ansible.builtin.debug"]
+    assert tasks[0]["ansible.builtin.import_tasks"] == "install.yml"
+    install = yaml.safe_load((ROLE / "tasks" / "install.yml").read_text())
+    assert [next(k for k in t if k not in keywords) for t in install] == ["ufc_ascend_driver"]
+    # after the no-op's end_role: the in-play drain of a node the engine did not drain (drain_needed)
+    assert tasks[4]["ansible.builtin.include_tasks"] == "drain_install.yml"
+    assert tasks[5]["vars"] == {"__ascend_driver_admit_check": False}
+    assert tasks[5]["ansible.builtin.include_tasks"] == "admit_node.yml"
     due = yaml.safe_load((ROLE / "vars" / "main" / "main.yml").read_text())["__ascend_driver_admission_due"]
     assert "inventory_hostname in groups['kube_node'] | default([])" in due
     # a node that installed nothing and whose admission record is current stops at the first marker
     # (issue 29): no admission include, no kubectl call on the first control plane
     assert "(__ascend_driver_result.admission_needed | default(true))" in due and "is changed" in due
-    assert tasks[0]["ufc_ascend_driver"]["admission_flag"] == "{{ __ascend_driver_admission_flag }}"
+    assert install[0]["ufc_ascend_driver"]["admission_flag"] == "{{ __ascend_driver_admission_flag }}"
     assert not (ROLE / "templates").exists()
 
 

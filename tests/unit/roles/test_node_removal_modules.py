@@ -128,6 +128,31 @@ def test_drain_changes_nothing_when_nothing_is_left_to_drain(answers: dict, chec
     assert check is False or not any(" drain " in c for c in module.calls)
 
 
+def test_a_drain_that_refuses_npu_pods_touches_nothing_when_one_runs() -> None:
+    """roles/ascend_driver's drain in the play (a node the engine did not drain) refuses NPU pods as the
+    engine does without --force: no mark, no cordon, no eviction; other pods do not stop it."""
+    import json
+
+    def pods(*resources: dict) -> tuple[int, str, str]:
+        return 0, json.dumps({"items": [
+            {"metadata": {"namespace": "train", "name": f"p{i}"},
+             "spec": {"containers": [{"name": "c", "resources": r}]}} for i, r in enumerate(resources)]}), ""
+
+    npu = {"limits": {"huawei.com/Ascend910": "8"}}
+    refused = _kubectl("drain", {"kubectl --kubeconfig=/k get node": (0, _node(), ""),
+                                 "kubectl --kubeconfig=/k get pods": pods({"requests": {"cpu": "1"}}, npu)},
+                       mark="npu-driver", refuse_resource="huawei.com/")
+    why = r"node w1 NOT drained: pods requesting huawei.com/\* run on it \(train/p1\)"
+    with pytest.raises(Failed, match=why):
+        kubectl.drain(refused)
+    assert not any(" annotate " in c or " drain " in c or " cordon " in c for c in refused.calls)
+    assert "--field-selector spec.nodeName=w1,status.phase=Running" in refused.calls[1]
+    cpu_only = _kubectl("drain", {"kubectl --kubeconfig=/k get node": (0, _node(), ""),
+                                  "kubectl --kubeconfig=/k get pods": pods({"requests": {"cpu": "1"}})},
+                        mark="npu-driver", refuse_resource="huawei.com/")
+    assert kubectl.drain(cpu_only)["exists"] is True and " drain w1 " in cpu_only.calls[-1]
+
+
 def test_a_failed_drain_fails_with_kubectls_words() -> None:
     refused = "cannot delete Pods that declare no controller (use --force to override)"
     module = _kubectl("drain", {"kubectl --kubeconfig=/k get node": (0, NODE, ""),

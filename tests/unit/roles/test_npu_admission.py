@@ -53,6 +53,13 @@ elif args[:2] == ["annotate", "node"]:
         key, value = change.split("=", 1)
         meta[key] = value
     (here / "node.json").write_text(json.dumps(node))
+elif args[:2] == ["label", "node"]:
+    meta = node["metadata"].setdefault("labels", {{}})
+    for change in args[3:]:
+        if change != "--overwrite":
+            key, value = change.split("=", 1)
+            meta[key] = value
+    (here / "node.json").write_text(json.dumps(node))
 elif args[0] in ("cordon", "uncordon"):
     node["spec"]["unschedulable"] = args[0] == "cordon"
     (here / "node.json").write_text(json.dumps(node))
@@ -128,7 +135,7 @@ def _run(tmp: Path, smi: str, *extra: str) -> dict[str, Any]:
     out = " ".join((proc.stdout + proc.stderr).split())  # the yaml callback folds long messages
     flag = tmp / "admitted"
     return {"rc": proc.returncode, "out": out, "calls": calls, "taints": node["spec"]["taints"],
-            "flag": flag.read_text() if flag.exists() else None}
+            "flag": flag.read_text() if flag.exists() else None, "node": node}
 
 
 def test_healthy_chips_remove_the_taint_once_and_a_second_run_changes_nothing(tmp_path: Path) -> None:
@@ -164,6 +171,46 @@ def test_an_admitted_node_is_not_asked_again_until_it_joins_again(tmp_path: Path
     third = _run(tmp_path, paths["smi"])
     assert third["rc"] == 0 and third["taints"] == [], third["out"][-3000:]
     assert third["flag"] != first["flag"]
+
+
+def test_the_admission_labels_the_node_with_its_versions_and_releases_a_drain_of_the_play(
+        tmp_path: Path) -> None:
+    """After the install task (upgrade-drivers: __ascend_driver_admit_check false, the versions judged), the
+    taint's removal sets ufcctl.io/npu-driver and -firmware (what upgrade-drivers reads before it drains) and
+    uncordons a node the role's in-play drain cordoned (mark npu-driver), in the same module run on the first
+    control plane. The join's admission (versions not checked) writes no labels; current labels no call."""
+    paths = _setup(tmp_path, health="OK")
+    node = json.loads((tmp_path / "bin" / "node.json").read_text())
+    node["spec"]["unschedulable"] = True
+    node["metadata"]["annotations"] = {"ufcctl.io/cordoned-for": "npu-driver"}
+    (tmp_path / "bin" / "node.json").write_text(json.dumps(node))
+    versions = {"ascend_driver_version": "24.1.rc3", "ascend_driver_firmware_version": "7.5.0.2.220"}
+    joined = _run(tmp_path, paths["smi"], "-e", json.dumps(versions))
+    assert joined["rc"] == 0, joined["out"][-3000:]
+    assert "labels" not in joined["node"]["metadata"] and not [c for c in joined["calls"] if c[0] == "label"]
+    assert not joined["node"]["spec"]["unschedulable"] and joined["node"]["metadata"]["annotations"] == {}
+
+    conf = tmp_path / "kubelet.conf"  # admitted again after the install task
+    installed = ("-e", json.dumps({**versions, "__ascend_driver_admit_check": False}))
+    for _ in range(2):
+        os.utime(conf, ns=(conf.stat().st_atime_ns, conf.stat().st_mtime_ns + 10**9))
+        after = _run(tmp_path, paths["smi"], *installed)
+        assert after["rc"] == 0, after["out"][-3000:]
+    assert after["node"]["metadata"]["labels"] == {"ufcctl.io/npu-driver": "24.1.rc3",
+                                                   "ufcctl.io/npu-firmware": "7.5.0.2.220"}
+    label = ["label", "node", "w1", "--overwrite", "ufcctl.io/npu-driver=24.1.rc3",
+             "ufcctl.io/npu-firmware=7.5.0.2.220"]
+    assert [c for c in after["calls"] if c[0] == "label"] == [label]  # once: the second found them current
+
+
+def test_an_operators_cordon_is_kept_by_the_admission(tmp_path: Path) -> None:
+    paths = _setup(tmp_path, health="OK")
+    node = json.loads((tmp_path / "bin" / "node.json").read_text())
+    node["spec"]["unschedulable"] = True  # no ufcctl mark: an operator's
+    (tmp_path / "bin" / "node.json").write_text(json.dumps(node))
+    result = _run(tmp_path, paths["smi"])
+    assert result["rc"] == 0, result["out"][-3000:]
+    assert result["node"]["spec"]["unschedulable"] is True and ["uncordon", "w1"] not in result["calls"]
 
 
 def test_a_node_that_never_joined_has_no_taint_to_remove(tmp_path: Path) -> None:

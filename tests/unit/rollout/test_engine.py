@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,9 @@ class SlowGuard:
         self.max_active = 0
         self.prepared: list[str] = []
         self.released: list[tuple[str, bool]] = []
+
+    def at_target(self, hosts: Sequence[Host]) -> set[str]:
+        return set()
 
     def prepare(self, host: Host) -> str | None:
         with self.lock:

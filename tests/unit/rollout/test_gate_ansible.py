@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,9 @@ class Watch:
 
 class SkipH3:
     """A drain guard (test double) that skips h3, as if NPU pods ran on it."""
+
+    def at_target(self, hosts: Sequence[Host]) -> set[str]:
+        return set()
 
     def prepare(self, host: Host) -> str | None:
         return "NPU pods running (train/job-0)" if host.name == "h3" else None

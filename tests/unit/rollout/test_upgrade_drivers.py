@@ -7,6 +7,7 @@ check window, budget, canary, state and resume logic."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -318,6 +319,9 @@ class RecordingGuard:
 
     def __init__(self) -> None:
         self.released: list[tuple[str, bool]] = []
+
+    def at_target(self, hosts: Sequence[Host]) -> set[str]:
+        return set()
 
     def prepare(self, host: Host) -> str | None:
         if host.name == "w02":

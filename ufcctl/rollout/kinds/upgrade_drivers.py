@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ufcctl.domain.inventory.model import CONTROL_PLANE, NPU_NODE
-from ufcctl.rollout.drain import drain_hooks
-from ufcctl.rollout.kind import RolloutKind
+from ufcctl.domain.inventory.model import CONTROL_PLANE, NPU_NODE, Host
+from ufcctl.domain.npu.driver_labels import target_labels
+from ufcctl.rollout import drain
+from ufcctl.rollout.kind import NodeGuard, RolloutKind, RolloutRequest
 
 # The last task of roles/ascend_driver: its ok/changed event means the node is done.
 MARKER_TASK = "Report the node done to the rollout engine"
@@ -35,6 +36,19 @@ def _deadline(options: Mapping[str, Any]) -> float:
     return float(2 * int(options.get("node_timeout", DEFAULT_NODE_TIMEOUT)) + 900)
 
 
+def _hooks(request: RolloutRequest) -> tuple[NodeGuard | None, str]:
+    """Cordon + drain before a node's upgrade, uncordon after it succeeded; but a node whose Node labels
+    (written by roles/ascend_driver at admission) already say this rollout's driver and firmware is not
+    drained at all: its play ends after one module run, or drains in the play if the node is not at
+    target after all (docs/architecture.md decision 18)."""
+    options = request.options
+
+    def targets(host: Host) -> dict[str, str]:
+        return target_labels(host.vars, options)
+
+    return drain.drain_guard(force=request.force, dry_run=request.dry_run, targets=targets)
+
+
 KIND = RolloutKind(
     name="upgrade-drivers",
     playbook="upgrade-drivers.yml",
@@ -43,7 +57,7 @@ KIND = RolloutKind(
     options=("version", "firmware_version", "node_timeout"),
     extravars=_extravars,
     node_deadline=_deadline,
-    hooks=drain_hooks,  # cordon + drain before a node's upgrade, uncordon after it succeeded
+    hooks=_hooks,  # cordon + drain before a node's upgrade unless its labels say at target
     # the control planes beside each chunk (never run on): an upgraded node's NPU health taint is
     # removed through kubectl on the first one (roles/ascend_driver/tasks/admit.yml)
     context_groups=(CONTROL_PLANE,),
