@@ -191,8 +191,9 @@ def _drivers(lab: Stack, line: str, watch: list[str]) -> tuple[subprocess.Comple
 
 def test_with_the_kubeconfig_a_no_op_drains_nothing_and_an_upgrade_drains(lab: Stack) -> None:
     """Decision 18: a node whose labels say the target is neither cordoned nor drained (no pod evicted); a
-    new version drains it first (the engine); labels left at the target on a node that is not makes its
-    play drain it (mark npu-driver) before installing, and its admission uncordons it."""
+    new version drains it first (the engine), and a node an operator cordoned stays cordoned; labels left
+    at the target on a node that is not makes its play drain it (mark npu-driver) before installing, and
+    its admission uncordons it."""
     w05, old_release, new = f"{STACK_LAB}-w05", RELEASES[0], RELEASES[1]
     assert (old_release.driver_version, old_release.firmware_version) == (
         load_inventory(lab.inventory).hosts[w05].vars["ufc_npu_driver_version"],
@@ -206,12 +207,16 @@ def test_with_the_kubeconfig_a_no_op_drains_nothing_and_an_upgrade_drains(lab: S
             assert all(run["nodes"][w].state == "done" and not run["nodes"][w].changed for w in WORKERS), run
             assert cordoned == set() and movable_pods(CP1, WORKERS) == pods  # nothing cordoned or evicted
 
+            # an operator's cordon before the rollout: the engine drains and upgrades the node, and the
+            # cordon outlives the rollout (only a node ufcctl cordoned, by its mark, is uncordoned)
+            _exec(CP1, *KUBECTL, "cordon", w05)
             upgrade, cordoned = _drivers(lab, f"{UPGRADE} --limit {w05} {to_new}", WORKERS)
             assert upgrade.returncode == 0, upgrade.stdout[-3000:] + upgrade.stderr[-2000:]
-            assert cordoned == {w05}  # the engine cordoned and drained it (rc 0: the drain succeeded)
+            assert cordoned == {w05}  # drained by the engine (rc 0: the drain succeeded)
             node = _nodes()[w05]
             assert node["metadata"]["labels"]["ufcctl.io/npu-driver"] == new.driver_version
-            assert _state(node) == (False, False, None, None)
+            assert _state(node) == (False, True, None, None)  # still the operator's cordon
+            _exec(CP1, *KUBECTL, "uncordon", w05)
 
             set_installed(w05, old_release)  # labels at the new target, the node not: a reimaged node's
             stale, cordoned = _drivers(lab, f"{UPGRADE} --limit {w05} {to_new}", WORKERS)
@@ -221,6 +226,7 @@ def test_with_the_kubeconfig_a_no_op_drains_nothing_and_an_upgrade_drains(lab: S
             assert cordoned == {w05}  # drained in its play
             assert _state(_nodes()[w05]) == (False, False, None, None)  # uncordoned, mark npu-driver gone
     finally:
+        _exec(CP1, *KUBECTL, "uncordon", w05, check=False)
         set_installed(w05, old_release)  # the fleet's release again, labelled so
         _exec(CP1, *KUBECTL, "label", "node", w05, "--overwrite",
               f"ufcctl.io/npu-driver={old_release.driver_version}",

@@ -16,6 +16,9 @@ from ufcctl.errors import RunFailed
 NPU_RESOURCE_PREFIX = "huawei.com/"
 
 Command = Callable[[Sequence[str], int], tuple[int, str, str]]  # argv, timeout -> rc, stdout, stderr
+# The annotation ufcctl leaves on a node it cordoned (value: why), so that only ufcctl uncordons it; the
+# same one roles/k8s_manifests' drain and release use (library/ufcctl_kubectl.py MARK).
+CORDON_MARK = "ufcctl.io/cordoned-for"
 
 
 def _run(argv: Sequence[str], timeout: int) -> tuple[int, str, str]:
@@ -77,8 +80,18 @@ class Kubectl:
         out = self._call("get", "nodes", "--selector", selector, "--output", "name", timeout=120)
         return {line.split("/", 1)[-1] for line in out.split() if line.strip()}
 
-    def cordon(self, node: str) -> None:
-        self._call("cordon", node, timeout=120)
+    def cordon_state(self, node: str) -> tuple[bool, str | None]:
+        """(whether the node is cordoned, the value of ufcctl's cordon mark on it or None)."""
+        found = json.loads(self._call("get", "node", node, "-o", "json", timeout=120) or "{}")
+        annotations = found.get("metadata", {}).get("annotations") or {}
+        mark = annotations.get(CORDON_MARK)
+        return bool(found.get("spec", {}).get("unschedulable")), (str(mark) if mark is not None else None)
+
+    def mark(self, node: str, why: str) -> None:
+        self._call("annotate", "node", node, "--overwrite", f"{CORDON_MARK}={why}", timeout=120)
+
+    def unmark(self, node: str) -> None:
+        self._call("annotate", "node", node, f"{CORDON_MARK}-", timeout=120)
 
     def drain(self, node: str, timeout_seconds: int) -> None:
         self._call("drain", node, "--ignore-daemonsets", "--delete-emptydir-data",

@@ -11,6 +11,9 @@ from ufcctl.errors import EnvironmentMissing
 from ufcctl.rollout.kind import NodeGuard
 
 DRAIN_TIMEOUT = 900  # seconds kubectl drain may wait for pods to leave one node
+# the value of ufcctl's cordon mark for a driver rollout: the same as roles/ascend_driver's in-play drain
+# (vars/main/main.yml __ascend_driver_drain_mark), so its admission uncordons a node either one drained
+DRAIN_MARK = "npu-driver"
 NODE_NAME_VAR = "ufc_kube_node_name"  # when the Kubernetes node name differs from the inventory name
 
 
@@ -21,17 +24,22 @@ Targets = Callable[[Host], Mapping[str, str]]
 class DrainGuard:
     """Skips nodes with NPU pods unless forced; cordons + drains before, uncordons after success.
 
-    A node that fails its upgrade stays cordoned, so no job lands on a node with a broken driver.
+    A node that fails its upgrade stays cordoned, so no job lands on a node with a broken driver; a node
+    already cordoned before the rollout (not by ufcctl) is drained and upgraded but stays cordoned.
     With `targets`, nodes whose labels already say the target are found first (`at_target`, one
     kubectl call per distinct target) and are not drained at all (the play refuses to install on them).
     """
 
     def __init__(self, kubectl: Kubectl, force: bool, drain_timeout: int = DRAIN_TIMEOUT,
-                 targets: Targets | None = None):
+                 targets: Targets | None = None, mark: str = DRAIN_MARK):
         self.kubectl = kubectl
         self.force = force
         self.drain_timeout = drain_timeout
         self.targets = targets
+        self.mark = mark
+        # nodes this guard cordoned (or an earlier run of it, killed before the release: its mark is on the
+        # node); only those are uncordoned. A node cordoned before the rollout by someone else stays so.
+        self.ours: set[str] = set()
 
     def at_target(self, hosts: Sequence[Host]) -> set[str]:
         """The hosts whose Node's labels say the target: one label-selector read per distinct target
@@ -59,13 +67,21 @@ class DrainGuard:
         if pods and not self.force:
             shown = ", ".join(pods[:3]) + (" ..." if len(pods) > 3 else "")
             return f"NPU pods running ({shown}); not drained, use --force to drain them"
-        self.kubectl.cordon(name)
-        self.kubectl.drain(name, self.drain_timeout)
+        cordoned, mark = self.kubectl.cordon_state(name)
+        if not cordoned:
+            self.kubectl.mark(name, self.mark)  # before the cordon: a run killed in between leaves the record
+        if not cordoned or mark == self.mark:
+            self.ours.add(name)
+        self.kubectl.drain(name, self.drain_timeout)  # kubectl drain cordons first
         return None
 
     def release(self, host: Host, ok: bool) -> None:
-        if ok:
-            self.kubectl.uncordon(self.node_name(host))
+        """Uncordon a node that succeeded, only if this guard cordoned it (its mark)."""
+        name = self.node_name(host)
+        if ok and name in self.ours:
+            self.kubectl.uncordon(name)
+            self.kubectl.unmark(name)
+            self.ours.discard(name)
 
 
 def drain_guard(*, force: bool, dry_run: bool,

@@ -164,4 +164,4 @@ def test_a_node_whose_labels_differ_is_still_drained_first() -> None:
     g = labelled_guard(cmd)
     assert g.at_target([host("w01", **INVENTORY)]) == set()
     assert g.prepare(host("w01", **INVENTORY)) is None
-    assert verbs(cmd)[-2:] == ["cordon", "drain"]
+    assert verbs(cmd)[-2:] == ["annotate", "drain"]  # marked, then drained (kubectl drain cordons)

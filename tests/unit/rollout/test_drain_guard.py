@@ -17,9 +17,11 @@ from ufcctl.rollout.drain import DrainGuard, drain_guard
 class FakeKubectlCommand:
     """Test double for kubectl's process: records argv, answers `get pods` with scripted pods."""
 
-    def __init__(self, pods_by_node: dict[str, list[dict]] | None = None, fail: str | None = None):
+    def __init__(self, pods_by_node: dict[str, list[dict]] | None = None, fail: str | None = None,
+                 nodes: dict[str, dict] | None = None):
         self.pods_by_node = pods_by_node or {}
         self.fail = fail
+        self.nodes = nodes or {}  # node -> its Node object (`get node`); default: schedulable, unmarked
         self.calls: list[list[str]] = []
 
     def __call__(self, argv: Sequence[str], timeout: int) -> tuple[int, str, str]:
@@ -30,6 +32,8 @@ class FakeKubectlCommand:
         if args[:2] == ["get", "pods"]:
             node = args[args.index("--field-selector") + 1].split(",")[0].split("=")[1]
             return 0, json.dumps({"items": self.pods_by_node.get(node, [])}), ""
+        if args[:2] == ["get", "node"]:
+            return 0, json.dumps(self.nodes.get(args[2], {"metadata": {"name": args[2]}, "spec": {}})), ""
         return 0, "", ""
 
 
@@ -54,11 +58,33 @@ def verbs(command: FakeKubectlCommand) -> list[str]:
     return [c[0] for c in command.calls]
 
 
-def test_node_without_npu_pods_is_cordoned_and_drained() -> None:
+def test_node_without_npu_pods_is_marked_then_drained() -> None:
     cmd = FakeKubectlCommand({"w01": [CPU_POD]})
     assert guard(cmd).prepare(host()) is None
-    assert verbs(cmd) == ["get", "cordon", "drain"]
-    assert "--timeout=30s" in cmd.calls[2] and "--ignore-daemonsets" in cmd.calls[2]
+    # the mark before the cordon (kubectl drain cordons first): a run killed in between leaves the record
+    assert verbs(cmd) == ["get", "get", "annotate", "drain"]
+    assert cmd.calls[2] == ["annotate", "node", "w01", "--overwrite", "ufcctl.io/cordoned-for=npu-driver"]
+    assert "--timeout=30s" in cmd.calls[3] and "--ignore-daemonsets" in cmd.calls[3]
+
+
+def test_a_node_cordoned_before_the_rollout_is_upgraded_but_stays_cordoned() -> None:
+    """An operator's cordon (a node kept out for a reason ufcctl does not know) outlives the rollout; a
+    node ufcctl cordoned, in this run or a run killed before its release (the mark), is uncordoned."""
+    nodes = {"w01": {"spec": {"unschedulable": True}},
+             "w02": {"spec": {"unschedulable": True}, "metadata": {"annotations": {
+                 "ufcctl.io/cordoned-for": "npu-driver"}}},
+             "w03": {"spec": {"unschedulable": True}, "metadata": {"annotations": {
+                 "ufcctl.io/cordoned-for": "npu-fabric"}}}}
+    cmd = FakeKubectlCommand(nodes=nodes)
+    drains = guard(cmd)
+    for name in ("w01", "w02", "w03", "w04"):
+        assert drains.prepare(host(name)) is None
+    assert [c[2] for c in cmd.calls if c[0] == "annotate"] == ["w04"]  # only the schedulable one is marked
+    cmd.calls.clear()
+    for name in ("w01", "w02", "w03", "w04"):
+        drains.release(host(name), True)
+    assert cmd.calls == [["uncordon", "w02"], ["annotate", "node", "w02", "ufcctl.io/cordoned-for-"],
+                         ["uncordon", "w04"], ["annotate", "node", "w04", "ufcctl.io/cordoned-for-"]]
 
 
 def test_node_with_npu_pods_is_skipped_unless_forced() -> None:
@@ -68,20 +94,27 @@ def test_node_with_npu_pods_is_skipped_unless_forced() -> None:
     assert verbs(cmd) == ["get"]
     forced = FakeKubectlCommand({"w01": [NPU_POD]})
     assert guard(forced, force=True).prepare(host()) is None
-    assert verbs(forced) == ["get", "cordon", "drain"]
+    assert verbs(forced) == ["get", "get", "annotate", "drain"]
 
 
-@pytest.mark.parametrize(("ok", "expected"), [(True, ["uncordon"]), (False, [])], ids=["healthy", "failed"])
+@pytest.mark.parametrize(("ok", "expected"), [(True, ["uncordon", "annotate"]), (False, [])],
+                         ids=["healthy", "failed"])
 def test_only_healthy_nodes_are_uncordoned(ok: bool, expected: list[str]) -> None:
     cmd = FakeKubectlCommand()
-    guard(cmd).release(host(), ok)
+    drains = guard(cmd)
+    drains.prepare(host())
+    cmd.calls.clear()
+    drains.release(host(), ok)
     assert verbs(cmd) == expected
 
 
 def test_kubernetes_node_name_var_is_used() -> None:
     cmd = FakeKubectlCommand()
-    guard(cmd).release(host(ufc_kube_node_name="node-a"), True)
-    assert cmd.calls == [["uncordon", "node-a"]]
+    drains = guard(cmd)
+    drains.prepare(host(ufc_kube_node_name="node-a"))
+    cmd.calls.clear()
+    drains.release(host(ufc_kube_node_name="node-a"), True)
+    assert cmd.calls[0] == ["uncordon", "node-a"]
 
 
 def test_a_failing_drain_raises() -> None:
