@@ -19,7 +19,7 @@ Variants, each against `ufcctl`, ufcctl's ansible.cfg as ufcctl runs it:
   awx_display        ufcctl cfg, plain ansible-playbook with ansible-runner's event callback as
                      ansible-runner sets it (per-event partial files, base64 framed stdout) but
                      nobody reading the events: the callback's cost inside ansible-playbook
-  runner, ok hidden  ufcctl runner with display_ok_hosts off (the default callback under
+  runner ok hidden   ufcctl runner with display_ok_hosts off (the default callback under
                      awx_display renders no ok result; ufcctl never shows that text)
   runner @ DIR       with --baseline DIR: ufcctl runner of another checkout (e.g. main's), same run
 Tasks are `ansible.builtin.debug` (no module run: the worker's cost alone) or, with
@@ -122,7 +122,7 @@ def main() -> None:
             "facts": (ufc, True, "playbook"),
             "ufcctl runner": (runner_env, False, "runner"),
             "awx_display": (awx, False, "playbook"),
-            "runner, ok hidden": ({**runner_env, "ANSIBLE_DISPLAY_OK_HOSTS": "False"}, False, "runner"),
+            "runner ok hidden": ({**runner_env, "ANSIBLE_DISPLAY_OK_HOSTS": "False"}, False, "runner"),
         }
         if args.baseline:
             path = (str(args.baseline.resolve()), os.environ.get("PYTHONPATH"))
