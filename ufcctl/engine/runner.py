@@ -147,6 +147,7 @@ def _run_playbook(
     run_dir = statedir.ensure_private_dir(statedir.prepare(state) / "runs") / run_id
     run_dir.mkdir(mode=0o700, exist_ok=True)
     inventory_path, limit = _inventory(run_dir, hosts, options)
+    _write_settings(run_dir)
     envvars = _envvars(env, options, state)
     marker = proctree.token(run_id)
     envvars.update(proctree.marker_env(marker))
@@ -217,6 +218,32 @@ def _envvars(env: Mapping[str, str], options: RunOptions, state: Path) -> dict[s
     return envvars
 
 
+# ansible-runner's settings for every run:
+# - pexpect_timeout: how long runner waits for output before asking cancel_run again (5 s by
+#   default): a stop starts within a second even while every host waits at the gate;
+# - suppress_output_file: no artifacts/ansible/stdout copy of Ansible's output (the events carry
+#   it; runner wrote and flushed it once per event: 573 -> 492 B of artifacts per host-task,
+#   bench_artifacts.py 10 5);
+# - suppress_ansible_output: nothing printed on ufcctl's terminal.
+RUNNER_SETTINGS: dict[str, Any] = {
+    "pexpect_timeout": 1, "suppress_output_file": True, "suppress_ansible_output": True,
+}
+
+
+def _write_settings(run_dir: Path) -> None:
+    """Write RUNNER_SETTINGS where ansible-runner reads them, rewritten by every run.
+
+    ansible-runner 2.4 reads its settings from env/settings alone: with suppress_env_files it never
+    writes a `settings=` argument there, and with no such file it replaces the argument with {}
+    (RunnerConfig.prepare_env), so a `settings=` argument is silently ignored (pexpect_timeout
+    was 5 s, the stdout copy was written). The file holds constants, so a second run in the same
+    directory cannot get an earlier run's values from it.
+    """
+    env_dir = run_dir / "env"
+    env_dir.mkdir(mode=0o700, exist_ok=True)
+    (env_dir / "settings").write_text(json.dumps(RUNNER_SETTINGS) + "\n", encoding="utf-8")
+
+
 def _cmdline(options: RunOptions) -> str | None:
     cmdline: list[str] = []
     if options.check:
@@ -261,13 +288,11 @@ def _runner_args(
         quiet=True,
         fact_cache_type="memory",
         timeout=options.timeout,
-        # pexpect_timeout: how long runner waits for output before asking cancel_run again (5 s
-        # by default): a stop starts within a second even while every host waits at the gate
-        settings={"suppress_output_file": True, "suppress_ansible_output": True, "pexpect_timeout": 1},
-        # Nothing under env/: ansible-runner writes envvars/extravars/cmdline there only when the
-        # file is missing and then lets the file win over what it is given, so a second run in
-        # the same directory (a resumed rollout's chunk, run ids are stable) would get the first
-        # run's environment and variables, e.g. a gate socket that no longer exists.
+        # Nothing under env/ from runner (but the settings file, see _write_settings): ansible-runner
+        # writes envvars/extravars/cmdline there only when the file is missing and then lets the
+        # file win over what it is given, so a second run in the same directory (a resumed
+        # rollout's chunk, run ids are stable) would get the first run's environment and variables,
+        # e.g. a gate socket that no longer exists.
         suppress_env_files=True,
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,6 +97,27 @@ def test_run_reports_per_host_results_and_keeps_only_failures(workdir: Path) -> 
     assert job_events == []
     inventory_file = result.run_dir / "inventory" / "hosts.json"
     assert oct(inventory_file.stat().st_mode & 0o777) == "0o600"
+
+
+def test_the_runner_settings_reach_ansible_runner(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # ansible-runner 2.4 drops a `settings=` argument when env/settings is missing (suppress_env_files):
+    # a stop was then seen only every 5 s and the stdout copy was written anyway
+    import ansible_runner.runner
+
+    seen: list[tuple[object, object]] = []
+    original = ansible_runner.runner.Runner.run
+
+    def run(self: Any) -> Any:
+        seen.append((self.config.pexpect_timeout, self.config.suppress_output_file))
+        return original(self)
+
+    monkeypatch.setattr(ansible_runner.runner.Runner, "run", run)
+    host = _host("good1", {"kube_node"}, out_dir=str(workdir / "out"), greeting="hi")
+    for _ in range(2):  # a second run in the same directory (a resumed chunk) gets them as well
+        result = run_playbook(workdir / "play.yml", [host], RunOptions(), run_id="same-run")
+        assert result.succeeded, result
+    assert seen == [(1, True), (1, True)]
+    assert not (result.run_dir / "artifacts" / "ansible" / "stdout").exists()
 
 
 def test_second_run_is_ok_and_check_mode_changes_nothing(workdir: Path) -> None:
