@@ -147,7 +147,7 @@ def test_vip_moves_when_the_holder_breaks(deployed: Lab, case: str, unit: str) -
 def test_an_unready_backend_gets_no_requests(deployed: Lab) -> None:
     # the keepalived restored by the test before may still take the VIP back (preemption): for a moment
     # no host holds it, so wait for one holder as _break_holder does
-    holder = _wait(lambda: (h := deployed.holders()) and len(h) == 1 and h[0], "one VIP holder")
+    holder = str(_wait(lambda: (h := deployed.holders()) and len(h) == 1 and h[0], "one VIP holder"))
     drained = next(c for c in CONTROL_PLANES if c != holder)
     apiserver_standin.set_ready(drained, False, env=deployed.env)
     try:
