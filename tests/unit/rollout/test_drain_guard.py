@@ -147,3 +147,20 @@ def test_drain_guard_choices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr("ufcctl.rollout.drain.find_kubectl", lambda: "/usr/bin/kubectl")
     chosen, step = drain_guard(force=True, dry_run=False)
     assert isinstance(chosen, DrainGuard) and "force=True" in step
+
+
+def test_the_engine_marks_as_the_role_and_its_kubectl_module_do() -> None:
+    """The engine's drain and roles/ascend_driver's in-play drain share one mark (its admission uncordons
+    a node either drained), written under the annotation roles/k8s_manifests' module reads."""
+    import yaml
+
+    from tests.helpers.pyimports import load_file
+    from ufcctl.engine.kubectl import CORDON_MARK
+    from ufcctl.rollout.drain import DRAIN_MARK
+
+    root = Path(__file__).resolve().parents[3]
+    role_vars = yaml.safe_load((root / "roles" / "ascend_driver" / "vars" / "main" / "main.yml").read_text())
+    library = root / "roles" / "k8s_manifests" / "library"
+    module = load_file(library / "ufcctl_kubectl.py", "ufcctl_kubectl_mark")
+    assert role_vars["__ascend_driver_drain_mark"] == DRAIN_MARK
+    assert module.MARK == CORDON_MARK

@@ -17,6 +17,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ufcctl.domain.npu.driver_plan import module_bool
+
 DRIVER_LABEL = "ufcctl.io/npu-driver"
 FIRMWARE_LABEL = "ufcctl.io/npu-firmware"
 _VALUE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$")
@@ -26,7 +28,7 @@ def driver_labels(version: object, firmware_version: object, firmware_enabled: o
     """The labels of a node whose driver (and, when enabled, firmware) are these versions; {} when a
     version is missing or is not a valid label value."""
     labels = {DRIVER_LABEL: str(version or "")}
-    if _true(firmware_enabled):
+    if module_bool(firmware_enabled):
         labels[FIRMWARE_LABEL] = str(firmware_version or "")
     return labels if all(_VALUE.match(v) for v in labels.values()) else {}
 
@@ -35,7 +37,7 @@ def target_labels(host_vars: Mapping[str, Any], options: Mapping[str, Any]) -> d
     """The labels a node at the rollout's target carries, from the kind's options (--version,
     --firmware-version) over the inventory's vars, resolved as roles/ascend_driver's defaults do; {} when
     the target cannot be known here (a templated value, ascend_driver_force): the node is drained."""
-    if _true(host_vars.get("ascend_driver_force", False)):
+    if module_bool(host_vars.get("ascend_driver_force", False)):
         return {}
     version = options.get("version") or host_vars.get(
         "ascend_driver_version", host_vars.get("ufc_npu_driver_version", ""))
@@ -50,9 +52,3 @@ def target_labels(host_vars: Mapping[str, Any], options: Mapping[str, Any]) -> d
 def selector(labels: Mapping[str, str]) -> str:
     """The label selector of these labels (equality on each)."""
     return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
-
-
-def _true(value: object) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "yes", "on", "1")
-    return bool(value)

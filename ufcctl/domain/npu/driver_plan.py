@@ -103,7 +103,7 @@ def _example(which: str, want: str) -> str:
     return {"none": "", "current": want}.get(which, want + "~other")
 
 
-def _true(value: Any) -> bool:
+def module_bool(value: Any) -> bool:
     """A boolean module argument as the module reads it (Ansible's bool conversion: "yes", "1", ...)."""
     return value is True or str(value).strip().lower() in ("true", "yes", "on", "1", "y", "t")
 
@@ -113,7 +113,7 @@ def node_plan(args: Mapping[str, Any]) -> dict[str, Any]:
     state>" -> the steps of plan() as [kind, version, flags]; kind -> installer file name (ARCH in it
     when the settings leave the arch to the node)."""
     driver, firmware = str(args.get("version") or ""), str(args.get("firmware_version") or "")
-    enabled, force = _true(args.get("firmware_enabled")), _true(args.get("force"))
+    enabled, force = module_bool(args.get("firmware_enabled")), module_bool(args.get("force"))
     user, group = str(args.get("user") or ""), str(args.get("group") or "")
     table = {}
     for d in STATES:
