@@ -47,4 +47,13 @@ if [ ! -x "$VM_DIR/usr/bin/vmalert" ]; then
   dpkg-deb -x "$tmp"/victoria-metrics_*.deb "$VM_DIR"
   rm -rf "$tmp"
 fi
+# The lab's real components (etcd, Kubernetes, the pause program) built from their Go modules at pinned
+# tags (tests/lab_build): ~11 min on a machine's first run (2 cores), a cache hit after that.
+command -v go >/dev/null 2>&1 || export PATH="$PATH:/usr/local/go/bin"  # go.dev's tarball's place
+if ! command -v go >/dev/null 2>&1; then
+  echo "setup: go is not installed: the lab builds etcd and Kubernetes from their Go modules; install Go" \
+       "1.26 or newer from go.dev (Debian 12's golang-go is 1.19, too old)" >&2
+  exit 1
+fi
+.venv/bin/python -m tests.lab_build
 echo "setup: ok ($(.venv/bin/ufcctl --version))"

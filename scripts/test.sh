@@ -19,6 +19,7 @@ elif [ "${1:-}" = "--changed" ]; then
 fi
 ./scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
+command -v go >/dev/null 2>&1 || export PATH="$PATH:/usr/local/go/bin"  # the lab build's tests read Go's module cache
 if [ "$fast" = 1 ]; then
   exec pytest -p no:cacheprovider -ra --durations=15 -n "${UFC_TEST_WORKERS:-2}" "$@" tests/unit
 fi

@@ -30,7 +30,13 @@ def npu_emulator_present(checkout: Path = CHECKOUT) -> bool:
     return (checkout / NPU_EMULATOR_DIR / "__main__.py").is_file()
 
 
-def run_npu_emulator(args: Sequence[str], checkout: Path = CHECKOUT, timeout: float = 300) -> dict[str, Any]:
+# `setup` builds etcd and Kubernetes from their Go modules when this machine has not yet (tests/lab_build:
+# about 11 min cold on 2 cores, seconds once cached; scripts/setup.sh builds them first)
+SETUP_TIMEOUT = 1800.0
+
+
+def run_npu_emulator(args: Sequence[str], checkout: Path = CHECKOUT,
+                     timeout: float = SETUP_TIMEOUT) -> dict[str, Any]:
     """`python -m tests.lab_standins.npu_emulator ARGS --json` from the checkout root; its JSON output,
     parsed."""
     argv = [sys.executable, "-m", NPU_EMULATOR, *args]

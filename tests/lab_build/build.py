@@ -1,0 +1,238 @@
+"""Build the lab's real components from their Go modules, once per machine.
+
+Each component is built into a cache folder named by component, tag, Go version, platform and a hash of
+its wrapper module (go.mod, go.sum, tools.go): a second build with the same inputs builds nothing.
+Go's own caches (GOCACHE, GOMODCACHE) make a rebuild after a pin change incremental.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.lab_build.components import BY_NAME, COMPONENTS, Component
+
+CACHE_ENV = "UFC_LAB_BUILD_CACHE"
+MANIFEST = "build.json"
+# how often a running build says it is alive
+PROGRESS_EVERY = 30.0
+
+
+class BuildError(Exception):
+    """A build that could not be done; the message names the module, the tag and what to do."""
+
+
+@dataclass(frozen=True)
+class Built:
+    component: Component
+    path: Path           # the cache folder holding the binaries and build.json
+    cached: bool         # True: found, nothing built
+    seconds: float       # build time (the recorded one when cached)
+
+    def binary(self, name: str) -> Path:
+        return self.path / name
+
+    @property
+    def record(self) -> dict:
+        return json.loads((self.path / MANIFEST).read_text(encoding="utf-8"))
+
+
+def cache_root() -> Path:
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env)
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "ufcctl-lab" / "components"
+
+
+def go_env(*names: str) -> list[str]:
+    try:
+        proc = subprocess.run(["go", "env", *names], capture_output=True, text=True, check=False, timeout=60)
+    except FileNotFoundError:
+        raise BuildError("go is not installed: the lab builds Kubernetes and etcd from their Go modules "
+                         "(install Go 1.26 or newer, e.g. Debian's golang or go.dev's tarball)") from None
+    if proc.returncode != 0:
+        raise BuildError(f"`go env` failed: {proc.stderr.strip()}")
+    return proc.stdout.splitlines()
+
+
+def module_hash(component: Component) -> str:
+    digest = hashlib.sha256()
+    for name in ("go.mod", "go.sum", "tools.go"):
+        path = component.module_path / name
+        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b"") + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def cache_dir(component: Component, goversion: str, goos: str, goarch: str, root: Path | None = None) -> Path:
+    key = f"{component.name}-{component.tag}-{goversion}-{goos}_{goarch}-{module_hash(component)}"
+    return (root or cache_root()) / key
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _run(argv: list[str], cwd: Path, env: dict[str, str], what: str, say: Callable[[str], None]) -> str:
+    """Run a go command, saying every PROGRESS_EVERY seconds how long it has run and how many packages
+    it has compiled (`go build -v` prints each); its stderr on failure."""
+    start = time.monotonic()
+    lines: list[str] = []
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(PROGRESS_EVERY):
+            say(f"  {what}: {_clock(time.monotonic() - start)}, {len(lines)} packages")
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        lines.append(line.rstrip("\n"))
+    rc = proc.wait()
+    done.set()
+    if rc != 0:
+        errors = [line for line in lines if line and not line.startswith(("k8s.io/", "go.etcd.io/"))] or lines
+        raise BuildError(f"{what} failed (exit {rc}): " + " | ".join(errors[-6:]))
+    return "\n".join(lines)
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s"
+
+
+def download(component: Component, env: dict[str, str], say: Callable[[str], None]) -> None:
+    """Fetch the module graph first, so a proxy that refuses a module is named as such."""
+    proc = subprocess.run(["go", "mod", "download", "-json"], cwd=component.module_path, env=env,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode == 0:
+        return
+    refused = []
+    decoder = json.JSONDecoder()
+    text = proc.stdout
+    pos = 0
+    while pos < len(text):
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            break
+        try:
+            info, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            break
+        if info.get("Error"):
+            refused.append(f"{info.get('Path')}@{info.get('Version')}: {info['Error']}")
+    reason = refused[0] if refused else (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    raise BuildError(f"the Go module proxy ({env.get('GOPROXY') or 'GOPROXY'}) did not serve what "
+                     f"{component.upstream}@{component.tag} needs: {reason}")
+
+
+def build(component: Component, root: Path | None = None, say: Callable[[str], None] = print,
+          force: bool = False) -> Built:
+    goversion, goos, goarch, goproxy = go_env("GOVERSION", "GOOS", "GOARCH", "GOPROXY")
+    target = cache_dir(component, goversion, goos, goarch, root)
+    if not force and (target / MANIFEST).is_file():
+        record = json.loads((target / MANIFEST).read_text(encoding="utf-8"))
+        return Built(component, target, cached=True, seconds=float(record.get("seconds", 0)))
+    env = dict(os.environ, GOFLAGS="-mod=mod -buildvcs=false", GOPROXY=goproxy)
+    say(f"lab build: {component.name} {component.tag} ({component.upstream}) with {goversion}; the first "
+        "build on a machine takes many minutes, later ones are cached")
+    start = time.monotonic()
+    download(component, env, say)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        ldflags = " ".join(("-s", "-w", *component.ldflags))
+        for cgo in (False, True):
+            packages = [c.package for c in component.commands if c.cgo == cgo]
+            if not packages:
+                continue
+            for command in (c for c in component.commands if c.cgo == cgo):
+                argv = ["go", "build", "-v", "-trimpath", "-ldflags", ldflags, "-o",
+                        str(staging / command.name), command.package]
+                _run(argv, component.module_path, dict(env, CGO_ENABLED="1" if cgo else "0"),
+                     f"{command.name} {component.tag}", say)
+        seconds = time.monotonic() - start
+        record = {
+            "component": component.name, "upstream": component.upstream, "tag": component.tag,
+            "go": goversion, "platform": f"{goos}/{goarch}", "seconds": round(seconds, 1),
+            # the largest process go ran (a compile or a link), in MiB
+            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+            "binaries": {c.name: {"bytes": (staging / c.name).stat().st_size,
+                                  "sha256": _sha256(staging / c.name)} for c in component.commands},
+        }
+        (staging / MANIFEST).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        staging.chmod(0o755)
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    say(f"lab build: {component.name} {component.tag} built in {_clock(seconds)}")
+    return Built(component, target, cached=False, seconds=seconds)
+
+
+def select(only: Iterable[str] | None) -> list[Component]:
+    if not only:
+        return [c for c in COMPONENTS if c.default]
+    chosen = []
+    for name in only:
+        if name not in BY_NAME:
+            raise BuildError(f"no lab component {name!r}: choose from {', '.join(BY_NAME)}")
+        chosen.append(BY_NAME[name])
+    return chosen
+
+
+def build_all(only: Iterable[str] | None = None, root: Path | None = None,
+              say: Callable[[str], None] = print) -> dict[str, Built]:
+    return {c.name: build(c, root, say) for c in select(only)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tests.lab_build",
+                                     description="Build the lab's Kubernetes and etcd from their Go modules.")
+    parser.add_argument("--only", help="comma-separated components (default: "
+                        + ", ".join(c.name for c in COMPONENTS if c.default) + ")")
+    parser.add_argument("--json", action="store_true", help="print the build records as JSON")
+    parser.add_argument("--force", action="store_true", help="build again even when cached")
+    args = parser.parse_args(argv)
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    try:
+        components = select(args.only.split(",") if args.only else None)
+        built = {c.name: build(c, say=say, force=args.force) for c in components}
+    except BuildError as exc:
+        print(f"lab build: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        records = {name: dict(b.record, path=str(b.path), cached=b.cached) for name, b in built.items()}
+        print(json.dumps(records,
+                         indent=1))
+    else:
+        for name, b in built.items():
+            state = "cached" if b.cached else "built"
+            print(f"{name} {b.component.tag}: {state} ({_clock(b.seconds)} to build) in {b.path}")
+    return 0

@@ -1,0 +1,83 @@
+"""What the lab builds from Go modules: one entry per wrapper module (a folder beside this file with its
+own go.mod), the upstream tag it pins and the commands it builds.
+
+Pins (docs/reference/real-kubernetes.md says why each):
+- Kubernetes 1.34.4: the newest release the Go module proxy serves that MindCluster 26.0.0's compatibility
+  statement (Kubernetes 1.17-1.34) accepts; ufcctl's default `ufc_kube_version`.
+- Kubernetes 1.35.4: the next minor, the `upgrade-cluster` target (built only when asked: `--only
+  kubernetes-next`).
+- etcd 3.6.17: the newest 3.6 patch; kubeadm 1.34 ships etcd 3.6 for a local etcd and accepts any
+  external etcd from 3.5.24 on (`MinExternalEtcdVersion`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Command:
+    """One binary: the Go package, the file name it gets, whether it needs cgo."""
+
+    package: str
+    name: str
+    cgo: bool = False
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str            # what `--only` takes and the cache folder starts with
+    module_dir: str      # the wrapper module, relative to this folder
+    upstream: str        # the upstream module the tag belongs to
+    tag: str
+    commands: tuple[Command, ...]
+    ldflags: tuple[str, ...] = field(default=())
+    default: bool = True  # built by a plain `python -m tests.lab_build`
+
+    @property
+    def module_path(self) -> Path:
+        return HERE / self.module_dir
+
+
+def kubernetes_ldflags(tag: str) -> tuple[str, ...]:
+    """The version stamp kubeadm and the version-skew checks read: without it every binary reports
+    `v0.0.0-master+$Format:%h$` and kubeadm refuses it (kubernetes/kubernetes PR #77590)."""
+    major, minor = tag.lstrip("v").split(".")[:2]
+    stamp = {
+        "gitVersion": tag, "gitMajor": major, "gitMinor": minor, "gitTreeState": "clean",
+        # a fixed date: the same tag builds the same bytes on every machine
+        "buildDate": "1970-01-01T00:00:00Z",
+    }
+    flags = [f"-X k8s.io/component-base/version.{k}={v}" for k, v in stamp.items()]
+    flags += [f"-X k8s.io/client-go/pkg/version.{k}={stamp[k]}"
+              for k in ("gitVersion", "gitMajor", "gitMinor")]
+    return tuple(flags)
+
+
+def _kubernetes(name: str, module_dir: str, tag: str, default: bool) -> Component:
+    base = "k8s.io/kubernetes/cmd/"
+    # kubelet is the one dynamic binary upstream (hack/lib/golang.sh: not in KUBE_STATIC_BINARIES)
+    commands = tuple(Command(base + cmd, cmd, cgo=cmd == "kubelet") for cmd in (
+        "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubeadm", "kubectl",
+        "kubelet"))
+    return Component(name, module_dir, "k8s.io/kubernetes", tag, commands, kubernetes_ldflags(tag), default)
+
+
+KUBERNETES = _kubernetes("kubernetes", "kubernetes", "v1.34.4", default=True)
+KUBERNETES_NEXT = _kubernetes("kubernetes-next", "kubernetes-next", "v1.35.4", default=False)
+
+ETCD = Component(
+    "etcd", "etcd", "go.etcd.io/etcd/server/v3", "v3.6.17",
+    (Command("go.etcd.io/etcd/server/v3", "etcd"), Command("go.etcd.io/etcd/etcdctl/v3", "etcdctl"),
+     Command("go.etcd.io/etcd/etcdutl/v3", "etcdutl")),
+)
+
+# The pod sandbox's program: ufcctl's own (tests/lab_build/pause/main.go), not upstream's C pause; the
+# tag is the image tag kubeadm 1.34 and containerd's sandbox_image name (registry.k8s.io/pause:3.10).
+PAUSE = Component("pause", "pause", "", "3.10", (Command("ufcctl.lab/pause", "pause"),))
+
+COMPONENTS: tuple[Component, ...] = (ETCD, KUBERNETES, KUBERNETES_NEXT, PAUSE)
+BY_NAME = {c.name: c for c in COMPONENTS}

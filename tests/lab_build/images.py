@@ -1,0 +1,123 @@
+"""OCI images of the built binaries, under the names the real manifests use (registry.k8s.io/kube-apiserver
+and so on), written here because no image can be pulled from outside.
+
+An image is one gzip'd layer holding the files (the binary at the path upstream's image has it), a config
+with the entrypoint upstream's image declares (or none where upstream has none: kubeadm's static pods
+give `command:`), and a manifest. Tar and gzip headers are fixed, so the same binaries give the same
+digests on every machine.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import tarfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json"
+CONFIG_TYPE = "application/vnd.oci.image.config.v1+json"
+LAYER_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
+
+
+def digest_of(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _json(doc: object) -> bytes:
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True)
+class Image:
+    name: str        # repository as the manifests name it, e.g. registry.k8s.io/kube-apiserver
+    tag: str
+    manifest: bytes
+    config: bytes
+    layers: tuple[bytes, ...]
+
+    @property
+    def reference(self) -> str:
+        return f"{self.name}:{self.tag}"
+
+    @property
+    def digest(self) -> str:
+        return digest_of(self.manifest)
+
+    @property
+    def blobs(self) -> dict[str, bytes]:
+        return {digest_of(b): b for b in (self.config, *self.layers)}
+
+    @property
+    def registry(self) -> str:
+        return self.name.split("/", 1)[0]
+
+    @property
+    def repository(self) -> str:
+        """The name inside its registry: kube-apiserver of registry.k8s.io/kube-apiserver."""
+        return self.name.split("/", 1)[1]
+
+
+def layer(files: Mapping[str, tuple[bytes, int]]) -> tuple[bytes, str]:
+    """(gzip'd tar, diff id) of `files`: path -> (bytes, mode); parent folders are added."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        folders: set[str] = set()
+        for path in sorted(files):
+            parts = path.strip("/").split("/")
+            for depth in range(1, len(parts)):
+                folder = "/".join(parts[:depth])
+                if folder not in folders:
+                    folders.add(folder)
+                    info = tarfile.TarInfo(folder)
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    tar.addfile(info)
+            data, mode = files[path]
+            info = tarfile.TarInfo(path.strip("/"))
+            info.size, info.mode = len(data), mode
+            tar.addfile(info, io.BytesIO(data))
+    packed = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=packed, mtime=0, compresslevel=6) as gz:
+        gz.write(raw.getvalue())
+    return packed.getvalue(), digest_of(raw.getvalue())
+
+
+def build_image(name: str, tag: str, files: Mapping[str, tuple[bytes, int]], arch: str = "amd64",
+                entrypoint: Sequence[str] | None = None, user: str | None = None) -> Image:
+    blob, diff_id = layer(files)
+    config: dict = {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
+                    "Labels": {"io.ufcctl.lab.built-from": "Go modules at pinned tags (tests/lab_build)"}}
+    if entrypoint:
+        config["Entrypoint"] = list(entrypoint)
+    if user:
+        config["User"] = user
+    config_blob = _json({"architecture": arch, "os": "linux", "config": config,
+                         "rootfs": {"type": "layers", "diff_ids": [diff_id]}})
+    manifest = _json({
+        "schemaVersion": 2, "mediaType": MANIFEST_TYPE,
+        "config": {"mediaType": CONFIG_TYPE, "digest": digest_of(config_blob), "size": len(config_blob)},
+        "layers": [{"mediaType": LAYER_TYPE, "digest": digest_of(blob), "size": len(blob)}],
+    })
+    return Image(name, tag, manifest, config_blob, (blob,))
+
+
+def oci_archive(images: Sequence[Image]) -> bytes:
+    """An OCI image layout as one tar (`ctr images import` takes it), each image named by reference."""
+    out = io.BytesIO()
+    index = {"schemaVersion": 2, "manifests": [
+        {"mediaType": MANIFEST_TYPE, "digest": img.digest, "size": len(img.manifest),
+         "annotations": {"io.containerd.image.name": img.reference,
+                         "org.opencontainers.image.ref.name": img.tag}}
+        for img in images]}
+    entries = {"oci-layout": _json({"imageLayoutVersion": "1.0.0"}), "index.json": _json(index)}
+    for img in images:
+        for data in (img.manifest, *img.blobs.values()):
+            entries[f"blobs/sha256/{digest_of(data)[7:]}"] = data
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for path, data in entries.items():
+            info = tarfile.TarInfo(path)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()

@@ -1,0 +1,3 @@
+module ufcctl.lab/pause
+
+go 1.24.0
