@@ -220,3 +220,43 @@ def _cache_clients(cache: str, image: TestImage | None = None) -> set[str]:
     return {r.remote for r in registry.requests(lines, registry.APP)
             if r.method == "GET" and r.status == 200 and "/blobs/" in r.uri
             and (image is None or r.uri.split("?")[0].rsplit("/", 1)[-1] in image.blobs)}
+
+
+def test_a_real_container_runs_on_a_worker_from_an_image_pulled_through_its_caches(
+        stack: Stack, upstream: Upstream) -> None:
+    """The lab node runs containers (docs/reference/real-kubernetes.md §3): the lab's pause image (built
+    from tests/lab_build/pause) is pushed to the LAB UPSTREAM REGISTRY, containerd on a worker pulls it
+    through its super pod cache with the node's hosts.toml mirrors and unpacks it (overlayfs on the node's
+    containerd volume), and runc starts it: a process of the image runs in its own PID namespace."""
+    from tests.lab_build.build import build
+    from tests.lab_build.components import PAUSE
+    from tests.lab_build.images import pause_image
+
+    image = pause_image(build(PAUSE, say=lambda _: None).binary("pause").read_bytes())
+    pushed = push_image(f"http://{upstream.address}:{registry.DEFAULT_PORT}", "lab/pause", image.tag, image)
+    worker, name = WORKERS[2], "ufcctl-lab-pause"  # w03: no ToR cache, so its super pod cache
+    _exec(worker, "ctr", "-n", "k8s.io", "task", "kill", "-s", "SIGKILL", name, check=False)
+    _exec(worker, "ctr", "-n", "k8s.io", "containers", "delete", name, check=False)
+    _exec(worker, "ctr", "-n", "k8s.io", "images", "pull", "--hosts-dir", "/etc/containerd/certs.d",
+          pushed.reference)
+    try:
+        _exec(worker, "ctr", "-n", "k8s.io", "run", "-d", pushed.reference, name)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            tasks = _exec(worker, "ctr", "-n", "k8s.io", "task", "ls").stdout
+            if any(line.split()[:1] == [name] and "RUNNING" in line for line in tasks.splitlines()):
+                break
+            time.sleep(1)
+        else:
+            pytest.fail(f"{worker}: {name} is not RUNNING: {tasks}")
+        pid = _exec(worker, "ctr", "-n", "k8s.io", "task", "ps", name).stdout.split()[2]
+        # the image's own program, as the node sees it, under the image's user
+        assert _exec(worker, "cat", f"/proc/{pid}/cmdline").stdout.split("\0")[0] == "/pause"
+        assert _exec(worker, "stat", "-c", "%u", f"/proc/{pid}").stdout.strip() == "65535"
+    finally:
+        _exec(worker, "ctr", "-n", "k8s.io", "task", "kill", "-s", "SIGKILL", name, check=False)
+        time.sleep(1)
+        _exec(worker, "ctr", "-n", "k8s.io", "task", "delete", name, check=False)
+        _exec(worker, "ctr", "-n", "k8s.io", "containers", "delete", name, check=False)
+    # the worker's bytes came through its cache, never from the upstream itself
+    assert upstream.ips[worker] not in _blobs_by_client(image), _blobs_by_client(image)

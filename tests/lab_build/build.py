@@ -145,13 +145,22 @@ def download(component: Component, env: dict[str, str], say: Callable[[str], Non
                      f"{component.upstream}@{component.tag} needs: {reason}")
 
 
+def cached(component: Component, root: Path | None = None) -> Built | None:
+    """The component's cache entry for this machine's Go, or None when it has not been built."""
+    goversion, goos, goarch = go_env("GOVERSION", "GOOS", "GOARCH")
+    target = cache_dir(component, goversion, goos, goarch, root)
+    if not (target / MANIFEST).is_file():
+        return None
+    record = json.loads((target / MANIFEST).read_text(encoding="utf-8"))
+    return Built(component, target, cached=True, seconds=float(record.get("seconds", 0)))
+
+
 def build(component: Component, root: Path | None = None, say: Callable[[str], None] = print,
           force: bool = False) -> Built:
+    if not force and (found := cached(component, root)) is not None:
+        return found
     goversion, goos, goarch, goproxy = go_env("GOVERSION", "GOOS", "GOARCH", "GOPROXY")
     target = cache_dir(component, goversion, goos, goarch, root)
-    if not force and (target / MANIFEST).is_file():
-        record = json.loads((target / MANIFEST).read_text(encoding="utf-8"))
-        return Built(component, target, cached=True, seconds=float(record.get("seconds", 0)))
     env = dict(os.environ, GOFLAGS="-mod=mod -buildvcs=false", GOPROXY=goproxy)
     say(f"lab build: {component.name} {component.tag} ({component.upstream}) with {goversion}; the first "
         "build on a machine takes many minutes, later ones are cached")

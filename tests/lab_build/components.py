@@ -6,8 +6,9 @@ Pins (docs/reference/real-kubernetes.md says why each):
   statement (Kubernetes 1.17-1.34) accepts; ufcctl's default `ufc_kube_version`.
 - Kubernetes 1.35.4: the next minor, the `upgrade-cluster` target (built only when asked: `--only
   kubernetes-next`).
-- etcd 3.6.17: the newest 3.6 patch; kubeadm 1.34 ships etcd 3.6 for a local etcd and accepts any
-  external etcd from 3.5.24 on (`MinExternalEtcdVersion`).
+- etcd 3.6.17: the newest 3.6 patch; kubeadm 1.34 runs etcd 3.6 for a local etcd and accepts it as
+  external etcd (`MinExternalEtcdVersion`).
+- kwok v0.8.0: the newest kwok whose go.mod Go 1.26 builds (main needs Go 1.27).
 """
 
 from __future__ import annotations
@@ -75,9 +76,17 @@ ETCD = Component(
      Command("go.etcd.io/etcd/etcdutl/v3", "etcdutl")),
 )
 
+# kwok v0.8.0 (go 1.26.0, no replace directives): fake nodes against the real control plane, for the
+# scale rehearsal; built on demand (`--only kwok`)
+KWOK = Component(
+    "kwok", "kwok", "sigs.k8s.io/kwok", "v0.8.0",
+    (Command("sigs.k8s.io/kwok/cmd/kwok", "kwok"), Command("sigs.k8s.io/kwok/cmd/kwokctl", "kwokctl")),
+    default=False,
+)
+
 # The pod sandbox's program: ufcctl's own (tests/lab_build/pause/main.go), not upstream's C pause; the
 # tag is the image tag kubeadm 1.34 and containerd's sandbox_image name (registry.k8s.io/pause:3.10).
 PAUSE = Component("pause", "pause", "", "3.10", (Command("ufcctl.lab/pause", "pause"),))
 
-COMPONENTS: tuple[Component, ...] = (ETCD, KUBERNETES, KUBERNETES_NEXT, PAUSE)
+COMPONENTS: tuple[Component, ...] = (ETCD, KUBERNETES, KUBERNETES_NEXT, KWOK, PAUSE)
 BY_NAME = {c.name: c for c in COMPONENTS}

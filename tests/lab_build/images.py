@@ -47,6 +47,11 @@ class Image:
         return digest_of(self.manifest)
 
     @property
+    def manifest_digest(self) -> str:
+        """The name the registry pusher (tests/lab_standins/upstream_registry/push.py) reads."""
+        return self.digest
+
+    @property
     def blobs(self) -> dict[str, bytes]:
         return {digest_of(b): b for b in (self.config, *self.layers)}
 
@@ -121,3 +126,9 @@ def oci_archive(images: Sequence[Image]) -> bytes:
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
     return out.getvalue()
+
+
+def pause_image(pause_binary: bytes, arch: str = "amd64", tag: str = "3.10") -> Image:
+    """registry.k8s.io/pause as upstream lays it out: the program at /pause, which is the entrypoint."""
+    return build_image("registry.k8s.io/pause", tag, {"/pause": (pause_binary, 0o755)}, arch,
+                       entrypoint=["/pause"], user="65535:65535")

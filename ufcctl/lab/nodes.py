@@ -24,8 +24,24 @@ from ufcctl.lab.sshkey import wait_for_sshd
 # DAC_READ_SEARCH: root on a real node has it, and nfs-ganesha's VFS backend needs it to open files
 # by handle (open_by_handle_at(2)); without it every NFSv4 LOOKUP below the export root fails with
 # NFS4ERR_PERM (measured, roles/nfs_server).
-# No CAP_SYS_ADMIN: units that insist on bind mounts get a drop-in in the image instead.
-CAPABILITIES = ("NET_ADMIN", "NET_RAW", "NET_BROADCAST", "SYS_PTRACE", "DAC_READ_SEARCH")
+# The rest lets a node run containers with the real kubelet, containerd and runc
+# (docs/reference/real-kubernetes.md §3, each with the error without it): SYS_ADMIN (cgroups and mounts:
+# runc, and the node's init rebinding its cgroups), SYS_RESOURCE (the kubelet's and runc's limits),
+# SYSLOG (the kubelet's OOM watcher reads /dev/kmsg), MKNOD and AUDIT_WRITE (in the default capability
+# set the CRI gives a container; a container cannot get one its node lacks).
+CAPABILITIES = ("NET_ADMIN", "NET_RAW", "NET_BROADCAST", "SYS_PTRACE", "DAC_READ_SEARCH",
+                "SYS_ADMIN", "SYS_RESOURCE", "SYSLOG", "MKNOD", "AUDIT_WRITE")
+# runc needs the cgroup tree writable; the node's init (image/sbin/ufcctl-lab-init) makes the node's own
+# cgroups the root of each hierarchy before systemd starts
+CGROUP_VOLUME = ("/sys/fs/cgroup", "/sys/fs/cgroup")
+DEVICES = ("/dev/kmsg",)
+# containerd's default container spec allows /dev/console (5:1), which podman's node cgroup does not:
+# a node cannot let a container have a device its own device cgroup denies (runc: `failed to write
+# "c 5:1 rwm": ... devices.allow: operation not permitted`, measured with `ctr run`)
+DEVICE_CGROUP_RULES = ("c 5:1 rwm",)
+# overlayfs cannot be stacked on the node's overlay root: containerd's snapshots need a volume
+CONTAINERD_VOLUME = "/var/lib/containerd"
+NODE_INIT = ("/usr/local/sbin/ufcctl-lab-init",)
 LABEL_LAB = "ufcctl.lab"
 LABEL_NAME = "ufcctl.lab.name"
 LABEL_ROLE = "ufcctl.lab.role"
@@ -59,14 +75,16 @@ def parallel(func: Callable[[T], R], items: Sequence[T], workers: int) -> list[R
 
 def container_spec(node: LabNode, layout: LabLayout, image: str, labels: Mapping[str, str],
                    nfs_dir: Path, etcd_store_dir: Path | None = None) -> ContainerSpec:
-    volumes: tuple[tuple[str, str], ...] = ()
+    volumes: tuple[tuple[str, str], ...] = (CGROUP_VOLUME,)
     if node.name == layout.nfs_server:  # the dataset export, and the etcd snapshot store where given
-        volumes = ((str(nfs_dir), NFS_EXPORT_DIR),)
+        volumes += ((str(nfs_dir), NFS_EXPORT_DIR),)
         if etcd_store_dir is not None:
             volumes += ((str(etcd_store_dir), backup_store.STORE_PATH),)
     return ContainerSpec(
         name=node.name, image=image, network=layout.network, ip=node.ip, mac=mac_for_ip(node.ip),
         labels={**labels, LABEL_ROLE: node.role}, capabilities=CAPABILITIES, volumes=volumes,
+        command=NODE_INIT, devices=DEVICES, anonymous_volumes=(CONTAINERD_VOLUME,),
+        device_cgroup_rules=DEVICE_CGROUP_RULES,
     )
 
 

