@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.lab_build import gomod
 from tests.lab_build.components import BY_NAME, COMPONENTS, Component
 
 CACHE_ENV = "UFC_LAB_BUILD_CACHE"
@@ -155,6 +156,24 @@ def cached(component: Component, root: Path | None = None) -> Built | None:
     return Built(component, target, cached=True, seconds=float(record.get("seconds", 0)))
 
 
+def check_pins(components: Iterable[Component] = COMPONENTS) -> None:
+    """Every wrapper module against its tag's go.mod (fetched: a few KB each), built or not: a pin that
+    the proxy does not serve, or a replace list that no longer matches the tag, is named before anything
+    builds (and the unit test finds the go.mod files in Go's module cache)."""
+    for component in components:
+        if not component.upstream:
+            continue
+        try:
+            upstream = gomod.upstream_gomod(component.upstream, component.tag, component.module_path)
+        except LookupError as exc:
+            raise BuildError(f"the Go module proxy did not serve {exc}") from None
+        wrong = gomod.problems(upstream, (component.module_path / "go.mod").read_text(encoding="utf-8"),
+                               component.upstream, component.tag)
+        if wrong:
+            raise BuildError(f"{component.module_dir}/go.mod does not build {component.upstream} "
+                             f"{component.tag}: {'; '.join(wrong[:3])}")
+
+
 def build(component: Component, root: Path | None = None, say: Callable[[str], None] = print,
           force: bool = False) -> Built:
     if not force and (found := cached(component, root)) is not None:
@@ -232,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         components = select(args.only.split(",") if args.only else None)
+        check_pins()
         built = {c.name: build(c, say=say, force=args.force) for c in components}
     except BuildError as exc:
         print(f"lab build: {exc}", file=sys.stderr)

@@ -87,11 +87,12 @@ def problems(upstream_gomod: str, wrapper_gomod: str, upstream: str, tag: str) -
 
 
 def upstream_gomod(module: str, tag: str, module_dir: Path, offline: bool = False) -> str:
-    """The tag's go.mod from the module cache (`go mod download -json`); offline: the cache only."""
+    """The tag's go.mod (`go list -m -json`: the go.mod alone, not the module's source); offline: Go's
+    module cache only."""
     env = dict(os.environ)
     if offline:
         env["GOPROXY"] = "off"
-    proc = subprocess.run(["go", "mod", "download", "-json", f"{module}@{tag}"], cwd=module_dir, env=env,
+    proc = subprocess.run(["go", "list", "-m", "-json", f"{module}@{tag}"], cwd=module_dir, env=env,
                           capture_output=True, text=True, check=False)
     try:
         info = json.loads(proc.stdout)

@@ -209,3 +209,24 @@ def test_etcd_is_published_as_its_release_tarball_with_sha256sums(tmp_path) -> N
 def test_every_component_is_listed_once() -> None:
     assert set(BY_NAME) == {c.name for c in COMPONENTS}
     assert len(BY_NAME) == len(COMPONENTS)
+
+
+def test_a_wrapper_that_no_longer_matches_its_tag_stops_the_build_before_anything_builds(tmp_path,
+                                                                                        monkeypatch) -> None:
+    upstream = tmp_path / "upstream.mod"
+    upstream.write_text(UPSTREAM_K8S)
+    calls = _fake_go(tmp_path, monkeypatch, 'if [ "$1" = list ]; then echo \'{"GoMod": "' + str(upstream)
+                     + '"}\'; exit 0; fi\n')
+    module = tmp_path / "k8s"
+    module.mkdir()
+    wrapper = gomod.kubernetes_wrapper(UPSTREAM_K8S, "v1.34.4", "x").replace(
+        "\tk8s.io/api => k8s.io/api v0.34.4\n", "")
+    (module / "go.mod").write_text(wrapper)
+    comp = Component("k", str(module), "k8s.io/kubernetes", "v1.34.4",
+                     (Command("k8s.io/kubernetes/cmd/a", "a"),))
+    with pytest.raises(lab_build.BuildError, match="k8s/go.mod does not build k8s.io/kubernetes v1.34.4: "
+                       "k8s.io/api must be replaced"):
+        lab_build.check_pins([comp])
+    assert "build" not in calls.read_text()
+    (module / "go.mod").write_text(gomod.kubernetes_wrapper(UPSTREAM_K8S, "v1.34.4", "x"))
+    lab_build.check_pins([comp])  # matches: no error
