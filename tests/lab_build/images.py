@@ -132,3 +132,18 @@ def pause_image(pause_binary: bytes, arch: str = "amd64", tag: str = "3.10") -> 
     """registry.k8s.io/pause as upstream lays it out: the program at /pause, which is the entrypoint."""
     return build_image("registry.k8s.io/pause", tag, {"/pause": (pause_binary, 0o755)}, arch,
                        entrypoint=["/pause"], user="65535:65535")
+
+
+# kubeadm's static pods and kube-proxy DaemonSet give `command:`, so these images need no entrypoint;
+# upstream's put the binary at /usr/local/bin (registry.k8s.io/kube-apiserver and so on)
+CONTROL_PLANE = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy")
+
+
+def kubernetes_images(binaries: dict[str, bytes], tag: str, arch: str = "amd64") -> list[Image]:
+    """registry.k8s.io/<component>:<tag> for each control-plane binary given (name -> bytes).
+
+    Not yet like upstream's: kube-proxy's image lacks the iptables and nftables tools upstream's
+    distroless-iptables base carries (kube-proxy runs them), so only the control plane is usable."""
+    return [build_image(f"registry.k8s.io/{name}", tag,
+                        {f"/usr/local/bin/{name}": (binaries[name], 0o755)}, arch)
+            for name in CONTROL_PLANE if name in binaries]

@@ -230,3 +230,26 @@ def test_a_wrapper_that_no_longer_matches_its_tag_stops_the_build_before_anythin
     assert "build" not in calls.read_text()
     (module / "go.mod").write_text(gomod.kubernetes_wrapper(UPSTREAM_K8S, "v1.34.4", "x"))
     lab_build.check_pins([comp])  # matches: no error
+
+
+def test_images_are_reproducible_oci_images_under_the_upstream_names(tmp_path) -> None:
+    from tests.lab_build import images
+
+    pause = images.pause_image(b"\x7fELF pause")
+    assert pause.reference == "registry.k8s.io/pause:3.10"
+    assert pause.registry == "registry.k8s.io" and pause.repository == "pause"
+    config = json.loads(pause.config)
+    assert config["config"]["Entrypoint"] == ["/pause"] and config["architecture"] == "amd64"
+    assert images.pause_image(b"\x7fELF pause").digest == pause.digest  # same bytes, same digest
+    with tarfile.open(fileobj=io.BytesIO(__import__("gzip").decompress(pause.layers[0]))) as tar:
+        assert tar.extractfile("pause").read() == b"\x7fELF pause"
+        assert tar.getmember("pause").mode == 0o755
+    built = images.kubernetes_images({"kube-apiserver": b"a", "kubectl": b"c"}, "v1.34.4")
+    assert [i.reference for i in built] == ["registry.k8s.io/kube-apiserver:v1.34.4"]
+    with tarfile.open(fileobj=io.BytesIO(images.oci_archive([pause, *built]))) as tar:
+        index = json.loads(tar.extractfile("index.json").read())
+        names = {m["annotations"]["io.containerd.image.name"] for m in index["manifests"]}
+        assert names == {"registry.k8s.io/pause:3.10", "registry.k8s.io/kube-apiserver:v1.34.4"}
+        for image in (pause, *built):
+            for digest in (image.digest, *image.blobs):
+                assert tar.extractfile(f"blobs/sha256/{digest[7:]}") is not None
