@@ -35,10 +35,11 @@ CAPABILITIES = ("NET_ADMIN", "NET_RAW", "NET_BROADCAST", "SYS_PTRACE", "DAC_READ
 # cgroups the root of each hierarchy before systemd starts
 CGROUP_VOLUME = ("/sys/fs/cgroup", "/sys/fs/cgroup")
 DEVICES = ("/dev/kmsg",)
-# containerd's default container spec allows /dev/console (5:1), which podman's node cgroup does not:
-# a node cannot let a container have a device its own device cgroup denies (runc: `failed to write
-# "c 5:1 rwm": ... devices.allow: operation not permitted`, measured with `ctr run`)
-DEVICE_CGROUP_RULES = ("c 5:1 rwm",)
+# A node cannot let a container have a device its own device cgroup denies: containerd's default spec
+# allows /dev/console (runc: `failed to write "c 5:1 rwm": ... operation not permitted`, measured with
+# `ctr run`), and a privileged pod (kube-proxy, calico-node) asks for every device (`failed to write
+# "a *:* rwm"`, measured with kubeadm's kube-proxy). The node's /dev holds only podman's device nodes.
+DEVICE_CGROUP_RULES = ("a *:* rwm",)
 # overlayfs cannot be stacked on the node's overlay root: containerd's snapshots need a volume
 CONTAINERD_VOLUME = "/var/lib/containerd"
 NODE_INIT = ("/usr/local/sbin/ufcctl-lab-init",)

@@ -58,7 +58,7 @@ def test_a_lab_node_can_run_containers_with_the_real_kubelet(tmp_path) -> None:
     assert args[args.index("--device") + 1] == "/dev/kmsg"
     assert "type=volume,dst=/var/lib/containerd" in args
     assert "/sys/fs/cgroup:/sys/fs/cgroup:rw" in args
-    assert args[args.index("--device-cgroup-rule") + 1] == "c 5:1 rwm"
+    assert args[args.index("--device-cgroup-rule") + 1] == "a *:* rwm"
     assert args[-1] == "/usr/local/sbin/ufcctl-lab-init"
 
 
