@@ -167,7 +167,10 @@ def test_only_the_changed_instances_restart(cache_filters: Any) -> None:
 
 
 def _front(out: dict[str, Any]) -> str:
-    return next(f for f in out["files"] if f["dest"] == "/etc/ufcctl/registry-cache/front.conf")["content"]
+    """front.conf as ufc_files renders it: templates/front.conf.j2 with the values from the domain."""
+    entry = next(f for f in out["files"] if f["dest"] == "/etc/ufcctl/registry-cache/front.conf")
+    assert entry["template"] == "front.conf.j2" and "content" not in entry
+    return render_entry("registry_cache", entry)
 
 
 def test_a_super_pod_cache_fills_from_the_upstream_through_its_front(cache_filters: Any) -> None:
