@@ -1,6 +1,7 @@
 """A role's template rendered as roles/ufc_common's `ufc_files` renders a `template:` entry: the role's
 `templates/` with the entry's `vars`, Ansible's template settings (trim_blocks, the trailing newline
-kept), undefined names refused, and the filters of the role's own `filter_plugins/`."""
+kept), undefined names refused, Ansible's core filters (dirname, ...) and the filters of the role's own
+`filter_plugins/`."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ ROLES = Path(__file__).resolve().parents[2] / "roles"
 
 @cache
 def _filters(role: str) -> dict[str, Any]:
-    found: dict[str, Any] = {}
+    from ansible.plugins.filter.core import FilterModule as Core  # imported when a template needs it
+
+    found: dict[str, Any] = dict(Core().filters())
     for path in sorted((ROLES / role / "filter_plugins").glob("*.py")):
         found.update(load_file(path, f"{role}_{path.stem}_for_templates").FilterModule().filters())
     return found
