@@ -47,7 +47,7 @@ def test_deploy_benchmark_runs_on_a_small_lab() -> None:
         pytest.skip("podman is not installed (scripts/setup.sh installs it)")
     # 3 control planes + 1 worker, the two roles every node runs: the benchmark's whole path (two
     # labs, ufcctl and plain ansible-playbook, first and no-op runs, summary.json and the recap
-    # parsed); the full deploy is measured by hand (README "Measured")
+    # parsed); the full deploy is measured by hand (docs/results.md, "Benchmarks")
     proc = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "benchmarks" / "bench_deploy.py"), "1", "--tags",
          "preflight,node_tuning"],

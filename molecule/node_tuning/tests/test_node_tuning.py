@@ -112,7 +112,8 @@ def test_check_mode_reports_changes_and_writes_nothing(run_playbook, netns, netn
     extra = {"node_tuning_sysctl_extra": {"net.core.somaxconn": 40000}}
     run = run_playbook(check=True, diff=True, limit=netns_name, extra_vars=extra)
     assert run.rc == 0, run.output
-    assert "changed=1" in run.text, run.output  # one module run sets and persists
+    # two tasks change: the module's runtime value, and ufc_files' sysctl.d file from the template
+    assert "changed=2" in run.text, run.output
     # both the runtime value and the file would change, and --diff shows each
     change = f"-net.core.somaxconn = {PROFILE['net.core.somaxconn']} +net.core.somaxconn = 40000"
     runtime, _, in_file = run.text.partition(f"+++ after: {SYSCTL_FILE}")

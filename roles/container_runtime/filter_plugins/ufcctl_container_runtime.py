@@ -1,4 +1,5 @@
-"""Jinja filters over ufcctl/domain/runtime/containerd.py (config.toml and hosts.toml, checked),
+"""Jinja filters over ufcctl/domain/runtime/containerd.py (the values of templates/config.toml.j2 and
+hosts.toml.j2, and the TOML string quoting they use),
 ufcctl/domain/runtime/upgrade.py (the node's probe and what it asks for: installs, upgrades, drain) and
 ufcctl/domain/images/mirrors.py (a node's registry mirrors from the inventory's registry caches)."""
 
@@ -26,7 +27,8 @@ _INDEX: dict[tuple[int, tuple[str, ...]], tuple[Any, cache_mirrors.CacheIndex, l
 
 
 def ufcctl_containerd_files(v: Mapping[str, Any]) -> dict[str, Any]:
-    """Every file of the role as {dest, content} plus the problems found (empty: write them)."""
+    """Every file of the role as ufc_files entries (templates/config.toml.j2, one hosts.toml.j2 per
+    mirrored registry, each parsed as TOML once rendered) plus the problems found (empty: write them)."""
     runtimes = [containerd.Runtime("runc")]
     if v["ascend"]:
         runtimes.append(containerd.Runtime("ascend", f"{v['ascend_path']}/ascend-docker-runtime"))
@@ -39,16 +41,17 @@ def ufcctl_containerd_files(v: Mapping[str, Any]) -> dict[str, Any]:
     # each mirrored registry's last fallback (hosts.toml `server`) at the scheme its upstream speaks:
     # registry_cache_upstreams' url (an http upstream stays http), else https://<registry>
     servers = {u.registry: u.url for u in cache_mirrors.parse_upstreams(v.get("upstreams"))[0]}
-    files = {"/etc/containerd/config.toml": containerd.config_toml(settings)}
+    owned = {"owner": "root", "group": "root", "mode": "0644", "format": "toml"}
+    files = [{"dest": "/etc/containerd/config.toml", "template": "config.toml.j2",
+              "vars": {"__container_runtime_config": containerd.config_values(settings)}, **owned}]
     if not problems:
         for registry, entries in sorted(mirrors.items()):
-            files[f"{settings.certs_dir}/{registry}/hosts.toml"] = containerd.hosts_toml(
-                registry, entries, servers.get(str(registry)))
-    problems += containerd.problems(files)
-    owned = {"owner": "root", "group": "root"}
-    directories = [{"path": d, **owned, "mode": "0755"} for d in sorted({str(Path(f).parent) for f in files})]
-    return {"files": [{"dest": k, "content": c, **owned, "mode": "0644"} for k, c in files.items()],
-            "directories": directories, "problems": problems}
+            values = containerd.hosts_values(registry, entries, servers.get(str(registry)))
+            files.append({"dest": f"{settings.certs_dir}/{registry}/hosts.toml", "template": "hosts.toml.j2",
+                          "vars": {"__container_runtime_hosts": values}, **owned})
+    directories = [{"path": d, "owner": "root", "group": "root", "mode": "0755"}
+                   for d in sorted({str(Path(f["dest"]).parent) for f in files})]
+    return {"files": files, "directories": directories, "problems": problems}
 
 
 def _index(groups: Mapping[str, Any],
@@ -102,6 +105,7 @@ def ufcctl_runtime_probe_script(_: Any = None) -> str:
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {"ufcctl_containerd_files": ufcctl_containerd_files,
+                "ufcctl_toml_string": containerd.toml_string,
                 "ufcctl_registry_cache_mirrors": ufcctl_registry_cache_mirrors,
                 "ufcctl_runtime_plan": ufcctl_runtime_plan,
                 "ufcctl_runtime_probe_script": ufcctl_runtime_probe_script}

@@ -1,5 +1,6 @@
 #!/usr/bin/python
-"""Apply the sysctl values this node's kernel lets it set, persist the profile, say why keys were skipped."""
+"""Apply the sysctl values this node's kernel lets it set, say how boot should carry each key, and why
+keys were skipped."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.facts.virtual.linux import LinuxVirtualCollector
-from ansible.module_utils.ufcctl_files import write_atomically
 
 DOCUMENTATION = r"""
 module: node_tuning_sysctl
@@ -21,41 +21,36 @@ description:
     node is a container (writing it would change the container host).
   - Keys in C(floor_keys) are never lowered, only raised to the wanted value.
   - >-
-    Writes every key to C(path) for boot in the same run (root:root 0644, atomic replace): what the
-    file says about a key depends on what this node allowed, so the file cannot be rendered before
-    the keys are read, and one module run instead of a second task saves a round trip per host.
+    Returns, per key, how the role's sysctl.d template carries it for boot (C(line): plain, optional or
+    commented): that depends on what this node allowed, so the file (roles/node_tuning/templates/
+    sysctl.conf.j2, written by the next task) can only be rendered from this module's result.
   - Skipped keys are reported as one warning naming C(host) and every key with its reason.
-  - Before the keys, loads every kernel module of C(modules) that C(/sys/module) does not list (modprobe),
-    so keys under it (net.bridge.* of br_netfilter) exist, and lists the modules in C(modules_file) for
-    boot (systemd-modules-load runs before systemd-sysctl). A module that cannot be loaded fails the host,
-    naming it, unless C(load_modules) is false (then it is reported, and its keys are skipped).
-  - Check mode reports what would be set and written and writes nothing; C(--diff) shows both.
+  - >-
+    Before the keys, loads every kernel module of C(modules) that C(/sys/module) does not list (modprobe),
+    so keys under it (net.bridge.* of br_netfilter) exist (the role's modules-load.conf.j2 lists them for
+    boot, since systemd-modules-load runs before systemd-sysctl). A module that cannot be loaded fails the
+    host, naming it, unless C(load_modules) is false (then it is reported, and its keys are skipped).
+  - Check mode reports what would be set and writes nothing; C(--diff) shows the runtime values.
 options:
   settings: {type: dict, required: true, description: "sysctl key -> wanted value, in file order"}
   floor_keys: {type: list, elements: str, default: [], description: Integer keys only ever raised.}
   container:
     type: bool
     description: The node is a container; absent, detected here as setup's virtual facts would.
-  path: {type: path, description: sysctl.d file listing every key (absent, no file is written).}
   host: {type: str, default: "", description: Inventory name shown in the report of skipped keys.}
   modules: {type: list, elements: str, default: [], description: Kernel modules loaded now and at boot.}
-  modules_file: {type: path, description: modules-load.d file listing C(modules) (absent, none is written).}
   load_modules: {type: bool, default: true, description: modprobe the modules of C(modules) not loaded yet.}
 """
 
 RETURN = r"""
 settings:
   description: One entry per key with key, wanted, value (to persist), before, status
-    (set, ok, skipped), reason and line (plain, optional, commented) for the sysctl.d file.
+    (set, ok, skipped), reason and line (plain, optional, commented) for the sysctl.d template.
   type: list
   returned: always
 skipped_keys: {description: '"key: reason" for every skipped key.', type: list, returned: always}
 runtime_changed:
   description: A key was (or in check mode would be) set at runtime.
-  type: bool
-  returned: always
-file_changed:
-  description: The file was (or would be) written or its owner or mode fixed.
   type: bool
   returned: always
 modules_loaded:
@@ -66,17 +61,6 @@ modules_missing:
   description: Modules not loaded because load_modules is false.
   type: list
   returned: always
-"""
-
-FILE_HEADER = """\
-# Kernel profile written by ufcctl's node_tuning role; the next deploy overwrites local edits.
-# Put your own settings in a later file, e.g. {directory}/99-local.conf.
-# Lines starting with "-" could not be set when written; systemd-sysctl ignores their failures.
-"""
-
-MODULES_HEADER = """\
-# Kernel modules loaded at boot, written by ufcctl's node_tuning role (before systemd-sysctl applies
-# the keys that need them); the next deploy overwrites local edits.
 """
 
 PROC_SYS = "/proc/sys"
@@ -172,43 +156,6 @@ def write_key(entry: dict, root: str = PROC_SYS) -> dict:
     return entry
 
 
-def render_file(entries: list[dict], path: str) -> str:
-    """The sysctl.d file: every key, set (or already right) plainly, skipped ones so boot copes."""
-    lines = [FILE_HEADER.format(directory=os.path.dirname(path))]
-    for entry in entries:
-        if entry["line"] == "commented":
-            lines.append("# kernel-global, not set from this container (set it on the container host):\n")
-            lines.append(f"# {entry['key']} = {entry['value']}\n")
-        elif entry["line"] == "optional":
-            lines.append(f"# skipped: {entry['reason']}\n-{entry['key']} = {entry['value']}\n")
-        else:
-            lines.append(f"{entry['key']} = {entry['value']}\n")
-    return "".join(lines)
-
-
-def _read_text(path: str) -> str | None:
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-
-
-def persist(module: AnsibleModule, path: str, content: str) -> tuple[bool, dict]:
-    """Write `content` to `path` atomically when it differs, then fix owner and mode; (changed, diff)."""
-    before = _read_text(path)
-    diff = {"before_header": path, "after_header": path, "before": before or "", "after": content}
-    changed = before != content
-    if changed and not module.check_mode:
-        write_atomically(path, content.encode(), 0o644)
-    if os.path.exists(path):  # in check mode a new file does not exist yet: nothing to compare
-        attributes = module.load_file_common_arguments(
-            {"path": path, "owner": "root", "group": "root", "mode": "0644"}
-        )
-        changed = module.set_fs_attributes_if_different(attributes, changed)
-    return changed, diff
-
-
 def missing_modules(names: list[str], root: str = SYS_MODULE) -> list[str]:
     """Modules the kernel does not list under /sys/module (loaded or built in ones are listed)."""
     return [name for name in names if not os.path.isdir(os.path.join(root, name.replace("-", "_")))]
@@ -241,10 +188,8 @@ def main() -> None:
             "settings": {"type": "dict", "required": True},
             "floor_keys": {"type": "list", "elements": "str", "default": []},
             "container": {"type": "bool"},
-            "path": {"type": "path"},
             "host": {"type": "str", "default": ""},
             "modules": {"type": "list", "elements": "str", "default": []},
-            "modules_file": {"type": "path"},
             "load_modules": {"type": "bool", "default": True},
         },
         supports_check_mode=True,
@@ -276,25 +221,14 @@ def main() -> None:
         "before": "".join(f"{e['key']} = {e['before']}\n" for e in changed_entries),
         "after": "".join(f"{e['key']} = {e['value']}\n" for e in changed_entries),
     }]
-    file_changed = False
-    if module.params["path"]:
-        path = module.params["path"]
-        file_changed, file_diff = persist(module, path, render_file(results, path))
-        diffs.append(file_diff)
-    if p["modules_file"]:
-        modules_text = MODULES_HEADER + "".join(f"{name}\n" for name in p["modules"])
-        modules_changed, modules_diff = persist(module, p["modules_file"], modules_text)
-        file_changed = file_changed or modules_changed
-        diffs.append(modules_diff)
     if missing and not p["load_modules"]:
         skipped += [f"module {name}: not loaded, and node_tuning_load_modules is false" for name in missing]
     if skipped:
         where = f" on {module.params['host']}" if module.params["host"] else ""
         module.warn(f"node_tuning skipped {len(skipped)} key(s){where}:\n- " + "\n- ".join(skipped))
     module.exit_json(
-        changed=bool(changed_entries) or file_changed or bool(loaded),
+        changed=bool(changed_entries) or bool(loaded),
         runtime_changed=bool(changed_entries),
-        file_changed=file_changed,
         settings=results,
         skipped_keys=skipped,
         modules_loaded=loaded,

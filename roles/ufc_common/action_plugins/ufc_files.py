@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import os
+import tomllib
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,7 +33,7 @@ except ImportError:  # ansible-core 2.17 / 2.18
 
 
 FILE_KEYS = frozenset(
-    ("dest", "template", "content", "src", "vars", "mode", "owner", "group", "validate", "secret")
+    ("dest", "template", "content", "src", "vars", "mode", "owner", "group", "validate", "format", "secret")
 )
 DIRECTORY_KEYS = frozenset(("path", "mode", "owner", "group"))
 SOURCES = ("template", "content", "src")
@@ -43,6 +44,20 @@ TEMPLATE_OVERRIDES = {"trim_blocks": True, "lstrip_blocks": False, "newline_sequ
 
 class BadEntry(Exception):
     """An entry of the task's arguments that cannot be used (the message names it)."""
+
+
+def _toml_problem(text: str) -> str:
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        return f"not valid TOML: {err}"
+    return ""
+
+
+# `format`: the rendered text is parsed here, on the controller, before anything is sent (check mode
+# too). Where `validate` would need a parser on the node: containerd's TOML files have no checking
+# command of their own, and a node's python3 may have no tomllib (Ubuntu 22.04's 3.10).
+FORMATS = {"toml": _toml_problem}
 
 
 def _entry(kind: str, index: int, value: Any, allowed: frozenset[str], key: str) -> Mapping[str, Any]:
@@ -131,6 +146,14 @@ class ActionModule(ActionBase):
             if entry.get("vars") is not None and given != ["template"]:
                 raise BadEntry(f"{where}: vars applies to template only")
             data = self._content(given[0], entry, dest, task_vars, where)
+            if entry.get("format") is not None:
+                check = FORMATS.get(str(entry["format"]))
+                if check is None:
+                    known = ", ".join(FORMATS)
+                    raise BadEntry(f"{where}: format {entry['format']!r} unknown (known: {known})")
+                problem = check(data.decode("utf-8", errors="replace"))
+                if problem:
+                    raise BadEntry(f"{where}: {problem}")
             module_entry = {"dest": dest, "content": base64.b64encode(data).decode("ascii"), **_common(entry)}
             if entry.get("validate"):
                 module_entry["validate"] = str(entry["validate"])

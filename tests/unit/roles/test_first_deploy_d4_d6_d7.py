@@ -69,9 +69,14 @@ def test_d4_kube_nodes_get_ip_forward_and_bridge_netfilter(groups: list[str], ku
     if kube:
         assert {k: settings.get(k) for k in wanted} == wanted, settings
         assert modules == ["br_netfilter"]
-        assert _render(module_args["modules_file"], variables) == "/etc/modules-load.d/90-ufcctl.conf"
+    persist = _yaml("roles/node_tuning/tasks/main.yml")[1]  # ufc_files: the files boot reads
+    files = _render(persist["ufc_files"]["files"], {**variables, **persist.get("vars", {})})
+    dests = [f["dest"] for f in files]
+    if kube:
+        assert dests == ["/etc/sysctl.d/90-ufcctl.conf", "/etc/modules-load.d/90-ufcctl.conf"]
     else:
         assert not set(wanted) & set(settings) and modules == []
+        assert dests == ["/etc/sysctl.d/90-ufcctl.conf"]
     assert "net.core.somaxconn" in settings  # the profile itself is still there
 
 

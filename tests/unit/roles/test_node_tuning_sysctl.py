@@ -1,16 +1,16 @@
-"""The node_tuning_sysctl module's decisions per key, against a fake /proc/sys tree."""
+"""The node_tuning_sysctl module's decisions per key, against a fake /proc/sys tree, and the sysctl.d and
+modules-load.d templates that carry them for boot (written by ufc_files, whose writes, check mode and
+owner/mode drift tests/unit/roles/test_ufc_common_files.py covers)."""
 
 from __future__ import annotations
 
 import errno
-import os
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
 
 from tests.helpers.pyimports import load_file
+from tests.helpers.role_templates import render
 
 ROOT = Path(__file__).resolve().parents[3]
 sysctl = load_file(ROOT / "roles" / "node_tuning" / "library" / "node_tuning_sysctl.py")
@@ -147,7 +147,9 @@ def test_render_file_lists_every_key_in_the_form_boot_can_take():
          "reason": "absent from this kernel"},
         {"key": "vm.max_map_count", "value": "262144", "line": "commented", "reason": "kernel-global"},
     ]
-    text = sysctl.render_file(entries, "/etc/sysctl.d/90-ufcctl.conf")
+    variables = {"__node_tuning_sysctl": {"settings": entries},
+                 "node_tuning_sysctl_file": "/etc/sysctl.d/90-ufcctl.conf"}
+    text = render("node_tuning", "sysctl.conf.j2", variables)
     lines = text.splitlines()
     assert "net.core.somaxconn = 32768" in lines
     optional = lines.index("-net.netfilter.nf_conntrack_max = 1048576")
@@ -156,35 +158,11 @@ def test_render_file_lists_every_key_in_the_form_boot_can_take():
     assert "/etc/sysctl.d/99-local.conf" in text
 
 
-def _module(check: bool):
-    """A real AnsibleModule (for atomic_move and owner/mode handling) with no arguments."""
-    with patch_module_args({"_ansible_check_mode": check}):
-        return AnsibleModule(argument_spec={}, supports_check_mode=True)
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="the file is owned by root: needs root to write it")
-def test_persist_writes_once_then_reports_no_change(tmp_path):
-    path = tmp_path / "90-ufcctl.conf"
-    module = _module(check=False)
-    changed, diff = sysctl.persist(module, str(path), "a = 1\n")
-    assert changed and path.read_text() == "a = 1\n" and (diff["before"], diff["after"]) == ("", "a = 1\n")
-    assert oct(path.stat().st_mode & 0o7777) == "0o644" and (path.stat().st_uid, path.stat().st_gid) == (0, 0)
-    assert sysctl.persist(module, str(path), "a = 1\n")[0] is False
-    path.chmod(0o600)  # drift in the mode alone is a change too
-    assert sysctl.persist(module, str(path), "a = 1\n")[0] is True
-    assert oct(path.stat().st_mode & 0o7777) == "0o644"
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="the file is owned by root: needs root to write it")
-def test_persist_in_check_mode_reports_and_writes_nothing(tmp_path):
-    path = tmp_path / "90-ufcctl.conf"
-    module = _module(check=True)
-    assert sysctl.persist(module, str(path), "a = 1\n")[0] is True
-    assert not path.exists()
-    path.write_text("a = 0\n")
-    changed, diff = sysctl.persist(module, str(path), "a = 1\n")
-    assert changed and diff["before"] == "a = 0\n" and path.read_text() == "a = 0\n"
-    assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind
+def test_the_modules_file_lists_each_module_for_boot():
+    text = render("node_tuning", "modules-load.conf.j2",
+                  {"node_tuning_kube_modules": ["br_netfilter", "overlay"]})
+    assert text.splitlines()[-2:] == ["br_netfilter", "overlay"]
+    assert text.startswith("# Kernel modules loaded at boot")
 
 
 def test_missing_modules_are_those_sys_module_does_not_list(tmp_path):

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from tests.helpers.pyimports import load_file
+from tests.helpers.role_templates import render_entry
 from ufcctl.domain.images import cache_config
 from ufcctl.domain.images.mirrors import Upstream
 
@@ -166,7 +167,10 @@ def test_only_the_changed_instances_restart(cache_filters: Any) -> None:
 
 
 def _front(out: dict[str, Any]) -> str:
-    return next(f for f in out["files"] if f["dest"] == "/etc/ufcctl/registry-cache/front.conf")["content"]
+    """front.conf as ufc_files renders it: templates/front.conf.j2 with the values from the domain."""
+    entry = next(f for f in out["files"] if f["dest"] == "/etc/ufcctl/registry-cache/front.conf")
+    assert entry["template"] == "front.conf.j2" and "content" not in entry
+    return render_entry("registry_cache", entry)
 
 
 def test_a_super_pod_cache_fills_from_the_upstream_through_its_front(cache_filters: Any) -> None:
@@ -262,7 +266,8 @@ def test_the_last_fallback_speaks_the_upstreams_scheme(runtime_filters: Any) -> 
         "snapshotter": "overlayfs", "cni_bin_dir": "/usr/lib/cni", "cni_conf_dir": "/etc/cni/net.d",
         "mirrors": mirrors, "ascend": False, "ascend_path": "", "upstreams": UPSTREAMS})
     assert files["problems"] == []
-    hosts = {f["dest"]: f["content"] for f in files["files"]}
+    hosts = {f["dest"]: render_entry("container_runtime", f) for f in files["files"]}
+    assert {f["format"] for f in files["files"]} == {"toml"}  # each parsed once rendered
     site = hosts["/etc/containerd/certs.d/10.1.2.3:5000/hosts.toml"]
     assert site.splitlines()[0] == 'server = "http://10.1.2.3:5000"', site
     assert '[host."http://10.0.0.1:5001"]' in site

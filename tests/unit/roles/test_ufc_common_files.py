@@ -302,6 +302,8 @@ BAD_ENTRIES = [
     ({"content": "x", "mode": "0644", "vars": {"a": 1}}, "files[0] (DEST): vars applies to template only"),
     ({"content": "x", "mode": "rw-r--r--"}, "DEST: mode 'rw-r--r--' is not an octal number"),
     ({"content": "x", "mode": "0644", "validate": "true"}, "DEST: validate must contain %s"),
+    ({"content": "x = \n", "mode": "0644", "format": "toml"}, "files[0] (DEST): not valid TOML"),
+    ({"content": "x = 1\n", "mode": "0644", "format": "yaml"}, "files[0] (DEST): format 'yaml' unknown"),
 ]
 
 

@@ -12,6 +12,7 @@ import ipaddress
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 # exports(5) (nfs-utils 2.6) flags without a value, grouped where they exclude each other.
 EXCLUSIVE_FLAGS: tuple[frozenset[str], ...] = (
@@ -170,10 +171,10 @@ def export_problems(path: str, clients: str | Iterable[str], options: Sequence[s
     return problems + option_problems(options, f"{what} options")
 
 
-def kernel_exports_line(path: str, clients: str | Iterable[str], options: Sequence[str]) -> str:
-    """`<path> <client>(<options>) ...`, one line per export as exports(5) reads it."""
-    opts = ",".join(str(o) for o in options)
-    return " ".join([path, *(f"{client}({opts})" for client in normalize_clients(clients))])
+def kernel_export(path: str, clients: str | Iterable[str], options: Sequence[str]) -> dict[str, Any]:
+    """One export as roles/nfs_server/templates/exports.j2 writes it, one line as exports(5) reads it:
+    `<path> <client>(<options>) ...`."""
+    return {"path": path, "clients": list(normalize_clients(clients)), "options": [str(o) for o in options]}
 
 
 def ganesha_settings(options: Sequence[str]) -> GaneshaExportSettings:

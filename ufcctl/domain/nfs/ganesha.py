@@ -1,4 +1,5 @@
-"""nfs-ganesha configuration: the server file (core, NFSv4, caches) and the exports file it includes.
+"""nfs-ganesha configuration: the server file (core, NFSv4, caches) and the exports file it includes,
+as the values roles/nfs_server/templates/ganesha.conf.j2 and ganesha-exports.conf.j2 read.
 
 Two files on purpose: ganesha re-reads EXPORT blocks on SIGHUP (ganesha.nfsd -h: "SIGHUP: Reload
 LOG and EXPORT config"), but core and NFSv4 settings only at start. The role reloads when only the
@@ -8,12 +9,12 @@ ganesha-core-config(8); a value outside them is refused here instead of being cl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ufcctl.domain.nfs.exports import export_problems, ganesha_settings, normalize_clients, path_problems
 
-HEADER = "# Managed by ufcctl (roles/nfs_server); local edits are overwritten.\n"
 PROTOCOLS = frozenset({3, 4})
 TRANSPORTS = frozenset({"TCP", "UDP"})
 # name -> (low, high), ganesha-core-config(8) / ganesha-cache-config(8), nfs-ganesha 4.3
@@ -95,61 +96,45 @@ def exports_problems(exports: Sequence[GaneshaExport]) -> list[str]:
     return problems
 
 
-def _block(name: str, lines: Iterable[str], indent: str = "") -> list[str]:
-    return [f"{indent}{name} {{", *(f"{indent}    {line}" for line in lines), f"{indent}}}"]
+def server_values(server: GaneshaServer) -> dict[str, Any]:
+    """What the server file (/etc/ganesha/ganesha.conf) says; it %includes the exports file."""
+    return {
+        "nfs_port": server.nfs_port,
+        "protocols": sorted(server.protocols),
+        "transports": sorted(server.transports),
+        "rpc_max_connections": server.rpc_max_connections,
+        "rpc_ioq_thrdmax": server.rpc_ioq_thrdmax,
+        "graceless": bool(server.graceless),
+        "grace_period": server.grace_period,
+        "lease_lifetime": server.lease_lifetime,
+        "krb5": bool(server.krb5),
+        "entries_hwmark": server.entries_hwmark,
+        "exports_file": server.exports_file,
+    }
 
 
-def render_server(server: GaneshaServer) -> str:
-    """The server file (/etc/ganesha/ganesha.conf); it %includes the exports file."""
-    core = [
-        f"NFS_Port = {server.nfs_port};",
-        f"Protocols = {', '.join(str(p) for p in sorted(server.protocols))};",
-        f"Transports = {', '.join(sorted(server.transports))};",
-        f"RPC_Max_Connections = {server.rpc_max_connections};",
-        f"RPC_Ioq_ThrdMax = {server.rpc_ioq_thrdmax};",
-    ]
-    nfsv4 = [
-        f"Graceless = {str(server.graceless).lower()};",
-        f"Grace_Period = {server.grace_period};",
-        f"Lease_Lifetime = {server.lease_lifetime};",
-    ]
-    lines = [
-        *_block("NFS_CORE_PARAM", core),
-        *_block("NFSV4", nfsv4),
-        *_block("NFS_KRB5", [f"Active_krb5 = {str(server.krb5).lower()};"]),
-        *_block("MDCACHE", [f"Entries_HWMark = {server.entries_hwmark};"]),
-        f'%include "{server.exports_file}"',
-    ]
-    return HEADER + "\n".join(lines) + "\n"
-
-
-def render_exports(
+def export_values(
     exports: Sequence[GaneshaExport], protocols: Sequence[int], transports: Sequence[str]
-) -> str:
-    """EXPORT blocks: no access by default, each client network granted what its options say."""
-    blocks: list[str] = []
+) -> list[dict[str, Any]]:
+    """The EXPORT blocks: no access by default, each client network granted what its options say.
+    An export's protocols default to the server's: a CLIENT block with one the server does not enable
+    makes ganesha log "A protocol is specified for a CLIENT block that is not enabled in
+    NFS_CORE_PARAM, fixing up" at every start (seen in 4.3)."""
+    blocks: list[dict[str, Any]] = []
     for export in exports:
         settings = ganesha_settings(export.options)
-        client = [f"Clients = {', '.join(normalize_clients(export.clients))};",
-                  f"Access_Type = {settings.access_type};",
-                  f"Squash = {settings.squash};"]
-        body = [
-            f"Export_Id = {export.export_id};",
-            f'Path = "{export.path}";',
-            f'Pseudo = "{export.pseudo}";',
-            # Same as the server's, or ganesha logs "A protocol is specified for a CLIENT block
-            # that is not enabled in NFS_CORE_PARAM, fixing up" at every start (seen in 4.3).
-            f"Protocols = {', '.join(str(p) for p in sorted(export.protocols or protocols))};",
-            f"Transports = {', '.join(sorted(transports))};",
-            f"SecType = {', '.join(settings.sectype)};",
-            "Access_Type = None;",
-        ]
-        if settings.anonymous_uid is not None:
-            body.append(f"Anonymous_Uid = {settings.anonymous_uid};")
-        if settings.anonymous_gid is not None:
-            body.append(f"Anonymous_Gid = {settings.anonymous_gid};")
-        if settings.kernel_only:
-            body.insert(0, f"# kernel-only options, not for ganesha: {', '.join(settings.kernel_only)}")
-        body += [*_block("CLIENT", client), *_block("FSAL", ["Name = VFS;"])]
-        blocks.append("\n".join(_block("EXPORT", body)))
-    return HEADER + "\n".join(blocks) + "\n"
+        blocks.append({
+            "export_id": export.export_id,
+            "path": export.path,
+            "pseudo": export.pseudo,
+            "protocols": sorted(export.protocols or protocols),
+            "transports": sorted(transports),
+            "sectype": list(settings.sectype),
+            "anonymous_uid": settings.anonymous_uid,
+            "anonymous_gid": settings.anonymous_gid,
+            "kernel_only": list(settings.kernel_only),  # kept as a comment: not for ganesha
+            "clients": list(normalize_clients(export.clients)),
+            "access_type": settings.access_type,
+            "squash": settings.squash,
+        })
+    return blocks

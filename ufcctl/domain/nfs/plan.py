@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ufcctl.domain.nfs import backup_store, exports, ganesha, layout
@@ -15,19 +15,23 @@ BACKUP_EXPORT_ID = 2  # the etcd snapshot store (backup_store.py), where the inv
 
 @dataclass(frozen=True)
 class ServerPlan:
+    """What the role's templates read (roles/nfs_server/templates/): kernel, the exports of
+    exports.j2; ganesha, the server settings of ganesha.conf.j2 and the EXPORT blocks of
+    ganesha-exports.conf.j2."""
+
     problems: tuple[str, ...]
-    exports_line: str = ""  # kernel: the /etc/exports.d line
-    ganesha_server: str = ""  # ganesha: ganesha.conf
-    ganesha_exports: str = ""  # ganesha: the included exports file
+    kernel_exports: tuple[dict[str, Any], ...] = ()  # kernel: each line of the /etc/exports.d file
+    ganesha_server: Mapping[str, Any] = field(default_factory=dict)  # ganesha: ganesha.conf
+    ganesha_exports: tuple[dict[str, Any], ...] = ()  # ganesha: the included exports file
     client_path: str = ""  # what clients mount: nfs://<server><client_path>
     layout: tuple[layout.LayoutDir, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "problems": list(self.problems),
-            "exports_line": self.exports_line,
-            "ganesha_server": self.ganesha_server,
-            "ganesha_exports": self.ganesha_exports,
+            "kernel_exports": list(self.kernel_exports),
+            "ganesha_server": dict(self.ganesha_server),
+            "ganesha_exports": list(self.ganesha_exports),
             "client_path": self.client_path,
             "layout": [vars(d) for d in self.layout],
         }
@@ -95,14 +99,14 @@ def plan_server(settings: Mapping[str, Any]) -> ServerPlan:
         dirs += tuple(layout.LayoutDir(d, backup_store.DIR_MODE, owner, owner)
                       for d in [store_path, *(f"{store_path}/{c}" for c in backup_store.CLUSTERS)])
     if server is None or export is None:
-        lines = [exports.kernel_exports_line(path, clients, options)]
+        lines = [exports.kernel_export(path, clients, options)]
         if store_clients:
-            lines.append(exports.kernel_exports_line(store_path, store_clients, store_options))
-        return ServerPlan((), exports_line="\n".join(lines), client_path=path, layout=dirs)
+            lines.append(exports.kernel_export(store_path, store_clients, store_options))
+        return ServerPlan((), kernel_exports=tuple(lines), client_path=path, layout=dirs)
     return ServerPlan(
         (),
-        ganesha_server=ganesha.render_server(server),
-        ganesha_exports=ganesha.render_exports([export, *stores], server.protocols, server.transports),
+        ganesha_server=ganesha.server_values(server),
+        ganesha_exports=tuple(ganesha.export_values([export, *stores], server.protocols, server.transports)),
         client_path=export.pseudo,
         layout=dirs,
     )

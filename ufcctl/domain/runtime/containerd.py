@@ -1,20 +1,20 @@
 """containerd's configuration for Kubernetes nodes (config version 2, containerd 1.6/1.7) and registry
 mirrors as `certs.d/<registry>/hosts.toml` (docs/reference/nodes-observability-images.md §1).
 
-Pure: settings in, TOML text out; `problems` parses what was rendered (tomllib) and checks it, so
-a role never writes a file containerd would refuse.
+Pure: settings in, the values `roles/container_runtime/templates/{config,hosts}.toml.j2` read out
+(strings quoted there by `toml_string`, the role's filter `ufcctl_toml_string`). The rendered files
+are parsed as TOML before any is written (ufc_files `format: toml`), so a role never writes a file
+containerd would refuse.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-CRI = 'plugins."io.containerd.grpc.v1.cri"'
 RUNC_V2 = "io.containerd.runc.v2"
 # A registry host as containerd names its certs.d directory: host[:port], no scheme, no path.
 REGISTRY = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$")
@@ -44,60 +44,39 @@ class ContainerdSettings:
     default_runtime: str = "runc"
 
 
-def _q(value: str) -> str:
+def toml_string(value: Any) -> str:
     """A TOML basic string (JSON's escapes are valid TOML for the characters we write)."""
-    return json.dumps(value, ensure_ascii=False)
+    return json.dumps(str(value), ensure_ascii=False)
 
 
-def config_toml(s: ContainerdSettings) -> str:
-    lines = [
-        "version = 2",
-        f"root = {_q(s.root)}",
-        f"state = {_q(s.state)}",
-        "",
-        "[grpc]",
-        f"  address = {_q(s.socket)}",
-        "",
-        f"[{CRI}]",
-        f"  sandbox_image = {_q(s.sandbox_image)}",
-        f"  max_concurrent_downloads = {int(s.max_concurrent_downloads)}",
-        f"  [{CRI}.containerd]",
-        f"    snapshotter = {_q(s.snapshotter)}",
-        f"    default_runtime_name = {_q(s.default_runtime)}",
-    ]
-    for runtime in s.runtimes:
-        table = f'{CRI}.containerd.runtimes."{runtime.name}"'
-        lines += [f"    [{table}]", f"      runtime_type = {_q(RUNC_V2)}", f"      [{table}.options]",
-                  "        SystemdCgroup = true"]  # the kubelet's cgroupDriver: systemd (one manager)
-        if runtime.binary:
-            lines.append(f"        BinaryName = {_q(runtime.binary)}")
-    lines += [
-        f"  [{CRI}.cni]",
-        f"    bin_dir = {_q(s.cni_bin_dir)}",
-        f"    conf_dir = {_q(s.cni_conf_dir)}",
-        f"  [{CRI}.registry]",
-        f"    config_path = {_q(s.certs_dir)}",
-    ]
-    return "\n".join(lines) + "\n"
+def config_values(s: ContainerdSettings) -> dict[str, Any]:
+    """What config.toml.j2 reads: the settings, each runtime with its type and optional BinaryName
+    (a runc-compatible wrapper; every runtime gets SystemdCgroup, the kubelet's cgroupDriver)."""
+    return {
+        "root": s.root, "state": s.state, "socket": s.socket,
+        "sandbox_image": s.sandbox_image, "max_concurrent_downloads": int(s.max_concurrent_downloads),
+        "snapshotter": s.snapshotter, "default_runtime": s.default_runtime,
+        "runtimes": [{"name": r.name, "type": RUNC_V2, "binary": r.binary or ""} for r in s.runtimes],
+        "cni_bin_dir": s.cni_bin_dir, "cni_conf_dir": s.cni_conf_dir, "certs_dir": s.certs_dir,
+    }
 
 
 def upstream(registry: str) -> str:
     return UPSTREAM.get(registry, f"https://{registry}")
 
 
-def hosts_toml(registry: str, mirrors: Sequence[Mapping[str, Any]], server: str | None = None) -> str:
-    """hosts.toml of one registry: its mirrors in order (tried first to last), then the upstream
-    `server` as the fallback containerd uses when every mirror failed: `server` when given (the
+def hosts_values(registry: str, mirrors: Sequence[Mapping[str, Any]],
+                 server: str | None = None) -> dict[str, Any]:
+    """What hosts.toml.j2 reads for one registry: its mirrors in order (tried first to last), then the
+    upstream `server` as the fallback containerd uses when every mirror failed: `server` when given (the
     upstream's own URL, e.g. registry_cache_upstreams' `url`: an upstream speaking plain http must be
     named http://, or the last fallback fails), else https://<registry>."""
-    lines = [f"server = {_q(server.rstrip('/') if server else upstream(registry))}"]
-    for mirror in mirrors:
-        caps = list(mirror.get("capabilities") or ["pull", "resolve"])
-        lines += ["", f"[host.{_q(str(mirror['url']))}]",
-                  f"  capabilities = [{', '.join(_q(c) for c in caps)}]"]
-        if mirror.get("skip_verify"):
-            lines.append("  skip_verify = true")
-    return "\n".join(lines) + "\n"
+    return {
+        "server": server.rstrip("/") if server else upstream(registry),
+        "mirrors": [{"url": str(m["url"]),
+                     "capabilities": [str(c) for c in m.get("capabilities") or ["pull", "resolve"]],
+                     "skip_verify": bool(m.get("skip_verify"))} for m in mirrors],
+    }
 
 
 def mirror_problems(mirrors: Mapping[str, Any]) -> list[str]:
@@ -121,14 +100,3 @@ def mirror_problems(mirrors: Mapping[str, Any]) -> list[str]:
                 problems.append(f"registry {registry}: mirror {url}: unknown capabilities {bad}; "
                                 f"known: {', '.join(CAPABILITIES)}")
     return problems
-
-
-def problems(rendered: Mapping[str, str]) -> list[str]:
-    """Every rendered file parses as TOML ({file name: text}); empty: all fine."""
-    found = []
-    for name, text in rendered.items():
-        try:
-            tomllib.loads(text)
-        except tomllib.TOMLDecodeError as err:
-            found.append(f"{name}: not valid TOML: {err}")
-    return found

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.role_templates import render
 from ufcctl.domain.images.mirrors import (
     Cache,
     caches_used,
@@ -19,7 +20,7 @@ from ufcctl.domain.images.mirrors import (
     scheme_problems,
     uncached_nodes,
 )
-from ufcctl.domain.runtime.containerd import hosts_toml, mirror_problems
+from ufcctl.domain.runtime.containerd import hosts_values, mirror_problems
 
 UPSTREAMS = [
     {"name": "dockerhub", "registry": "docker.io", "url": "https://registry-1.docker.io", "port": 5000},
@@ -195,7 +196,8 @@ def test_a_node_lists_its_tor_caches_then_its_super_pods_in_inventory_order() ->
     }
     # what container_runtime does with it: accepted, and the upstream stays the fallback server
     assert mirror_problems(mirrors) == []
-    text = hosts_toml("docker.io", mirrors["docker.io"])
+    text = render("container_runtime", "hosts.toml.j2",
+                  {"__container_runtime_hosts": hosts_values("docker.io", mirrors["docker.io"])})
     assert text.startswith('server = "https://registry-1.docker.io"')
     assert text.index("10.0.4.1") < text.index("10.0.4.2") < text.index("10.9.0.1")
 

@@ -1,17 +1,31 @@
-"""exports(5) checks and lines, and their translation to nfs-ganesha settings."""
+"""exports(5) checks and lines (roles/nfs_server/templates/exports.j2, fed by the domain's values), and
+their translation to nfs-ganesha settings."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 import pytest
 
+from tests.helpers.role_templates import render
 from ufcctl.domain.nfs.exports import (
     client_problems,
     export_problems,
     ganesha_settings,
-    kernel_exports_line,
+    kernel_export,
     option_problems,
     path_problems,
 )
+
+HEADER = "# Managed by ufcctl (roles/nfs_server); local edits are overwritten.\n"
+
+
+def kernel_exports_line(path: str, clients: str | Iterable[str], options: Sequence[str]) -> str:
+    """The export's line of the file the role writes (templates/exports.j2, below its header)."""
+    text = render("nfs_server", "exports.j2", {"__nfs_server_plan": {"kernel_exports": [
+        kernel_export(path, clients, options)]}})
+    assert text.startswith(HEADER) and text.endswith("\n") and text.count("\n") == 2, text
+    return text[len(HEADER) : -1]
 
 SEED = ["rw", "sync", "no_root_squash", "no_subtree_check"]
 

@@ -1,4 +1,5 @@
-"""nfs-ganesha server and exports files: rendered text, range checks, duplicate exports."""
+"""nfs-ganesha server and exports files (roles/nfs_server/templates/, fed by the domain's values):
+rendered text, range checks, duplicate exports."""
 
 from __future__ import annotations
 
@@ -6,14 +7,28 @@ import dataclasses
 
 import pytest
 
+from tests.helpers.role_templates import render
 from ufcctl.domain.nfs.ganesha import (
     GaneshaExport,
     GaneshaServer,
+    export_values,
     exports_problems,
-    render_exports,
-    render_server,
     server_problems,
+    server_values,
 )
+
+
+def render_server(server: GaneshaServer) -> str:
+    """ganesha.conf as the role writes it: templates/ganesha.conf.j2 with the domain's values."""
+    values = server_values(server)
+    return render("nfs_server", "ganesha.conf.j2", {"__nfs_server_plan": {"ganesha_server": values}})
+
+
+def render_exports(exports: list[GaneshaExport], protocols: tuple[int, ...],
+                   transports: tuple[str, ...]) -> str:
+    """The included exports file: templates/ganesha-exports.conf.j2 with the domain's EXPORT blocks."""
+    blocks = export_values(exports, protocols, transports)
+    return render("nfs_server", "ganesha-exports.conf.j2", {"__nfs_server_plan": {"ganesha_exports": blocks}})
 
 SEED = ("rw", "sync", "no_root_squash", "no_subtree_check")
 LAB_EXPORT = GaneshaExport(1, "/srv/nfs", "/data", ("10.89.74.0/24",), SEED)

@@ -7,11 +7,37 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ufcctl.domain.nfs.plan import plan_server
+from tests.helpers.role_templates import render
+from ufcctl.domain.nfs.plan import ServerPlan, plan_server
 
 ROOT = Path(__file__).resolve().parents[4]
 DEFAULTS = yaml.safe_load((ROOT / "roles/nfs_server/defaults/main.yml").read_text())
 PREFIX = "nfs_server_"
+
+
+HEADER = "# Managed by ufcctl (roles/nfs_server); local edits are overwritten.\n"
+
+
+def _file(plan: ServerPlan, template: str) -> str:
+    """A file of the plan as the role writes it: roles/nfs_server/templates/<template>."""
+    return render("nfs_server", template, {"__nfs_server_plan": plan.as_dict()})
+
+
+def _exports_line(plan: ServerPlan) -> str:
+    """The kernel exports file's lines below its header ('' without kernel exports)."""
+    if not plan.kernel_exports:
+        return ""
+    text = _file(plan, "exports.j2")
+    assert text.startswith(HEADER) and text.endswith("\n"), text
+    return text[len(HEADER) : -1]
+
+
+def _ganesha_server(plan: ServerPlan) -> str:
+    return _file(plan, "ganesha.conf.j2") if plan.ganesha_server else ""
+
+
+def _ganesha_exports(plan: ServerPlan) -> str:
+    return _file(plan, "ganesha-exports.conf.j2") if plan.ganesha_exports else ""
 
 
 def _settings(**overrides) -> dict:
@@ -33,8 +59,8 @@ def test_defaults_need_a_network() -> None:
 def test_kernel_plan_from_defaults() -> None:
     plan = plan_server(_settings(export_network="10.0.0.0/16"))
     assert plan.problems == ()
-    assert plan.exports_line == "/data 10.0.0.0/16(rw,sync,no_root_squash,no_subtree_check)"
-    assert plan.ganesha_server == "" and plan.client_path == "/data"
+    assert _exports_line(plan) == "/data 10.0.0.0/16(rw,sync,no_root_squash,no_subtree_check)"
+    assert _ganesha_server(plan) == "" and plan.client_path == "/data"
     assert [d.path for d in plan.layout] == [
         "/data/atlas_dls",
         "/data/atlas_dls/output",
@@ -55,9 +81,10 @@ def test_ganesha_plan_like_the_lab() -> None:
         )
     )
     assert plan.problems == ()
-    assert plan.exports_line == "" and plan.client_path == "/data"
-    assert "Graceless = true;" in plan.ganesha_server
-    assert 'Path = "/srv/nfs";' in plan.ganesha_exports and "Clients = 10.89.74.0/24;" in plan.ganesha_exports
+    assert _exports_line(plan) == "" and plan.client_path == "/data"
+    assert "Graceless = true;" in _ganesha_server(plan)
+    exports = _ganesha_exports(plan)
+    assert 'Path = "/srv/nfs";' in exports and "Clients = 10.89.74.0/24;" in exports
     assert plan.as_dict()["layout"][0] == {
         "path": "/srv/nfs/atlas_dls",
         "mode": "0755",
@@ -93,7 +120,7 @@ def test_the_etcd_snapshot_store_is_a_second_export_for_the_members_only() -> No
     assert kernel.problems == ()
     store = "/srv/ufcctl-etcd-backups"
     options = "(rw,sync,all_squash,anonuid=65534,anongid=65534,no_subtree_check,insecure)"
-    assert kernel.exports_line.splitlines() == [
+    assert _exports_line(kernel).splitlines() == [
         "/data 10.0.0.0/16(rw,sync,no_root_squash,no_subtree_check)",
         f"{store} 10.0.0.11{options} 10.0.0.12{options}",
     ]
@@ -103,13 +130,14 @@ def test_the_etcd_snapshot_store_is_a_second_export_for_the_members_only() -> No
     ganesha = plan_server(_settings(implementation="ganesha", export_network="10.0.0.0/16",
                                     backup_clients=["10.0.0.11"]))
     assert ganesha.problems == ()
-    assert "Export_Id = 2;" in ganesha.ganesha_exports and f'Pseudo = "{store}";' in ganesha.ganesha_exports
-    assert "Squash = All_Squash;" in ganesha.ganesha_exports
-    assert "Anonymous_Uid = 65534;" in ganesha.ganesha_exports
+    exports = _ganesha_exports(ganesha)
+    assert "Export_Id = 2;" in exports and f'Pseudo = "{store}";' in exports
+    assert "Squash = All_Squash;" in _ganesha_exports(ganesha)
+    assert "Anonymous_Uid = 65534;" in _ganesha_exports(ganesha)
     # NFSv3 for the store (libnfs 4.0's v4 writes fail), the dataset export keeps v4 only
-    data, store_block = ganesha.ganesha_exports.split("EXPORT {")[1:]
+    data, store_block = _ganesha_exports(ganesha).split("EXPORT {")[1:]
     assert "Protocols = 4;" in data and "Protocols = 3;" in store_block
-    assert "Protocols = 3, 4;" in ganesha.ganesha_server
+    assert "Protocols = 3, 4;" in _ganesha_server(ganesha)
 
 
 @pytest.mark.parametrize("path", ["/data/etcd", "/data"])
@@ -122,5 +150,5 @@ def test_a_store_inside_the_dataset_export_is_refused(path: str) -> None:
 def test_no_members_or_no_path_means_no_store() -> None:
     for kw in ({"backup_clients": []}, {"backup_clients": ["10.0.0.11"], "backup_path": ""}):
         plan = plan_server(_settings(export_network="10.0.0.0/16", **kw))
-        assert plan.problems == () and len(plan.exports_line.splitlines()) == 1
+        assert plan.problems == () and len(_exports_line(plan).splitlines()) == 1
         assert not any("etcd-backups" in d.path for d in plan.layout)
