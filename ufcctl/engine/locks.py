@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,8 @@ from ufcctl.paths import state_dir
 SUFFIX = ".lock"
 REGISTRY = ".registry"
 SHOWN = 5  # overlapping nodes named in the error
+# run ids whose nodes this thread's enclosing holding() spans hold
+_SPANS: ContextVar[tuple[str, ...]] = ContextVar("ufcctl_lock_spans", default=())
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ class NodesBusy(InputError):
 class NodeLock:
     """Held nodes of one run; release() (or leaving the `with` block, or dying) frees them."""
 
-    def __init__(self, path: Path, fd: int):
+    def __init__(self, path: Path, fd: int | None):
         self.path = path
         self._fd: int | None = fd
 
@@ -102,21 +105,47 @@ def lock_dir() -> Path:
 
 
 def hold_nodes(run_id: str, nodes: Collection[str], *, command: str | None = None,
-               directory: Path | None = None) -> NodeLock:
+               directory: Path | None = None, reentrant: bool = False) -> NodeLock:
     """Lock `nodes` for `run_id` or raise NodesBusy naming the live run that holds some of them.
 
-    A live holder of the same run id always conflicts (a run resumed twice), even with no node.
+    A live holder of the same run id conflicts (a run resumed twice), even with no node, unless
+    `reentrant` and it is this process (a playbook run under the run id its caller holds:
+    engine/runner.py). Nodes held by an enclosing `holding()` span of this thread pass too: a use case
+    holds its hosts for its whole span (etcd restore, member replace), and the runs inside it (deploy's
+    cluster play, each playbook) hold them again.
     """
     directory = directory or lock_dir()
     statedir.prepare(directory.parent)
     statedir.ensure_private_dir(directory)
     wanted = frozenset(nodes)
     with _registry(directory):
+        own: set[str] = set()
         for holder in _live(directory):
+            mine = holder.pid == os.getpid() and holder.hostname == socket.gethostname()
+            if mine and (holder.run_id in _SPANS.get() or (reentrant and holder.run_id == run_id)):
+                own.update(holder.nodes or ())
+                continue
             overlap = holder.overlap(wanted)
             if overlap or holder.run_id == run_id:
                 raise NodesBusy(run_id, holder, overlap, len(wanted))
-        return _create(directory / f"{run_id}{SUFFIX}", run_id, wanted, command)
+        if own and wanted <= own:
+            return NodeLock(directory / f"{run_id}{SUFFIX}", None)
+        path = directory / f"{run_id}{SUFFIX}"
+        if path.exists():  # the same run id nested in this process, with more nodes
+            path = directory / f"{run_id}+{os.urandom(3).hex()}{SUFFIX}"
+        return _create(path, run_id, wanted - own, command)
+
+
+@contextmanager
+def holding(run_id: str, nodes: Collection[str], *, command: str | None = None) -> Iterator[NodeLock]:
+    """hold_nodes for a use case's whole span: the holds taken inside it, in this thread, pass over its
+    nodes (a use case of several playbook runs: no other command acts on its hosts between them)."""
+    with hold_nodes(run_id, nodes, command=command) as lock:
+        token = _SPANS.set((*_SPANS.get(), run_id))
+        try:
+            yield lock
+        finally:
+            _SPANS.reset(token)
 
 
 @contextmanager

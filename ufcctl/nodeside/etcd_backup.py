@@ -27,6 +27,7 @@ import argparse
 import hashlib
 import json
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -131,12 +132,23 @@ def check(path: str) -> Checked:
     """A snapshot file fit to restore: etcd's trailer matches, and so does the .sha256 beside it if
     there is one. SnapshotError (file and reason, one line) otherwise."""
     digests = _Digests()
+    head = b""
     try:
-        with open(path, "rb") as fh:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or /dev/zero would never end a read
+            raise SnapshotError(f"{path}: not a regular file (a snapshot is a file)")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # replaced since the stat
+                raise SnapshotError(f"{path}: not a regular file (a snapshot is a file)")
             while chunk := fh.read(1 << 20):
+                if len(head) < backup.BBOLT_HEAD:
+                    head += chunk[: backup.BBOLT_HEAD]
                 digests.feed(chunk)
     except OSError as err:
         raise SnapshotError(f"{path}: cannot read: {err.strerror}") from err
+    if not backup.is_bbolt(head):
+        raise SnapshotError(f"{path}: not a bbolt database (no bbolt magic in its first page): not an etcd "
+                            "snapshot")
     if not backup.has_trailer_size(digests.size):
         raise SnapshotError(f"{path}: not an etcd snapshot with a sha256 trailer ({digests.size} bytes; a "
                             "copied member/snap/db or a truncated file)")
