@@ -20,10 +20,10 @@ import os
 import shlex
 import socket
 import sys
+import threading
 import time
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,8 +34,10 @@ from ufcctl.paths import state_dir
 SUFFIX = ".lock"
 REGISTRY = ".registry"
 SHOWN = 5  # overlapping nodes named in the error
-# run ids whose nodes this thread's enclosing holding() spans hold
-_SPANS: ContextVar[tuple[str, ...]] = ContextVar("ufcctl_lock_spans", default=())
+# run ids of this process's live holding() spans: the holds taken inside them, in any thread (a
+# rollout's chunk runs), pass over their nodes
+_SPANS: set[str] = set()
+_SPANS_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,7 @@ def hold_nodes(run_id: str, nodes: Collection[str], *, command: str | None = Non
 
     A live holder of the same run id conflicts (a run resumed twice), even with no node, unless
     `reentrant` and it is this process (a playbook run under the run id its caller holds:
-    engine/runner.py). Nodes held by an enclosing `holding()` span of this thread pass too: a use case
+    engine/runner.py). Nodes held by a live `holding()` span of this process pass too: a use case
     holds its hosts for its whole span (etcd restore, member replace), and the runs inside it (deploy's
     cluster play, each playbook) hold them again.
     """
@@ -122,7 +124,7 @@ def hold_nodes(run_id: str, nodes: Collection[str], *, command: str | None = Non
         own: set[str] = set()
         for holder in _live(directory):
             mine = holder.pid == os.getpid() and holder.hostname == socket.gethostname()
-            if mine and (holder.run_id in _SPANS.get() or (reentrant and holder.run_id == run_id)):
+            if mine and (holder.run_id in _SPANS or (reentrant and holder.run_id == run_id)):
                 own.update(holder.nodes or ())
                 continue
             overlap = holder.overlap(wanted)
@@ -137,15 +139,19 @@ def hold_nodes(run_id: str, nodes: Collection[str], *, command: str | None = Non
 
 
 @contextmanager
-def holding(run_id: str, nodes: Collection[str], *, command: str | None = None) -> Iterator[NodeLock]:
-    """hold_nodes for a use case's whole span: the holds taken inside it, in this thread, pass over its
-    nodes (a use case of several playbook runs: no other command acts on its hosts between them)."""
-    with hold_nodes(run_id, nodes, command=command) as lock:
-        token = _SPANS.set((*_SPANS.get(), run_id))
+def holding(run_id: str, nodes: Collection[str], *, command: str | None = None,
+            directory: Path | None = None) -> Iterator[NodeLock]:
+    """hold_nodes for a use case's whole span: the holds this process takes inside it (each playbook
+    run, a rollout's chunks in their threads) pass over its nodes, and no other command acts on its
+    hosts between its runs."""
+    with hold_nodes(run_id, nodes, command=command, directory=directory) as lock:
+        with _SPANS_LOCK:
+            _SPANS.add(run_id)
         try:
             yield lock
         finally:
-            _SPANS.reset(token)
+            with _SPANS_LOCK:
+                _SPANS.discard(run_id)
 
 
 @contextmanager
