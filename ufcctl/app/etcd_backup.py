@@ -24,6 +24,7 @@ from ufcctl.domain.etcd.backup import claimed_clusters
 from ufcctl.domain.etcd.status import ClusterStatus
 from ufcctl.domain.etcd.topology import KINDS_BY_NAME
 from ufcctl.domain.inventory.model import Inventory
+from ufcctl.engine import statedir
 from ufcctl.engine.etcd_client import EtcdError
 from ufcctl.engine.etcd_probe import answering
 from ufcctl.engine.etcd_targets import Target
@@ -51,6 +52,9 @@ def etcd_backup(inventory_dir: Path, cluster: str | None = None, dest: Path | No
     root = dest or backup_dir()
     if root.exists() and not root.is_dir():
         raise InputError(f"--dest {root}: not a directory", "give a directory (it is made if missing)")
+    if dest is None:
+        statedir.prepare(state_dir())
+    statedir.ensure_private_dir(root)  # before any member is asked: a --dest under a file is bad input
     taken = []
     for target in cluster_targets(inventory_dir, cluster, inventory):
         name = target.cluster.name
@@ -64,6 +68,7 @@ def etcd_backup(inventory_dir: Path, cluster: str | None = None, dest: Path | No
         if found is None or not found.endpoint:
             raise RunFailed(f"etcd cluster {name}: no healthy member under a leader to take a snapshot from",
                             f"check `ufcctl etcd status --cluster {name}`")
+        statedir.ensure_private_dir(root / name)  # every missing parent 0700 too, whatever the umask
         log(f"cluster {name}: streaming a snapshot from {member} ({found.endpoint})")
         try:
             snapshot = take(target.client, found.endpoint, member or "", str(root / name), name)

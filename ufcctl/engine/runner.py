@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from ufcctl.domain.inventory.model import Host
+from ufcctl.domain.rollout.states import run_id_problem
 from ufcctl.engine import ansible_cfg, proctree, statedir, stops
 from ufcctl.engine.locks import hold_nodes
 from ufcctl.engine.run_events import EventSink, ResultHandler, RunObserver
 from ufcctl.engine.run_inventory import context_limit, write_inventory
 from ufcctl.engine.run_result import RunResult
-from ufcctl.errors import EnvironmentMissing, InputError
+from ufcctl.errors import EnvironmentMissing, InputError, shown
 from ufcctl.paths import state_dir
 
 # Default forks: 50 keeps the controller well inside AWX's 100 MB/fork model on a small controller
@@ -162,6 +163,9 @@ def _run_playbook(
         raise InputError(f"playbook {playbook} does not exist")
     if not hosts:
         raise InputError(f"no hosts selected for {playbook.name}", "check --limit and the inventory groups")
+    problem = run_id_problem(run_id)
+    if problem:  # it names the run's directory: never a path of its own
+        raise InputError(f"run id {shown(run_id)}: {problem}")
     state = state_dir()
     run_dir = statedir.ensure_private_dir(statedir.prepare(state) / "runs") / run_id
     run_dir.mkdir(mode=0o700, exist_ok=True)
