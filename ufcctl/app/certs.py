@@ -101,7 +101,8 @@ def read_certificates(inventory: Inventory, names: list[str], *, warn_days: int,
         hosts = [replace(inventory.hosts[n], vars={**inventory.hosts[n].vars,
                                                    PATHS_VAR: [e.path for e in expected[n]]})
                  for n in expected]
-        result = run_playbook(playbook(PLAYBOOK), hosts, RunOptions(forks=min(forks, len(hosts))),
+        options = RunOptions(forks=min(forks, len(hosts)), read_only=True)  # reads only: no node lock
+        result = run_playbook(playbook(PLAYBOOK), hosts, options,
                               on_result=collect)
         for name in expected:
             if name not in rows:

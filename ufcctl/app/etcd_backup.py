@@ -20,13 +20,18 @@ from pathlib import Path
 
 from ufcctl.app.etcd_maint import cluster_targets, etcd_status
 from ufcctl.app.inventory import load_inventory
+from ufcctl.domain.etcd.backup import claimed_clusters
 from ufcctl.domain.etcd.status import ClusterStatus
+from ufcctl.domain.etcd.topology import KINDS_BY_NAME
 from ufcctl.domain.inventory.model import Inventory
+from ufcctl.engine import statedir
 from ufcctl.engine.etcd_client import EtcdError
-from ufcctl.engine.etcd_probe import probe_all
-from ufcctl.engine.runner import RunOptions, run_playbook
-from ufcctl.errors import InputError, RunFailed
-from ufcctl.nodeside.etcd_backup import Snapshot, SnapshotError, check, take, taker
+from ufcctl.engine.etcd_probe import answering
+from ufcctl.engine.etcd_targets import Target
+from ufcctl.engine.locks import holding
+from ufcctl.engine.runner import RunOptions, new_run_id, run_playbook
+from ufcctl.errors import InputError, RunFailed, cut
+from ufcctl.nodeside.etcd_backup import Checked, Snapshot, SnapshotError, check, take, taker
 from ufcctl.paths import playbook, state_dir
 
 # etcd's recovery guide: 1,000,000,000 covers about a week of revisions at 1,500 writes/s, more than
@@ -47,6 +52,9 @@ def etcd_backup(inventory_dir: Path, cluster: str | None = None, dest: Path | No
     root = dest or backup_dir()
     if root.exists() and not root.is_dir():
         raise InputError(f"--dest {root}: not a directory", "give a directory (it is made if missing)")
+    if dest is None:
+        statedir.prepare(state_dir())
+    statedir.ensure_private_dir(root)  # before any member is asked: a --dest under a file is bad input
     taken = []
     for target in cluster_targets(inventory_dir, cluster, inventory):
         name = target.cluster.name
@@ -60,6 +68,7 @@ def etcd_backup(inventory_dir: Path, cluster: str | None = None, dest: Path | No
         if found is None or not found.endpoint:
             raise RunFailed(f"etcd cluster {name}: no healthy member under a leader to take a snapshot from",
                             f"check `ufcctl etcd status --cluster {name}`")
+        statedir.ensure_private_dir(root / name)  # every missing parent 0700 too, whatever the umask
         log(f"cluster {name}: streaming a snapshot from {member} ({found.endpoint})")
         try:
             snapshot = take(target.client, found.endpoint, member or "", str(root / name), name)
@@ -89,29 +98,51 @@ class RestoreResult:
 
 
 def etcd_restore(inventory_dir: Path, cluster: str, source: Path, bump_revision: int = DEFAULT_BUMP,
-                 log: Callable[[str], None] = print) -> RestoreResult:
+                 log: Callable[[str], None] = print, other_cluster: bool = False) -> RestoreResult:
     """Rebuild `cluster` from the snapshot `source`; refuses (InputError, nothing touched) a snapshot
-    that fails its checksums and a cluster any member of which still answers."""
+    that is no regular file, no bbolt database, fails its checksums or says it holds another cluster
+    (unless `other_cluster`), and a cluster any member of which still answers (TCP, TLS or etcd)."""
     if bump_revision < 0:
         raise InputError(f"--bump-revision {bump_revision}: must be 0 or more")
+    path = str(source.absolute())
+    claims = [(where, named) for where, named in claimed_clusters(path, KINDS_BY_NAME) if named != cluster]
+    if claims and not other_cluster:
+        where, named = claims[0]
+        raise InputError(f"--from {cut(path)}: its {where} says it is a snapshot of cluster {named}, not "
+                         f"{cluster}: nothing was touched",
+                         f"restore {named} from it (--cluster {named}), or, if the file was misfiled, "
+                         "add --i-know-it-is-another-cluster")
     try:
         checked = check(str(source.resolve()))
     except SnapshotError as err:
         raise InputError(str(err), "restore from another snapshot (`ls .ufc/backups/etcd/*/`)") from err
     inventory = load_inventory(inventory_dir)
     (target,) = cluster_targets(inventory_dir, cluster, inventory)
-    asked = [(cluster, url) for url in target.cluster.client_urls]
-    answering = [url for (_, url), probe in probe_all(asked, target.client.tls, RUNNING_PROBE_TIMEOUT).items()
-                 if probe.status is not None]
-    if answering:
-        running = [m.host for m in target.cluster.members if m.client_url in answering]
-        raise InputError(
-            f"etcd cluster {cluster} is running: {', '.join(running)} answer(s) at {', '.join(answering)}; a "
-            "restore replaces all of its data",
-            f"restore only a lost cluster; to replace a live one on purpose, stop etcd-{cluster}.service on "
-            f"every member first ({', '.join(m.host for m in target.cluster.members)})")
     members = [m.host for m in target.cluster.members]
     planes = inventory.group_hosts("kube_control_plane")
+    run_id = new_run_id(f"etcd-restore-{cluster}")
+    with holding(run_id, [*members, *planes]):  # no deploy, reset or rollout acts on them meanwhile
+        _refuse_running(cluster, target)
+        return _restore(inventory_dir, inventory, cluster, target, checked, bump_revision, log, planes)
+
+
+def _refuse_running(cluster: str, target: Target) -> None:
+    """InputError when anything answers at a member's client URL: a TCP accept or a TLS failure counts
+    (an expired certificate or another CA is no proof that the member is down)."""
+    asked = [(cluster, url) for url in target.cluster.client_urls]
+    answers = answering(asked, target.client.tls, RUNNING_PROBE_TIMEOUT)
+    if answers:
+        by_url = {m.client_url: m.host for m in target.cluster.members}
+        said = "; ".join(f"{by_url.get(url, url)} at {url}: {reason}" for (_, url), reason in answers.items())
+        raise InputError(
+            f"etcd cluster {cluster} is running: {said}; a restore replaces all of its data",
+            f"restore only a lost cluster; to replace a live one on purpose, stop etcd-{cluster}.service on "
+            f"every member first ({', '.join(m.host for m in target.cluster.members)})")
+
+
+def _restore(inventory_dir: Path, inventory: Inventory, cluster: str, target: Target, checked: Checked,
+             bump_revision: int, log: Callable[[str], None], planes: list[str]) -> RestoreResult:
+    members = [m.host for m in target.cluster.members]
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     token = f"{cluster}-restored-{stamp.lower()}-{secrets.token_hex(3)}"
     log(f"restoring etcd cluster {cluster} on {', '.join(members)} from {checked.path} ({checked.size} "

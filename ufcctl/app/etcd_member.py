@@ -16,12 +16,16 @@ from pathlib import Path
 from ufcctl.app.deploy import deploy_cluster
 from ufcctl.app.etcd_maint import cluster_targets, etcd_status
 from ufcctl.app.inventory import load_inventory
-from ufcctl.domain.etcd.defrag import status_errors
+from ufcctl.domain.etcd.defrag import Member, status_errors
+from ufcctl.domain.etcd.membership import plan_replace
 from ufcctl.domain.etcd.status import ClusterStatus
 from ufcctl.domain.etcd.topology import KINDS_BY_NAME
+from ufcctl.domain.inventory.model import Inventory
 from ufcctl.engine.etcd_client import EtcdError
+from ufcctl.engine.etcd_targets import Target
+from ufcctl.engine.locks import holding
 from ufcctl.engine.run_result import RunResult
-from ufcctl.engine.runner import RunOptions, run_playbook
+from ufcctl.engine.runner import RunOptions, new_run_id, run_playbook
 from ufcctl.errors import InputError, RunFailed
 from ufcctl.paths import playbook
 
@@ -54,18 +58,28 @@ def etcd_member_replace(inventory_dir: Path, cluster: str, host: str,
         raise InputError(f"etcd cluster {cluster} does not answer: {err}",
                          "without quorum no member can be replaced: `ufcctl etcd restore` rebuilds the "
                          "cluster from a snapshot") from err
-    status = view.statuses.get(host)
-    if status is not None and not status_errors(status):
-        raise InputError(f"member {host} of etcd cluster {cluster} is healthy: replace only a dead or broken "
-                         "member", f"`ufcctl etcd status --cluster {cluster}` shows each member's health")
-    listed = view.member(host)
+    inventoried = next(m for m in target.cluster.members if m.host == host)
+    found = plan_replace(view, host, inventoried.client_url, inventoried.peer_url)
+    if found.refusal:
+        raise InputError(found.refusal + ": nothing was touched",
+                         f"`ufcctl etcd status --cluster {cluster}` shows each member's name, URLs and "
+                         "health; a host renamed in the inventory keeps its member's old name")
+    listed = found.listed
     remaining = len(view.members) - (1 if listed else 0)
-    healthy = [n for n, s in view.statuses.items() if n != host and not status_errors(s)]
+    gone = {listed.name} if listed else {host}
+    healthy = [n for n, s in view.statuses.items() if n not in gone and n != host and not status_errors(s)]
     if len(healthy) < remaining // 2 + 1:
         raise InputError(f"etcd cluster {cluster}: {len(healthy)} healthy member(s) of {remaining} without "
                          f"{host}, no quorum to remove and add a member",
                          "bring the other members back first, or rebuild the cluster with "
                          "`ufcctl etcd restore`")
+    hosts = list(dict.fromkeys(h for group in ETCD_PLAY_GROUPS for h in inventory.group_hosts(group)))
+    with holding(new_run_id(f"etcd-member-replace-{cluster}"), hosts):  # no deploy or reset meanwhile
+        return _replace(inventory_dir, inventory, cluster, host, target, listed, hosts, log)
+
+
+def _replace(inventory_dir: Path, inventory: Inventory, cluster: str, host: str, target: Target,
+             listed: Member | None, hosts: list[str], log: Callable[[str], None]) -> ClusterStatus:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     log(f"stopping member {host} of cluster {cluster}; its data goes aside")
     extravars = {"etcd_replace_cluster": cluster, "etcd_replace_stamp": stamp}
@@ -78,7 +92,6 @@ def etcd_member_replace(inventory_dir: Path, cluster: str, host: str,
         except EtcdError as err:
             raise RunFailed(f"etcd cluster {cluster}: member remove of {host}: {err}",
                             f"its data is aside on {host}; run the command again") from err
-    hosts = list(dict.fromkeys(h for group in ETCD_PLAY_GROUPS for h in inventory.group_hosts(group)))
     log(f"joining {host} again: the etcd play of deploy.yml on {len(hosts)} host(s)")
     require_success(deploy_cluster(inventory_dir, inventory, hosts,
                                    RunOptions(tags=("etcd",), forks=len(hosts))),

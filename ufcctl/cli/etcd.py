@@ -116,16 +116,24 @@ def backup(inventory: Path, cluster: str | None, dest: Path | None, output: str)
     help="Raise the restored revision by this much and mark it compacted, so no watch cache or informer "
     "sees a revision twice (0: neither; only for a cluster no Kubernetes client ever read).",
 )
+@click.option(
+    "--i-know-it-is-another-cluster", "other_cluster", is_flag=True,
+    help="Restore a snapshot whose file name or directory says it holds another cluster (misfiled).",
+)
 @output_option()
-def restore(inventory: Path, cluster: str, source: Path, bump_revision: int, output: str) -> None:
+def restore(inventory: Path, cluster: str, source: Path, bump_revision: int, other_cluster: bool,
+            output: str) -> None:
     """Rebuild a lost cluster from one snapshot: every kube-apiserver stopped, every member restored
     with a new cluster token and the revision bumped, started, checked, the apiservers started again.
 
-    Refuses a snapshot that fails its checksums and a cluster any member of which still answers.
+    Refuses, before anything is stopped: a snapshot that is no regular file, no bbolt database, fails its
+    checksums or is filed as another cluster's (name or directory), and a cluster where anything still
+    answers at a member's client URL (TCP accepted, a TLS failure included).
     The old data directories are kept beside the new ones (<data_dir>.before-restore-<time>).
     """
     result = etcd_restore(inventory, cluster, source, bump_revision,
-                          log=lambda line: click.echo(line, err=output == "json"))
+                          log=lambda line: click.echo(line, err=output == "json"),
+                          other_cluster=other_cluster)
     if output == "json":
         print_json(result.to_json())
         return

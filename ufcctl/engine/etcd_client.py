@@ -202,6 +202,7 @@ class Gateway:
                 str(m.get("name", "")),
                 tuple(_strings(m.get("clientURLs", ()))),
                 bool(m.get("isLearner", False)),
+                tuple(_strings(m.get("peerURLs", ()))),
             )
             for m in _list(data.get("members", ()))
         ])

@@ -9,9 +9,11 @@ the network does: a black-holed address, a listener that never speaks TLS, a res
 from __future__ import annotations
 
 import queue
+import socket
 import ssl
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -96,3 +98,52 @@ def probe_all(
             if on_answer:
                 on_answer(found[target])
     return found
+
+
+def _listens(endpoint: str, timeout: float) -> bool:
+    """True when something accepts a TCP connection at `endpoint`'s host and port (etcd or not)."""
+    parts = urllib.parse.urlsplit(endpoint)
+    try:
+        port = parts.port
+    except ValueError:
+        return False
+    if not parts.hostname or port is None:
+        return False
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout):
+            return True
+    except OSError:  # refused, unreachable, no such name, or no answer in time: nothing listens there
+        return False
+
+
+def answering(targets: Sequence[Target], tls: TlsFiles | None, timeout: float) -> dict[Target, str]:
+    """The targets where anything answers, each with what it answered: a TCP connection accepted counts,
+    whatever TLS or etcd then say (an expired certificate, another CA, a damaged local CA), because a
+    member that fails ufcctl's handshake may still be serving its clients. Returns within timeout + GRACE
+    s; a target that did not answer in that time is left out."""
+    answers: queue.Queue[tuple[Target, str | None]] = queue.Queue()
+    listening: dict[Target, str] = {}  # a TCP answer is kept even if the probe after it runs out of time
+
+    def ask(target: Target) -> None:
+        if not _listens(target[1], timeout):
+            answers.put((target, None))
+            return
+        listening[target] = "accepts TCP connections but did not finish a TLS exchange in time"
+        probe = probe_endpoint(target[0], target[1], tls, timeout)
+        answers.put((target, probe.error or "answers its status"))
+
+    for target in targets:
+        threading.Thread(target=ask, args=(target,), name=f"etcd-listen {target[1]}", daemon=True).start()
+    deadline = time.monotonic() + timeout * 2 + GRACE
+    found: dict[Target, str] = {}
+    for _ in range(len(targets)):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        try:
+            target, reason = answers.get(timeout=remaining)
+        except queue.Empty:
+            break
+        if reason is not None:
+            found[target] = reason
+    return {**dict(listening), **found}

@@ -20,6 +20,7 @@ import os
 import shlex
 import socket
 import sys
+import threading
 import time
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
@@ -33,6 +34,10 @@ from ufcctl.paths import state_dir
 SUFFIX = ".lock"
 REGISTRY = ".registry"
 SHOWN = 5  # overlapping nodes named in the error
+# run ids of this process's live holding() spans: the holds taken inside them, in any thread (a
+# rollout's chunk runs), pass over their nodes
+_SPANS: set[str] = set()
+_SPANS_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,7 @@ class NodesBusy(InputError):
 class NodeLock:
     """Held nodes of one run; release() (or leaving the `with` block, or dying) frees them."""
 
-    def __init__(self, path: Path, fd: int):
+    def __init__(self, path: Path, fd: int | None):
         self.path = path
         self._fd: int | None = fd
 
@@ -102,21 +107,51 @@ def lock_dir() -> Path:
 
 
 def hold_nodes(run_id: str, nodes: Collection[str], *, command: str | None = None,
-               directory: Path | None = None) -> NodeLock:
+               directory: Path | None = None, reentrant: bool = False) -> NodeLock:
     """Lock `nodes` for `run_id` or raise NodesBusy naming the live run that holds some of them.
 
-    A live holder of the same run id always conflicts (a run resumed twice), even with no node.
+    A live holder of the same run id conflicts (a run resumed twice), even with no node, unless
+    `reentrant` and it is this process (a playbook run under the run id its caller holds:
+    engine/runner.py). Nodes held by a live `holding()` span of this process pass too: a use case
+    holds its hosts for its whole span (etcd restore, member replace), and the runs inside it (deploy's
+    cluster play, each playbook) hold them again.
     """
     directory = directory or lock_dir()
     statedir.prepare(directory.parent)
     statedir.ensure_private_dir(directory)
     wanted = frozenset(nodes)
     with _registry(directory):
+        own: set[str] = set()
         for holder in _live(directory):
+            mine = holder.pid == os.getpid() and holder.hostname == socket.gethostname()
+            if mine and (holder.run_id in _SPANS or (reentrant and holder.run_id == run_id)):
+                own.update(holder.nodes or ())
+                continue
             overlap = holder.overlap(wanted)
             if overlap or holder.run_id == run_id:
                 raise NodesBusy(run_id, holder, overlap, len(wanted))
-        return _create(directory / f"{run_id}{SUFFIX}", run_id, wanted, command)
+        if own and wanted <= own:
+            return NodeLock(directory / f"{run_id}{SUFFIX}", None)
+        path = directory / f"{run_id}{SUFFIX}"
+        if path.exists():  # the same run id nested in this process, with more nodes
+            path = directory / f"{run_id}+{os.urandom(3).hex()}{SUFFIX}"
+        return _create(path, run_id, wanted - own, command)
+
+
+@contextmanager
+def holding(run_id: str, nodes: Collection[str], *, command: str | None = None,
+            directory: Path | None = None) -> Iterator[NodeLock]:
+    """hold_nodes for a use case's whole span: the holds this process takes inside it (each playbook
+    run, a rollout's chunks in their threads) pass over its nodes, and no other command acts on its
+    hosts between its runs."""
+    with hold_nodes(run_id, nodes, command=command, directory=directory) as lock:
+        with _SPANS_LOCK:
+            _SPANS.add(run_id)
+        try:
+            yield lock
+        finally:
+            with _SPANS_LOCK:
+                _SPANS.discard(run_id)
 
 
 @contextmanager

@@ -9,6 +9,7 @@ run ended. The runner's own stdout copy is suppressed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -21,11 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from ufcctl.domain.inventory.model import Host
+from ufcctl.domain.rollout.states import run_id_problem
 from ufcctl.engine import ansible_cfg, proctree, statedir, stops
+from ufcctl.engine.locks import hold_nodes
 from ufcctl.engine.run_events import EventSink, ResultHandler, RunObserver
 from ufcctl.engine.run_inventory import context_limit, write_inventory
 from ufcctl.engine.run_result import RunResult
-from ufcctl.errors import EnvironmentMissing, InputError
+from ufcctl.errors import EnvironmentMissing, InputError, shown
 from ufcctl.paths import state_dir
 
 # Default forks: 50 keeps the controller well inside AWX's 100 MB/fork model on a small controller
@@ -54,6 +57,10 @@ class RunOptions:
     accelerate: str | None = None  # None or "mitogen"
     verbosity: int = 0
     timeout: int | None = None  # whole-run timeout in seconds
+    # A playbook that changes nothing on its hosts (certs-check.yml) takes no node lock; every other
+    # run holds the nodes it runs on (engine/locks.py) for its life, re-entrant inside a use case that
+    # holds them already, so no command acts on hosts a reset, deploy or rollout holds.
+    read_only: bool = False
 
 
 def new_run_id(prefix: str) -> str:
@@ -121,9 +128,22 @@ def run_playbook(
     run_id = run_id or new_run_id(playbook.stem)
     what = (f"ansible run {run_id} ({playbook.name}) stopped, its processes ended; "
             "run the same command again to continue (the roles are idempotent)")
-    with statedir.private_files(), stops.stopping(what):
+    targets = [] if options.read_only else _targets(hosts, options)
+    held = hold_nodes(run_id, targets, reentrant=True) if targets else contextlib.nullcontext()
+    with statedir.private_files(), stops.stopping(what), held:
         return _run_playbook(playbook, hosts, options, run_id=run_id, observer=observer, cancel=cancel,
                              env=env or {}, on_result=on_result)
+
+
+def _targets(hosts: list[Host], options: RunOptions) -> list[str]:
+    """The hosts a run acts on: all of `hosts`, or those an --limit of plain names keeps (a cluster
+    phase writes every worker's vars into its inventory and limits the play to the cluster hosts)."""
+    names = [h.name for h in hosts]
+    if options.limit:
+        terms = options.limit.split(",")
+        if set(terms) <= set(names):
+            return terms
+    return names
 
 
 def _run_playbook(
@@ -143,6 +163,9 @@ def _run_playbook(
         raise InputError(f"playbook {playbook} does not exist")
     if not hosts:
         raise InputError(f"no hosts selected for {playbook.name}", "check --limit and the inventory groups")
+    problem = run_id_problem(run_id)
+    if problem:  # it names the run's directory: never a path of its own
+        raise InputError(f"run id {shown(run_id)}: {problem}")
     state = state_dir()
     run_dir = statedir.ensure_private_dir(statedir.prepare(state) / "runs") / run_id
     run_dir.mkdir(mode=0o700, exist_ok=True)

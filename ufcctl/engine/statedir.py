@@ -55,8 +55,14 @@ def ensure_private_dir(path: Path) -> Path:
         try:
             directory.mkdir(mode=0o700)
         except FileExistsError:
-            if not directory.is_dir():
-                raise
+            if not directory.is_dir():  # a dangling link, or a file made meanwhile
+                raise InputError(f"cannot create directory {directory}: a link to nothing or a file is in "
+                                 "the way", f"remove {directory} or choose another directory") from None
+        except OSError as err:  # under a file (ENOTDIR), read-only, no space
+            raise InputError(f"cannot create directory {directory}: {err.strerror}",
+                             "choose a directory under one you can write to") from err
+    if not path.is_dir():
+        raise InputError(f"{path} is not a directory", "choose a directory (it is made if missing)")
     return path
 
 

@@ -7,8 +7,9 @@ Two callers run this same code:
   member other than the leader when there is one (the leader carries every write);
 - `ufcctl etcd backup` on the controller (ufcctl/app/etcd_backup.py), into the state directory.
 
-A snapshot is written beside its final name as `.<name>.part` (0600: core's snapshot holds every
-Kubernetes Secret), its etcd trailer checked while it streams, flushed, renamed into place, and only
+A snapshot is written beside its final name as `.<name>.<random>.part` (textfile.atomic_file: created
+exclusively, never through a link; 0600: core's snapshot holds every Kubernetes Secret), its etcd trailer
+checked while it streams, flushed, linked into place (never over another snapshot), and only
 then is its `.sha256` written and older snapshots pruned: a crash leaves a `.part` file (removed by
 the next run) but never a file under a snapshot's name that is not whole.
 
@@ -27,6 +28,7 @@ import argparse
 import hashlib
 import json
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -36,7 +38,7 @@ from ufcctl.domain.etcd import backup, defrag_metrics
 from ufcctl.domain.etcd.defrag import ClusterView, status_errors
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError, TlsFiles
 from ufcctl.nodeside import nfs_copy
-from ufcctl.nodeside.textfile import read_text, write_atomic
+from ufcctl.nodeside.textfile import atomic_file, private_dirs, read_text, write_atomic
 
 # a .part file this old is a crashed run's (a snapshot of the 8 GiB quota streams in minutes)
 STALE_PART_SECONDS = 6 * 3600
@@ -84,38 +86,34 @@ class Snapshot:
 def take(client: ClusterClient, endpoint: str, member: str, directory: str, cluster: str,
          clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic) -> Snapshot:
     """Stream `endpoint`'s snapshot into `directory` (made 0700 if missing); SnapshotError if it fails."""
-    os.makedirs(directory, mode=0o700, exist_ok=True)
+    private_dirs(directory)
     taken_at, began = clock(), monotonic()
     name = backup.file_name(cluster, taken_at)
     final = os.path.join(directory, name)
-    part = os.path.join(directory, f".{name}.part")
     digests = _Digests()
-    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        with os.fdopen(fd, "wb") as out:
+        # a per-process temporary name, never a link followed; linked under its final name only when
+        # whole, and never over another snapshot (two runs in the same second: the second one fails)
+        with atomic_file(final, 0o600, replace=False) as out:
 
             def write(data: bytes) -> None:
                 out.write(data)
                 digests.feed(data)
 
             client.gateway(endpoint).snapshot(write)
-            out.flush()
-            os.fsync(out.fileno())
-        if not backup.has_trailer_size(digests.size) or not digests.trailer_ok():
-            raise SnapshotError(f"{endpoint}: the snapshot streamed ({digests.size} bytes) fails etcd's "
-                                "sha256 trailer: not kept")
-        os.replace(part, final)
-        part = ""
+            if not backup.has_trailer_size(digests.size) or not digests.trailer_ok():
+                raise SnapshotError(f"{endpoint}: the snapshot streamed ({digests.size} bytes) fails etcd's "
+                                    "sha256 trailer: not kept")
         whole = digests.whole.hexdigest()
-        write_atomic(final + backup.SUM_SUFFIX, backup.sum_line(whole, name))
+        write_atomic(final + backup.SUM_SUFFIX, backup.sum_line(whole, name), 0o600)
         _fsync_dir(directory)
     except EtcdError as err:
         raise SnapshotError(f"snapshot of cluster {cluster} from {member}: {err}") from err
+    except FileExistsError as err:
+        raise SnapshotError(f"snapshot of cluster {cluster}: {final} exists already (another backup in the "
+                            "same second): this one is not kept") from err
     except OSError as err:
         raise SnapshotError(f"snapshot of cluster {cluster} into {directory}: {err}") from err
-    finally:
-        if part:
-            _remove(part)
     return Snapshot(final, cluster, member, digests.size, whole, taken_at, monotonic() - began)
 
 
@@ -131,12 +129,23 @@ def check(path: str) -> Checked:
     """A snapshot file fit to restore: etcd's trailer matches, and so does the .sha256 beside it if
     there is one. SnapshotError (file and reason, one line) otherwise."""
     digests = _Digests()
+    head = b""
     try:
-        with open(path, "rb") as fh:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or /dev/zero would never end a read
+            raise SnapshotError(f"{path}: not a regular file (a snapshot is a file)")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # replaced since the stat
+                raise SnapshotError(f"{path}: not a regular file (a snapshot is a file)")
             while chunk := fh.read(1 << 20):
+                if len(head) < backup.BBOLT_HEAD:
+                    head += chunk[: backup.BBOLT_HEAD]
                 digests.feed(chunk)
     except OSError as err:
         raise SnapshotError(f"{path}: cannot read: {err.strerror}") from err
+    if not backup.is_bbolt(head):
+        raise SnapshotError(f"{path}: not a bbolt database (no bbolt magic in its first page): not an etcd "
+                            "snapshot")
     if not backup.has_trailer_size(digests.size):
         raise SnapshotError(f"{path}: not an etcd snapshot with a sha256 trailer ({digests.size} bytes; a "
                             "copied member/snap/db or a truncated file)")

@@ -23,7 +23,7 @@ from ufcctl.domain.rollout.plan import RolloutPlan
 from ufcctl.domain.rollout.states import DONE, FAILED, PENDING, RUNNING, SKIPPED, run_outcome
 from ufcctl.domain.rollout.summary import NodeOutcome, RolloutSummary
 from ufcctl.engine.inventory_files import fingerprint
-from ufcctl.engine.locks import hold_nodes
+from ufcctl.engine.locks import holding
 from ufcctl.engine.runner import RunOptions, mitogen_env, new_run_id, run_playbook
 from ufcctl.errors import InputError, Stopped
 from ufcctl.paths import playbook
@@ -126,7 +126,7 @@ def start(kind: RolloutKind, request: RolloutRequest, store: StateStore, invento
     rows = [(h, b.index, i) for b in rollout_plan.batches for i, h in enumerate(b.hosts)]
     store.verify()
     # held until the rollout ends (or the process dies): an overlapping run is refused at once
-    with hold_nodes(run_id, rollout_plan.hosts(), directory=store.lock_dir):
+    with holding(run_id, rollout_plan.hosts(), directory=store.lock_dir):
         store.create_run(run_id, kind.name, str(request.inventory_dir), request.params(), rows,
                          inventory_fingerprint=inventory_hash)
         _prepare_run(kind, run_id, request, inventory, store)
@@ -219,7 +219,7 @@ def resume(run_id: str, store: StateStore, *, kinds: KindRegistry, loader: Loade
     store.verify()
     # The lock, not the recorded pid, says whether the run is still being run: a killed process
     # holds no lock (its pid may have been reused since).
-    with hold_nodes(run_id, touched, directory=store.lock_dir):
+    with holding(run_id, touched, directory=store.lock_dir):
         store.claim_run(run_id, inventory_fingerprint=inventory_hash)
         store.reset(run_id, again)
         nodes = store.nodes(run_id)

@@ -17,14 +17,37 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ufcctl.domain.rollout.states import FAILED, NODE_STATES, PENDING, RUNNING, previous_states
+from ufcctl.domain.rollout.states import (
+    FAILED,
+    NODE_STATES,
+    PENDING,
+    RUNNING,
+    previous_states,
+    run_id_problem,
+)
 from ufcctl.engine import statedir
+from ufcctl.errors import cut, shown
 from ufcctl.paths import state_dir
-from ufcctl.rollout.storefile import StateFileError, aside_hint, corrupt, identify
+from ufcctl.rollout.storefile import (
+    StateFileError,
+    corrupt,
+    create_private,
+    create_schema,
+    file_error,
+    identify,
+    make_private,
+)
+from ufcctl.rollout.storerecords import (
+    NodeChange,
+    NodeRecord,
+    RunRecord,
+    StateError,
+    _node_record,
+    _run_record,
+)
 
 __all__ = ["NodeChange", "NodeRecord", "RunRecord", "StateError", "StateFileError", "StateStore"]
 
@@ -71,73 +94,6 @@ _MIGRATIONS: dict[int, str] = {
 }
 
 
-class StateError(RuntimeError):
-    """The store refused a change (unknown run, a node not in the expected state)."""
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    run_id: str
-    kind: str
-    inventory: str
-    params: dict[str, Any]
-    status: str
-    created: float
-    updated: float
-    finished: float | None = None
-    message: str | None = None
-    steps: dict[str, str] = field(default_factory=dict)  # step -> what happened (e.g. drain: skipped ...)
-    pid: int | None = None
-    hostname: str | None = None
-    counts: dict[str, int] = field(default_factory=dict)  # node state -> count
-    # a hash of the inventory's files when the run began (None: a run of a schema-1 store)
-    inventory_fingerprint: str | None = None
-
-    def controller_alive(self) -> bool:
-        """True when the process that owns this run still runs on this machine."""
-        if self.pid is None or self.hostname != socket.gethostname():
-            return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
-
-@dataclass(frozen=True)
-class NodeRecord:
-    host: str
-    batch: int
-    position: int
-    state: str
-    reason: str | None = None
-    changed: bool | None = None
-    attempts: int = 0
-    started: float | None = None
-    finished: float | None = None
-    ansible_run: str | None = None
-
-    @property
-    def seconds(self) -> float | None:
-        if self.started is None or self.finished is None:
-            return None
-        return self.finished - self.started
-
-
-@dataclass(frozen=True)
-class NodeChange:
-    """One node's move, for StateStore.apply: running (with its Ansible run), an end, or back to pending."""
-
-    host: str
-    state: str
-    at: float  # when it happened (time.time()): started for running, finished for an end
-    ansible_run: str | None = None
-    reason: str | None = None
-    changed: bool | None = None
-
-
 def default_path() -> Path:
     return state_dir() / "state.db"
 
@@ -150,8 +106,9 @@ class StateStore:
         version = identify(self.path, SCHEMA_VERSION)
         self._lock = threading.Lock()
         self.writes = 0  # committed write transactions, for the engine's benchmark
+        self._created = False
         if version is None:
-            _create_private(self.path)
+            self._created = create_private(self.path)
         try:
             # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE in _tx)
             self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
@@ -161,14 +118,12 @@ class StateStore:
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute("PRAGMA foreign_keys=ON")
             if version is None:
-                self._db.executescript(_SCHEMA)  # IF NOT EXISTS: a concurrent first open is harmless
-                with self._tx() as db:
-                    db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+                create_schema(self._db, self.path, self._created, _SCHEMA, SCHEMA_VERSION)
             elif version < SCHEMA_VERSION:
                 self._migrate()
         except sqlite3.DatabaseError as err:
-            raise _file_error(self.path, err) from err
-        _make_private(self.path)
+            raise file_error(self.path, err) from err
+        make_private(self.path)
 
     def _migrate(self) -> None:
         """Bring an older file up to SCHEMA_VERSION, one step per transaction; a concurrent ufcctl that
@@ -218,7 +173,7 @@ class StateStore:
             except sqlite3.DatabaseError as err:
                 if type(err) is not sqlite3.DatabaseError:  # locked, constraint, ...: not damage
                     raise
-                raise _file_error(self.path, err) from err
+                raise file_error(self.path, err) from err
 
     def verify(self) -> None:
         """sqlite's quick_check, for commands about to write many rows (a rollout): a damaged page
@@ -227,7 +182,7 @@ class StateStore:
             try:
                 rows = self._db.execute("PRAGMA quick_check").fetchall()
             except sqlite3.DatabaseError as err:
-                raise _file_error(self.path, err) from err
+                raise file_error(self.path, err) from err
         problems = [str(r[0]) for r in rows if r[0] != "ok"]
         if problems:
             raise corrupt(self.path, problems[0][:200])
@@ -285,7 +240,7 @@ class StateStore:
             if row is None:
                 return None
             counts = self._counts(run_id)
-        return _run_record(row, counts)
+        return self._read_back(_run_record, row, counts)
 
     def runs(self, kind: str | None = None, limit: int = 50) -> list[RunRecord]:
         """Newest first."""
@@ -293,7 +248,21 @@ class StateStore:
         args: tuple[Any, ...] = (kind, limit) if kind else (limit,)
         with self._conn() as db:
             rows = db.execute(query, args).fetchall()
-            return [_run_record(row, self._counts(row["run_id"])) for row in rows]
+            return [self._read_back(_run_record, row, self._counts(row["run_id"])) for row in rows]
+
+    def _read_back(self, make: Any, row: sqlite3.Row, *args: Any) -> Any:
+        """A record from a row that may have been edited by hand: a run id that is no id (it names
+        directories) or a field of the wrong type is a StateFileError naming the row, not a traceback."""
+        ids = [row[k] for k in ("run_id", "ansible_run") if k in row.keys() and row[k] is not None]
+        for value in ids:
+            problem = run_id_problem(value)
+            if problem:
+                raise corrupt(self.path, f"run id {shown(value)}: {problem}")
+        try:
+            return make(row, *args)
+        except (ValueError, TypeError, KeyError) as err:
+            raise corrupt(self.path, f"row of run {shown(row['run_id'])}: {type(err).__name__}: "
+                                     f"{cut(str(err))}") from err
 
     def _counts(self, run_id: str) -> dict[str, int]:
         rows = self._db.execute(
@@ -312,7 +281,7 @@ class StateStore:
             args += list(states)
         with self._conn() as db:
             rows = db.execute(query + " ORDER BY batch, position", args).fetchall()
-        return [_node_record(row) for row in rows]
+        return [self._read_back(_node_record, row) for row in rows]
 
     def mark_running(self, run_id: str, hosts: Sequence[str], ansible_run: str) -> None:
         now = time.time()
@@ -424,45 +393,3 @@ def _change_sets(change: NodeChange) -> tuple[str, tuple[Any, ...]]:
         return "reason = NULL, changed = NULL", ()
     changed = None if change.changed is None else int(change.changed)
     return "finished = ?, reason = ?, changed = ?", (change.at, change.reason, changed)
-
-
-def _create_private(path: Path) -> None:
-    """Create the database file 0600 before sqlite does; its -wal and -shm files inherit the mode."""
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
-
-
-def _make_private(path: Path) -> None:
-    """0600 for a database an earlier ufcctl created 0644 (its -wal/-shm too)."""
-    for name in (path, *(Path(f"{path}{s}") for s in ("-wal", "-shm"))):
-        try:
-            info = name.stat()
-        except FileNotFoundError:
-            continue
-        if info.st_mode & 0o077 and info.st_uid == os.geteuid():
-            name.chmod(0o600)
-
-
-def _file_error(path: Path, err: sqlite3.DatabaseError) -> StateFileError:
-    if isinstance(err, sqlite3.OperationalError):
-        return StateFileError(
-            f"cannot use state database {path}: {err}",
-            f"check that it and its directory are yours and writable, or {aside_hint(path)}")
-    return corrupt(path, err)
-
-
-def _run_record(row: sqlite3.Row, counts: dict[str, int]) -> RunRecord:
-    return RunRecord(
-        run_id=row["run_id"], kind=row["kind"], inventory=row["inventory"], params=json.loads(row["params"]),
-        status=row["status"], created=row["created"], updated=row["updated"], finished=row["finished"],
-        message=row["message"], steps=json.loads(row["steps"] or "{}"), pid=row["pid"],
-        hostname=row["hostname"], counts=counts, inventory_fingerprint=row["inventory_fingerprint"],
-    )
-
-
-def _node_record(row: sqlite3.Row) -> NodeRecord:
-    return NodeRecord(
-        host=row["host"], batch=row["batch"], position=row["position"], state=row["state"],
-        reason=row["reason"], changed=None if row["changed"] is None else bool(row["changed"]),
-        attempts=row["attempts"], started=row["started"], finished=row["finished"],
-        ansible_run=row["ansible_run"],
-    )

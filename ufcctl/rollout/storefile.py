@@ -124,3 +124,56 @@ def _drop_side_files(path: Path, existed: set[str]) -> None:
                 os.unlink(f"{path}{suffix}")
             except FileNotFoundError:
                 pass
+
+
+def create_private(path: Path) -> bool:
+    """Create the database file 0600 before sqlite does (its -wal and -shm files inherit the mode);
+    True when this process created it (an empty file found is taken over as its own too)."""
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+        return True
+    except FileExistsError:
+        return path.is_file() and not path.is_symlink() and path.stat().st_size == 0
+
+
+def make_private(path: Path) -> None:
+    """0600 for a database an earlier ufcctl created 0644 (its -wal/-shm too)."""
+    for name in (path, *(Path(f"{path}{s}") for s in ("-wal", "-shm"))):
+        try:
+            info = name.stat()
+        except FileNotFoundError:
+            continue
+        if info.st_mode & 0o077 and info.st_uid == os.geteuid():
+            name.chmod(0o600)
+
+
+def file_error(path: Path, err: sqlite3.DatabaseError) -> StateFileError:
+    if isinstance(err, sqlite3.OperationalError):
+        return StateFileError(
+            f"cannot use state database {path}: {err}",
+            f"check that it and its directory are yours and writable, or {aside_hint(path)}")
+    return corrupt(path, err)
+
+
+def create_schema(db: sqlite3.Connection, path: Path, created: bool, schema: str, version: int) -> None:
+    """Tables and the schema row in one transaction (IF NOT EXISTS: a concurrent first open is
+    harmless). A failure (a full disk) rolls back; a file this process created then goes again, so the
+    next command starts afresh instead of refusing a half-made file as not ufcctl's state."""
+    row = f"INSERT OR IGNORE INTO meta VALUES ('schema', '{version}');"
+    script = f"BEGIN IMMEDIATE;\n{schema}\n{row}\nCOMMIT;"
+    try:
+        db.executescript(script)
+    except BaseException as err:
+        try:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        if created:
+            db.close()
+            for name in (path, *(Path(f"{path}{s}") for s in SIDE_FILES)):
+                name.unlink(missing_ok=True)
+        if isinstance(err, sqlite3.OperationalError) and "full" in str(err):
+            raise StateFileError(f"cannot create state database {path}: the disk is full",
+                                 f"free space under {path.parent} and run the command again") from err
+        raise

@@ -18,6 +18,9 @@ from typing import Any
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
+from ufcctl.domain.inventory.config_values import RULES_BY_VAR
+from ufcctl.errors import shown
+
 try:  # ansible-core 2.19+: data read from files must be trusted before it is templated
     from ansible._internal._templating._template_vars import generate_ansible_template_vars
     from ansible.template import trust_as_template
@@ -96,6 +99,7 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         try:
+            self._check_values(task_vars)
             directories = self._directories(self._task.args.get("directories") or [])
             files, after, secret = self._files(self._task.args.get("files") or [], task_vars)
         except (BadEntry, AnsibleError) as err:
@@ -117,6 +121,22 @@ class ActionModule(ActionBase):
         for entry in module_result.get("files") or []:
             entry.pop("before", None)  # a diff-only field, not part of what a role registers
         return {**result, **module_result}
+
+    def _check_values(self, task_vars: dict[str, Any]) -> None:
+        """The inventory values that become lines of root-run configuration (an interface name, a path,
+        a label value: ufcctl/domain/inventory/config_values.py), checked as `ufcctl inventory check`
+        checks them, so a template never emits a raw newline or separator from one, also when the role
+        runs with plain ansible-playbook."""
+        for var, rule in RULES_BY_VAR.items():
+            if var not in task_vars:
+                continue
+            try:
+                value = self._templar.template(task_vars[var])
+            except AnsibleError:
+                continue  # undefined here: a template that uses it fails on its own
+            why = rule(value)
+            if why:
+                raise BadEntry(f"{var} {shown(value)} {why}: no file was rendered")
 
     def _directories(self, entries: Any) -> list[dict[str, Any]]:
         if not isinstance(entries, list):

@@ -207,7 +207,10 @@ def test_status_refuses_a_timeout_that_is_not_a_positive_number(tmp_path: Path, 
 
 
 def _snapshot(path: Path, corrupt: bool = False) -> Path:
-    body = bytes(range(256)) * 32
+    """A file shaped like etcd's: bbolt's meta page magic (0xED0CDAED, version 2) and the sha256 trailer."""
+    body = bytes(16) + (0xED0CDAED).to_bytes(4, "little") + (2).to_bytes(4, "little")
+    body += bytes(range(256)) * 32
+    body = body[: 256 * 32]
     data = bytearray(body + hashlib.sha256(body).digest())
     if corrupt:
         data[10] ^= 1
@@ -228,17 +231,17 @@ def test_restore_refuses_a_corrupt_snapshot_before_looking_at_the_cluster(tmp_pa
 
 def test_restore_refuses_a_running_cluster_and_runs_nothing(tmp_path: Path, monkeypatch) -> None:
     from ufcctl.app import etcd_backup as app
-    from ufcctl.domain.etcd.snapshot import EndpointProbe
 
-    def answering(targets, tls, timeout, on_answer=None):  # every member answers its status
-        return {t: EndpointProbe(t[0], t[1], status=object()) for t in targets}  # type: ignore[arg-type]
+    def answering(targets, tls, timeout):  # every member answers its status
+        return {t: "answers its status" for t in targets}
 
-    monkeypatch.setattr(app, "probe_all", answering)
+    monkeypatch.setattr(app, "answering", answering)
     monkeypatch.setattr(app, "run_playbook", lambda *a, **k: pytest.fail("a playbook ran"))
     code, out = _run("etcd", "restore", "-i", str(_inventory(tmp_path)), "--cluster", "core",
                      "--from", str(_snapshot(tmp_path / "core.db")))
     assert code == 2
-    assert "Error: etcd cluster core is running: m1, m2, m3 answer(s)" in out
+    assert "Error: etcd cluster core is running: m1 at https://127.0.0.1:" in out
+    assert "m3 at https://127.0.0.3:" in out
     assert "stop etcd-core.service on every member first (m1, m2, m3)" in out
 
 

@@ -20,7 +20,9 @@ from ufcctl.nodeside.etcd_backup import SnapshotError, check, prune, run_timer, 
 
 
 def snapshot_bytes(pages: int = 3) -> bytes:
-    body = bytes(range(256)) * (16 * pages)  # 4096-byte pages
+    # 4096-byte pages, the first one starting as bbolt's meta page does (magic 0xED0CDAED, version 2)
+    body = bytes(16) + (0xED0CDAED).to_bytes(4, "little") + (2).to_bytes(4, "little")
+    body = (body + bytes(range(256)) * (16 * pages))[: 4096 * pages]
     return body + hashlib.sha256(body).digest()
 
 

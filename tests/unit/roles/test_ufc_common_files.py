@@ -349,3 +349,19 @@ def test_numeric_ids_that_name_nobody_are_used_as_ids() -> None:
     with pytest.raises(module.Refused, match="/x: user no-such-user-ufc does not exist"):
         module.resolve_ids("no-such-user-ufc", None, "/x", False)
 
+
+
+@pytest.mark.parametrize(("var", "value", "message"), [
+    ("ufc_vip_interface", "eth0\n    notify /tmp/x.sh", "is not a network interface name"),
+    ("apiserver_lb_check_ca_file", "/ca\n    server evil 6.6.6.6:6443", "is not an absolute path"),
+    ("npu_tor_id", "tor-1,evil=1", "is not a Kubernetes label value"),
+], ids=["interface", "ca-file", "tor-id"])
+def test_a_value_that_would_add_config_lines_renders_nothing(tmp_path: Path, var: str, value: str,
+                                                             message: str) -> None:
+    """Plain ansible-playbook, no `ufcctl inventory check`: the action refuses before rendering (issue 42)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    report = _run(tmp_path, [{**_files_task(out), "ignore_errors": True, "vars": {var: value}}])
+    result = _result(report, "files")
+    assert result["failed"] is True and f"ufc_files: {var} " in result["msg"] and message in result["msg"]
+    assert list(out.iterdir()) == []

@@ -80,6 +80,10 @@ def parse_only(values: Sequence[str], clusters: Collection[str]) -> Selection:
         components.add(name)
         if name != ETCD:
             continue
+        if colon and not cluster:  # `etcd:$CLUSTER` with the variable unset: never "every cluster"
+            named = ", ".join(f"etcd:{c}" for c in clusters) or "none"
+            raise PlanError(f"--only {value!r}: no cluster after 'etcd:' (an unset variable?); name one "
+                            f"({named}), or --only etcd for every cluster")
         if not cluster:
             whole = True
         elif cluster not in clusters:

@@ -10,7 +10,9 @@ which `sha256sum -c` checks after any copy.
 
 from __future__ import annotations
 
+import posixpath
 import re
+import struct
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,6 +23,11 @@ TRAILER = 32  # sha256 digest length
 PAGE_MULTIPLE = 512
 SUFFIX = ".db"
 SUM_SUFFIX = ".sha256"
+# bbolt's meta page 0: a 16-byte page header, then the meta's magic and format version (go.etcd.io/bbolt
+# db.go: `magic uint32 = 0xED0CDAED`, `version uint32 = 2`, little-endian on every platform etcd runs on)
+BBOLT_MAGIC = 0xED0CDAED
+BBOLT_VERSION = 2
+BBOLT_HEAD = 24
 _NAME = re.compile(r"^(?P<cluster>[a-z0-9-]+)-(?P<stamp>\d{8}T\d{6}Z)\.db$")
 
 
@@ -33,6 +40,27 @@ def cluster_of(name: str) -> str | None:
     """The cluster a snapshot file name (as file_name makes it) belongs to; None for other names."""
     match = _NAME.match(name)
     return match.group("cluster") if match else None
+
+
+def is_bbolt(head: bytes) -> bool:
+    """True when `head` (the file's first BBOLT_HEAD bytes or more) starts a bbolt database."""
+    if len(head) < BBOLT_HEAD:
+        return False
+    return struct.unpack_from("<II", head, 16) == (BBOLT_MAGIC, BBOLT_VERSION)
+
+
+def claimed_clusters(path: str, known: Iterable[str]) -> list[tuple[str, str]]:
+    """Which cluster a snapshot's path says it holds, and where it says so: its file name (as file_name
+    makes it) and its directory when that is named after a known cluster (`backups/etcd/<cluster>/`, the
+    members' `<backup_dir>/<cluster>/`). Empty when the path says nothing."""
+    claims = []
+    named = cluster_of(posixpath.basename(path))
+    if named is not None:
+        claims.append(("file name", named))
+    parent = posixpath.basename(posixpath.dirname(path))
+    if parent in set(known):
+        claims.append(("directory", parent))
+    return claims
 
 
 def has_trailer_size(size: int) -> bool:

@@ -28,6 +28,7 @@ class Member:
     name: str
     client_urls: tuple[str, ...]
     is_learner: bool = False
+    peer_urls: tuple[str, ...] = ()
 
     @property
     def endpoint(self) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ufcctl.domain.etcd.defrag import ClusterView, health_problems
+from ufcctl.domain.etcd.defrag import ClusterView, Member, health_problems, status_errors
 
 
 @dataclass(frozen=True)
@@ -84,3 +84,40 @@ def plan_leave(view: ClusterView, name: str) -> LeavePlan:
     if view.leader == name:
         heir = max((s.raft_index, n) for n, s in view.statuses.items() if n != name)[1]
     return LeavePlan("remove", f"{len(view.members) - 1} member(s) stay", member.member_id, heir)
+
+
+@dataclass(frozen=True)
+class ReplaceTarget:
+    """The listed member `ufcctl etcd member replace` would stop and remove, or why none may be."""
+
+    listed: Member | None  # None: the cluster does not list it (its data is aside, it joins fresh)
+    refusal: str = ""
+
+
+def _norm(urls: Sequence[str]) -> set[str]:
+    return {u.rstrip("/") for u in urls}
+
+
+def plan_replace(view: ClusterView, host: str, client_url: str, peer_url: str) -> ReplaceTarget:
+    """Which member of `view` is inventory host `host` (name, client URL `client_url`, peer URL
+    `peer_url`): by name and by URL, since a host renamed in the inventory keeps its address and its
+    member keeps the old name. Refused: names that disagree (the URL's member is named otherwise, or the
+    named member sits at other URLs), and a member that is healthy however it was found."""
+    urls = {client_url.rstrip("/"), peer_url.rstrip("/")}
+    at_url = [m for m in view.members if urls & (_norm(m.client_urls) | _norm(m.peer_urls))]
+    named = view.member(host)
+    for member in at_url:
+        if member.name and member.name != host:
+            return ReplaceTarget(member, f"the member at {', '.join(sorted(urls))} is named {member.name} in "
+                                         f"cluster {view.cluster}, not {host} as in the inventory")
+    if named is not None and at_url and named not in at_url:
+        where = ", ".join(named.client_urls + named.peer_urls)
+        return ReplaceTarget(named, f"member {host} of cluster {view.cluster} is at {where}, not at the "
+                                    f"inventory's {', '.join(sorted(urls))}")
+    listed = named or (at_url[0] if at_url else None)
+    if listed is not None:
+        for status in view.statuses.values():
+            if status.member_id == listed.member_id and not status_errors(status):
+                return ReplaceTarget(listed, f"member {listed.name or host} of etcd cluster {view.cluster} "
+                                             "is healthy: replace only a dead or broken member")
+    return ReplaceTarget(listed)

@@ -15,7 +15,9 @@ from typing import Any
 from ufcctl.domain.etcd.topology import CLUSTER_KINDS
 from ufcctl.domain.images import mirrors
 from ufcctl.domain.inventory.addresses import RULES as ADDRESS_RULES
+from ufcctl.domain.inventory.config_values import RULES as VALUE_RULES
 from ufcctl.domain.inventory.connection import RULES as CONNECTION_RULES
+from ufcctl.domain.inventory.contradictions import RULES as CONTRADICTION_RULES
 from ufcctl.domain.inventory.model import (
     CONTROL_PLANE,
     ETCD_GROUPS,
@@ -385,3 +387,5 @@ RULES: tuple[Rule, ...] = (
 # Hosts that are one machine (addresses.py), connection variables and controller-side lookups
 # (connection.py).
 RULES += ADDRESS_RULES + CONNECTION_RULES
+# Values that land in config files and kubelet flags, each checked as what it is (config_values.py).
+RULES += VALUE_RULES + CONTRADICTION_RULES

@@ -25,6 +25,8 @@ Pure: host vars in, `ChipPlan`s out; `FabricPlanError` names the host, the chip 
 from __future__ import annotations
 
 import ipaddress
+import re
+import string
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -137,6 +139,9 @@ def host_plan(host: str, hostvars: Mapping[str, Any]) -> list[ChipPlan]:
     else:
         addresses = _explicit(host, explicit, chips, net)
     port_format = str(hostvars.get(PORT_FORMAT_VAR) or DEFAULT_PORT_FORMAT)
+    why = port_format_problem(port_format)
+    if why:
+        raise FabricPlanError(host, f"{PORT_FORMAT_VAR} {shown(port_format)} {why}", PORT_FORMAT_VAR)
     netmask = str(net.netmask)
     plans = []
     for chip, address in enumerate(addresses):
@@ -149,6 +154,33 @@ def host_plan(host: str, hostvars: Mapping[str, Any]) -> list[ChipPlan]:
                                   PORT_FORMAT_VAR) from None
         plans.append(ChipPlan(chip, address, netmask, gateway, str(switch), port_name))
     return plans
+
+
+# What npu_fabric_port_format may hold: text and the fields {port}, {slot}, {chip}, each with at most a
+# short numeric spec (`{port:02d}`, `{chip:>3}`): no attribute or index access (`{chip.__class__}`), no
+# conversion, no width past 2 digits (`{port:300000000}` would build a 300 MB string).
+PORT_FIELDS = ("port", "slot", "chip")
+_PORT_SPEC = re.compile(r"0?[<>^]?\d{0,2}d?")
+MAX_PORT_FORMAT = 64
+
+
+def port_format_problem(port_format: str) -> str | None:
+    """Why `port_format` is not a switch port template ufcctl formats, or None."""
+    if len(port_format) > MAX_PORT_FORMAT:
+        return f"is longer than {MAX_PORT_FORMAT} characters"
+    try:
+        parts = list(string.Formatter().parse(port_format))
+    except ValueError as err:
+        return f"is not a format ({err})"
+    for text, field, spec, conversion in parts:
+        if any(not ch.isprintable() for ch in text):
+            return "holds a control character"
+        if field is None:
+            continue
+        if field not in PORT_FIELDS or conversion or not _PORT_SPEC.fullmatch(spec or ""):
+            return ("may use only {port}, {slot} and {chip}, each with at most a short numeric spec such as "
+                    "{port:02d}")
+    return None
 
 
 def _gateway(host: str, hostvars: Mapping[str, Any], net: ipaddress.IPv4Network, first: int) -> str:

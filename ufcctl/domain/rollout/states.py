@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 PENDING = "pending"
@@ -58,3 +59,20 @@ def run_outcome(counts: Mapping[str, int], stop_reason: str | None) -> str:
     if counts.get(PENDING, 0) or counts.get(RUNNING, 0):
         return RUN_INTERRUPTED
     return RUN_FAILED if counts.get(FAILED, 0) else RUN_DONE
+
+
+# A run id names a directory (.ufc/runs/<run id>/) and a lock file: what engine/runner.py new_run_id makes
+# (`<playbook or kind>-<YYYYmmdd>-<HHMMSS>-<hex>`), letters, digits, '.', '_', '+', '-', never '/' or a
+# leading dot. Checked wherever an id is read back (state.db rows a hand may have edited, a run's own
+# directory), so `../../x` can never put a run directory outside the state directory.
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
+
+
+def run_id_problem(run_id: object) -> str | None:
+    """Why `run_id` is no run id (one phrase), or None when it is one."""
+    if not isinstance(run_id, str):
+        return f"not text ({type(run_id).__name__})"
+    if not _RUN_ID.fullmatch(run_id):
+        return ("not a run id: letters, digits, '.', '_', '+' and '-' only, starting with a letter or digit, "
+                "at most 200")
+    return None

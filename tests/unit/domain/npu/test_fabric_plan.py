@@ -58,7 +58,7 @@ def test_no_plan_vars_no_plan() -> None:
      "chip 7: device IP 10.64.1.3 is outside npu_fabric_subnet 10.64.0.0/24"),
     ({"npu_fabric_subnet": "", "npu_device_ips": [f"10.64.0.{9 + i}" for i in range(8)]}, "npu_fabric_subnet",
      "npu_fabric_subnet is not"),
-    ({"npu_fabric_port_format": "{rail}"}, "npu_fabric_port_format", "fields {port}, {slot} and {chip}"),
+    ({"npu_fabric_port_format": "{rail}"}, "npu_fabric_port_format", "may use only {port}, {slot}"),
 ])
 def test_bad_vars_name_the_host_and_the_var(over: dict[str, Any], var: str, words: str) -> None:
     with pytest.raises(fp.FabricPlanError) as err:
