@@ -26,7 +26,7 @@ def digest_of(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def _json(doc: object) -> bytes:
+def canonical_json(doc: object) -> bytes:
     return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
 
 
@@ -98,9 +98,9 @@ def build_image(name: str, tag: str, files: Mapping[str, tuple[bytes, int]], arc
         config["Entrypoint"] = list(entrypoint)
     if user:
         config["User"] = user
-    config_blob = _json({"architecture": arch, "os": "linux", "config": config,
+    config_blob = canonical_json({"architecture": arch, "os": "linux", "config": config,
                          "rootfs": {"type": "layers", "diff_ids": [diff_id]}})
-    manifest = _json({
+    manifest = canonical_json({
         "schemaVersion": 2, "mediaType": MANIFEST_TYPE,
         "config": {"mediaType": CONFIG_TYPE, "digest": digest_of(config_blob), "size": len(config_blob)},
         "layers": [{"mediaType": LAYER_TYPE, "digest": digest_of(blob), "size": len(blob)}],
@@ -116,7 +116,8 @@ def oci_archive(images: Sequence[Image]) -> bytes:
          "annotations": {"io.containerd.image.name": img.reference,
                          "org.opencontainers.image.ref.name": img.tag}}
         for img in images]}
-    entries = {"oci-layout": _json({"imageLayoutVersion": "1.0.0"}), "index.json": _json(index)}
+    entries = {"oci-layout": canonical_json({"imageLayoutVersion": "1.0.0"}),
+               "index.json": canonical_json(index)}
     for img in images:
         for data in (img.manifest, *img.blobs.values()):
             entries[f"blobs/sha256/{digest_of(data)[7:]}"] = data
