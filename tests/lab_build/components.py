@@ -84,9 +84,18 @@ KWOK = Component(
     default=False,
 )
 
+# CoreDNS v1.12.1: the release kubeadm 1.34 deploys (`kubeadm config images list`); the cluster DNS image
+CORE_DNS = Component("coredns", "coredns", "github.com/coredns/coredns", "v1.12.1",
+                     (Command("github.com/coredns/coredns", "coredns"),), default=False)
+
+# crictl of cri-tools v1.34.0 (the kubelet's minor): what an operator types on a node (`crictl ps`)
+CRI_TOOLS = Component("cri-tools", "cri-tools", "sigs.k8s.io/cri-tools", "v1.34.0",
+                      (Command("sigs.k8s.io/cri-tools/cmd/crictl", "crictl"),),
+                      ("-X sigs.k8s.io/cri-tools/pkg/version.Version=v1.34.0",), default=False)
+
 # The pod sandbox's program: ufcctl's own (tests/lab_build/pause/main.go), not upstream's C pause; the
 # tag is the image tag kubeadm 1.34 and containerd's sandbox_image name (registry.k8s.io/pause:3.10).
 PAUSE = Component("pause", "pause", "", "3.10", (Command("ufcctl.lab/pause", "pause"),))
 
-COMPONENTS: tuple[Component, ...] = (ETCD, KUBERNETES, KUBERNETES_NEXT, KWOK, PAUSE)
+COMPONENTS: tuple[Component, ...] = (ETCD, KUBERNETES, KUBERNETES_NEXT, KWOK, CORE_DNS, CRI_TOOLS, PAUSE)
 BY_NAME = {c.name: c for c in COMPONENTS}
