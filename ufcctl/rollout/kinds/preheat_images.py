@@ -22,7 +22,7 @@ from ufcctl.domain.inventory.model import KUBE_NODE, REGISTRY_CACHE, Host, Inven
 from ufcctl.domain.inventory.phases import NODE_PHASE_EXCLUDES
 from ufcctl.engine.registry_client import image_size
 from ufcctl.engine.runner import RunOptions, run_playbook
-from ufcctl.errors import InputError, RunFailed
+from ufcctl.errors import InputError, RunFailed, shown
 from ufcctl.paths import playbook
 from ufcctl.rollout import planning
 from ufcctl.rollout.kind import NodeGuard, RolloutKind, RolloutRequest
@@ -64,7 +64,7 @@ def parse_images(values: Sequence[str]) -> list[ImageRef]:
         try:
             ref = parse_image(value)
         except ValueError as err:
-            raise InputError(f"image {value!r}: {err}") from None
+            raise InputError(f"image {shown(value)}: {err}") from None
         if ref not in found:
             found.append(ref)
     return found
