@@ -10,7 +10,7 @@ the LAB UPSTREAM REGISTRY (tests/lab_standins/upstream_registry: Debian's docker
 started here in
 the NPU emulator's mirror container, holding test images built from seeded random bytes (nothing is
 downloaded from outside). Its access log says which client fetched which blob: the caches, never
-the workers. Lab containers may not mount, so the workers fetch content without unpacking
+the workers. The pre-heat fetches content without unpacking (the lab's choice, for CPU: nodes can mount)
 (`image_preheat_unpack: false`, ctr content fetch through the same hosts.toml mirrors).
 """
 

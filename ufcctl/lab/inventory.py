@@ -161,7 +161,9 @@ def registry_cache_vars(layout: LabLayout) -> dict[str, Any]:
         "registry_cache_insecure": True,
         "registry_cache_max_gib": 2,
         "registry_cache_front_max_gib": 2,
-        # lab containers may not mount (no CAP_SYS_ADMIN): fetch the content, do not unpack it
+        # fetch the content, do not unpack it: the pre-heat tests count bytes, and unpacking every image on
+        # every worker costs the shared 2-core machine CPU (lab nodes can unpack now: test_images_lab runs
+        # a container from a pulled image)
         "image_preheat_unpack": False,
     }
 

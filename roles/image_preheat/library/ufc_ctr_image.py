@@ -18,8 +18,8 @@ description:
     (name:tag@sha256:...) to make a moved tag count as missing.
   - >-
     unpack=false runs `ctr content fetch` instead (same resolver and mirrors, content and image
-    record only; the CRI unpacks when a container starts): for hosts that may not mount, such as
-    the lab's containers without CAP_SYS_ADMIN.
+    record only; the CRI unpacks when a container starts): for hosts that may not mount (containers
+    without CAP_SYS_ADMIN).
   - Check mode runs only the listing.
 options:
   ref: {type: str, required: true, description: "Fully qualified, e.g. docker.io/library/busybox:1.36."}
