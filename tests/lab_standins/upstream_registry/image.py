@@ -9,17 +9,27 @@ seed, the layer count and the sizes.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
+import json
 import random
 import tarfile
 from dataclasses import dataclass
 
-# the OCI media types and digests are the lab build's (one writer of OCI images in the tests)
-from tests.lab_build.images import CONFIG_TYPE, LAYER_TYPE, MANIFEST_TYPE, canonical_json, digest_of
-
 MIB = 1 << 20
+MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json"
+CONFIG_TYPE = "application/vnd.oci.image.config.v1+json"
+LAYER_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
 DEFAULT_LAYERS = 4
 DEFAULT_LAYER_BYTES = 6 * MIB  # 4 x 6 MiB: ~24 MiB per image
+
+
+def digest_of(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _json(doc: object) -> bytes:
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
 
 
 @dataclass(frozen=True)
@@ -67,14 +77,14 @@ def build_image(seed: int = 0, layers: int = DEFAULT_LAYERS,
     built = [_layer(seed, i, layer_bytes) for i in range(layers)]
     blobs = tuple(b for b, _ in built)
     diff_ids = tuple(digest_of(raw) for _, raw in built)
-    config = canonical_json({
+    config = _json({
         "architecture": "amd64",
         "os": "linux",
         "config": {"Cmd": ["/bin/true"], "Labels": {"io.ufcctl.lab": "LAB UPSTREAM REGISTRY test image",
                                                      "io.ufcctl.lab.seed": str(seed)}},
         "rootfs": {"type": "layers", "diff_ids": list(diff_ids)},
     })
-    manifest = canonical_json({
+    manifest = _json({
         "schemaVersion": 2,
         "mediaType": MANIFEST_TYPE,
         "config": {"mediaType": CONFIG_TYPE, "digest": digest_of(config), "size": len(config)},
