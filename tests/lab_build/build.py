@@ -120,7 +120,7 @@ def _clock(seconds: float) -> str:
     return f"{minutes}m{secs:02d}s"
 
 
-def download(component: Component, env: dict[str, str], say: Callable[[str], None]) -> None:
+def download(component: Component, env: dict[str, str]) -> None:
     """Fetch the module graph first, so a proxy that refuses a module is named as such."""
     proc = subprocess.run(["go", "mod", "download", "-json"], cwd=component.module_path, env=env,
                           capture_output=True, text=True, check=False)
@@ -184,20 +184,17 @@ def build(component: Component, root: Path | None = None, say: Callable[[str], N
     say(f"lab build: {component.name} {component.tag} ({component.upstream}) with {goversion}; the first "
         "build on a machine takes many minutes, later ones are cached")
     start = time.monotonic()
-    download(component, env, say)
+    download(component, env)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         ldflags = " ".join(("-s", "-w", *component.ldflags))
-        for cgo in (False, True):
-            packages = [c.package for c in component.commands if c.cgo == cgo]
-            if not packages:
-                continue
-            for command in (c for c in component.commands if c.cgo == cgo):
-                argv = ["go", "build", "-v", "-trimpath", "-ldflags", ldflags, "-o",
-                        str(staging / command.name), command.package]
-                _run(argv, component.module_path, dict(env, CGO_ENABLED="1" if cgo else "0"),
-                     f"{command.name} {component.tag}", say)
+        # the static binaries first, then the cgo ones (kubelet), as upstream builds them
+        for command in sorted(component.commands, key=lambda c: c.cgo):
+            argv = ["go", "build", "-v", "-trimpath", "-ldflags", ldflags, "-o",
+                    str(staging / command.name), command.package]
+            _run(argv, component.module_path, dict(env, CGO_ENABLED="1" if command.cgo else "0"),
+                 f"{command.name} {component.tag}", say)
         seconds = time.monotonic() - start
         record = {
             "component": component.name, "upstream": component.upstream, "tag": component.tag,
