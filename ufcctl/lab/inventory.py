@@ -193,9 +193,6 @@ def cluster_vars(layout: LabLayout) -> dict[str, Any]:
         # by the machine running the lab, and roles/node_tuning reports it (and its keys) as skipped when
         # it is absent instead of failing. A real node loads it.
         "node_tuning_load_modules": False,
-        # Lab only: the lab installs Debian's etcd 3.4.23 (etcd_vars), which fails kubeadm's
-        # ExternalEtcdVersion preflight check: the lab kube emulator's init prints it as a warning instead.
-        "kube_control_plane_ignore_preflight_errors": ["ExternalEtcdVersion"],
     }
 
 
@@ -230,12 +227,9 @@ def etcd_vars() -> dict[str, Any]:
         "etcd_defrag_on_calendar": "2000-01-01 00:00:00",
         # the snapshot timers likewise: the lab tests start `ufcctl-etcd-backup@<cluster>` themselves
         "etcd_backup_on_calendar": "2000-01-01 00:00:00",
-        # Debian's etcd-server 3.4.23 of the lab image. The mirror serves the real etcd 3.6.17 tarball
-        # (tests/lab_build), but a member rejoining it failed in CI (`remove-nodes --control-plane`, then
-        # deploy), so the lab keeps the package until that is fixed. kubeadm's ExternalEtcdVersion check
-        # refuses 3.4.23; the lab lets it through (cluster.yml), lab only.
-        "etcd_install_method": "package",
-        "etcd_package_version_check": False,
+        # etcd itself: the role's default, the release tarball of ufc_etcd_version, which the lab mirror
+        # serves from etcd built at that tag (tests/lab_build; `ufcctl lab up` writes the version beside
+        # ufc_artifact_url), so kubeadm's ExternalEtcdVersion preflight passes as on a real cluster
     }
 
 

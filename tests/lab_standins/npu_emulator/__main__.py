@@ -17,7 +17,6 @@ from pathlib import Path
 
 from tests.lab_build import build as lab_build
 from tests.lab_build import mirror as lab_mirror
-from tests.lab_standins import etcd_restore_tool
 from tests.lab_standins.npu_emulator.lab import (
     IMAGE,
     LABEL_INVENTORY,
@@ -80,15 +79,6 @@ def _setup(args: argparse.Namespace) -> int:
         print(f"lab build: {err}", file=sys.stderr)
         return 1
     mirror = prepare(network, workdir, name, RELEASES, args.ip, args.image, labels)
-    # The lab still installs Debian's etcd 3.4.23 (ufcctl/lab/inventory.py etcd_vars): Debian 13's etcdutl
-    # restores its snapshots (tests/lab_standins/etcd_restore_tool.py); the built etcd 3.6.17 tarball is
-    # on the mirror but a member rejoining on it failed in CI, so the switch waits
-    try:
-        restore_vars = etcd_restore_tool.lab_vars(mirror.root, etcd_restore_tool.build(workdir))
-    except (OSError, LookupError, ValueError) as err:
-        print(f"etcd restore tool not on the mirror: {err}", file=sys.stderr)
-        restore_vars = {}
-    component_vars = {k: v for k, v in component_vars.items() if k != "ufc_etcd_version"}
     # The mirror container also serves the LAB UPSTREAM REGISTRY (tests/lab_standins/upstream_registry), the
     # upstream of the lab's registry caches: it must answer before a deploy starts them.
     registry.ensure_running(name, urllib.parse.urlsplit(mirror.url).hostname or "")
@@ -106,7 +96,7 @@ def _setup(args: argparse.Namespace) -> int:
         print(json.dumps({
             "mirror": {"name": mirror.name, "url": mirror.url, "changed": mirror.changed},
             "npu_node_vars": npu_node_vars(mirror, RELEASES[0]),
-            "all_vars": {"ufc_artifact_url": mirror.root, **component_vars, **restore_vars},
+            "all_vars": {"ufc_artifact_url": mirror.root, **component_vars},
             "group_vars_file": str(written) if written else None,
         }))
     else:

@@ -178,12 +178,14 @@ def test_d7_an_old_packaged_etcd_is_refused_before_install(package_version: str,
         "Work out the clusters of this host, check the inventory and probe the host")
 
 
-def test_d7_only_the_lab_keeps_debians_etcd_and_lets_kubeadm_through() -> None:
+def test_d7_the_lab_installs_the_etcd_tarball_and_ignores_no_preflight_check() -> None:
+    """The lab used to keep Debian's etcd 3.4.23 and let kubeadm's ExternalEtcdVersion through; it now
+    installs the real etcd 3.6.17 built from its Go modules (tests/lab_build), as production does."""
     defaults = _yaml("roles/kube_control_plane/defaults/main.yml")
     assert defaults["kube_control_plane_ignore_preflight_errors"] == []
     registration = _yaml("roles/kube_control_plane/vars/main.yml")["__kube_control_plane_node_registration"]
     assert registration["ignorePreflightErrors"] == "{{ kube_control_plane_ignore_preflight_errors }}"
-    assert lab_inventory.cluster_vars(_lab())["kube_control_plane_ignore_preflight_errors"] == [
-        "ExternalEtcdVersion"]
+    assert "kube_control_plane_ignore_preflight_errors" not in lab_inventory.cluster_vars(_lab())
     etcd = lab_inventory.etcd_vars()
-    assert (etcd["etcd_install_method"], etcd["etcd_package_version_check"]) == ("package", False)
+    assert "etcd_install_method" not in etcd and "etcd_package_version_check" not in etcd
+    assert _yaml("roles/etcd/defaults/main.yml")["etcd_install_method"] == "tarball"

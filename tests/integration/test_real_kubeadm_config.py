@@ -1,0 +1,77 @@
+"""The REAL kubeadm (built from k8s.io/kubernetes at the pinned tag by tests/lab_build) accepts the files
+ufcctl renders, and names the images a cluster of them runs.
+
+No container: the kubeadm binary of the lab's build cache (scripts/setup.sh builds it once per machine) runs
+on this machine against the files roles/kube_control_plane renders for the sample inventory (the first
+control plane's InitConfiguration + ClusterConfiguration + KubeletConfiguration + KubeProxyConfiguration,
+another control plane's JoinConfiguration) and the worker JoinConfiguration roles/kube_node writes
+(ufcctl/domain/controlplane/join.py). `kubeadm config validate` applies kubeadm's own defaulting and
+validation, stricter than the schema ufcctl checks (it refuses, for one, a control-plane version below
+what this kubeadm deploys: 1.31.4, the old default, fails here). `kubeadm config images list` is the
+list of images such a cluster pulls: the lab must publish exactly these (tests/lab_build/images.py).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.helpers import kcp_render
+from tests.lab_build.build import build
+from tests.lab_build.components import KUBERNETES
+from ufcctl.app.inventory import load_inventory
+from ufcctl.domain.controlplane.join import join_configuration
+
+pytestmark = pytest.mark.integration
+
+SAMPLE = kcp_render.ROOT / "inventories" / "sample"
+
+
+@pytest.fixture(scope="module")
+def kubeadm() -> Path:
+    return build(KUBERNETES, say=lambda _: None).binary("kubeadm")
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[str, list[dict]]:
+    templar = kcp_render.templar_factory()
+    ca = kcp_render.ca_pem()
+    first = kcp_render.render(SAMPLE, "cp1", templar, ca)["kubeadm.yaml"]
+    other = kcp_render.render(SAMPLE, "cp2", templar, ca)["kubeadm.yaml"]
+    worker = [join_configuration(name="node001", endpoint="10.0.0.10:8443", token="abcdef.0123456789abcdef",
+                                 ca_hash="sha256:" + "0" * 64, cri_socket="unix:///run/containerd/containerd.sock",
+                                 node_ip="10.1.0.1", labels={"ufcctl.io/tor": "tor-1"},
+                                 taints=[{"key": "huawei.com/Ascend910", "effect": "NoSchedule"}])]
+    return {"init": first, "control-plane join": other, "worker join": worker}
+
+
+def _kubeadm(kubeadm: Path, tmp_path: Path, docs: list[dict], *args: str) -> subprocess.CompletedProcess[str]:
+    config = tmp_path / "kubeadm.yaml"
+    config.write_text(yaml.safe_dump_all(docs))
+    return subprocess.run([str(kubeadm), *args, "--config", str(config)], capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+@pytest.mark.parametrize("which", ["init", "control-plane join", "worker join"])
+def test_the_real_kubeadm_accepts_what_ufcctl_renders(kubeadm: Path, rendered: dict[str, list[dict]],
+                                                       which: str, tmp_path: Path) -> None:
+    done = _kubeadm(kubeadm, tmp_path, rendered[which], "config", "validate")
+    assert done.returncode == 0, f"kubeadm {KUBERNETES.tag} refused the {which} configuration: {done.stderr}"
+    assert done.stdout.strip() == "ok"
+
+
+def test_the_cluster_pulls_the_images_the_lab_builds(kubeadm: Path, rendered: dict[str, list[dict]],
+                                                      tmp_path: Path) -> None:
+    version = str(load_inventory(SAMPLE).hosts["cp1"].vars["ufc_kube_version"])
+    assert f"v{version.lstrip('v')}" == KUBERNETES.tag  # the default is the release the lab builds
+    done = _kubeadm(kubeadm, tmp_path, rendered["init"], "config", "images", "list")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [
+        *(f"registry.k8s.io/{name}:{KUBERNETES.tag}" for name in
+          ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy")),
+        "registry.k8s.io/coredns/coredns:v1.12.1",
+        "registry.k8s.io/pause:3.10.1",
+    ]
