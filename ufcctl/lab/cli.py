@@ -10,6 +10,7 @@ import click
 
 from ufcctl.cli.numbers import integer
 from ufcctl.cli.options import output_option
+from ufcctl.lab.emulators import require_npu_emulator
 from ufcctl.lab.lab import (
     DownResult,
     LabSettings,
@@ -84,6 +85,7 @@ def up_cmd(lab_name: str, inventory_dir: Path | None, nodes: int | None, subnet:
            monitoring: bool) -> None:
     """Start 3 control-plane and N worker containers and the NPU emulator's mirror; write the inventory."""
     settings = LabSettings(lab=lab_name, inventory_dir=inventory_dir, monitoring=monitoring)
+    require_npu_emulator()  # a lab whose deploy cannot download its packages is refused, not written
     result = lab_up(settings, _say, workers=nodes, subnet=subnet)
     _print_up(result)
 

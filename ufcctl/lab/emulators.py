@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ufcctl.errors import RunFailed
+from ufcctl.errors import InputError, RunFailed
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,22 @@ NPU_EMULATOR_DIR = "tests/lab_standins/npu_emulator"
 
 def npu_emulator_present(checkout: Path = CHECKOUT) -> bool:
     return (checkout / NPU_EMULATOR_DIR / "__main__.py").is_file()
+
+
+# What a lab's deploy downloads (the kube emulator's kubeadm/kubelet, the etcd and kubectl tests/lab_build
+# builds, the NPU driver packages) is served by the NPU emulator's mirror, which runs from a checkout with
+# the test extra installed.
+INSTALL_HINT = ("install ufcctl from its source checkout with the test extra: `pip install -e '.[test]'` "
+                "(a plain `pip install .` carries no tests/lab_standins, so nothing would serve the packages "
+                "the lab's deploy downloads)")
+
+
+def require_npu_emulator(checkout: Path = CHECKOUT) -> None:
+    """InputError, before the lab is touched, when this install cannot serve what the deploy downloads."""
+    if not npu_emulator_present(checkout):
+        raise InputError(f"ufcctl lab up: this ufcctl ({checkout}) has no lab NPU emulator "
+                         f"({NPU_EMULATOR_DIR}), so the lab's deploy would fail to download its packages",
+                         INSTALL_HINT)
 
 
 # `setup` builds etcd and Kubernetes from their Go modules when this machine has not yet (tests/lab_build:
