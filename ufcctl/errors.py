@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 # Exit codes (docs/style.md, "Python"): 0 ok, 1 a run failed, 2 bad input or usage.
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -88,3 +90,26 @@ def shown(value: object, limit: int = QUOTE_LIMIT) -> str:
     except ValueError:  # an int past Python's digit limit inside a collection
         return f"a {type(value).__name__}"
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+# A word this long without a blank is no path or name a person wrote (NAME_MAX is 255): a value pasted
+# whole into a message, cut like a quoted one.
+LONG_WORD = 1024
+# a quote opens after no letter or digit and closes before none: "the member's ... etcd's" is no quote
+_QUOTED = re.compile(rf"""(?<!\w)'[^'\n]{{{QUOTE_LIMIT + 1},}}'(?!\w)"""
+                     rf"""|(?<!\w)"[^"\n]{{{QUOTE_LIMIT + 1},}}"(?!\w)"""
+                     rf"""|[^\s'"]{{{LONG_WORD + 1},}}""")
+
+
+def _cut_span(match: re.Match[str]) -> str:
+    span = match.group()
+    if span[0] in "'\"":
+        return span[: QUOTE_LIMIT + 1] + "…" + span[0]
+    return span[:QUOTE_LIMIT] + "…"
+
+
+def cut_quoted(message: str) -> str:
+    """`message` with every quoted value ('…' or "…") cut to QUOTE_LIMIT characters, and every word
+    longer than LONG_WORD too: the one cut every Error:, Hint: and problem line gets (README, "Limits"),
+    whichever code built it."""
+    return _QUOTED.sub(_cut_span, message)

@@ -41,7 +41,9 @@ def state_dir() -> Path:
     in a directory of its own (ansible-runner's), so a relative path handed on would land elsewhere,
     and every Ansible run ufcctl starts gets this very path (engine/runner.py).
     """
-    return Path(os.path.abspath(os.environ.get("UFC_STATE_DIR") or ".ufc"))
+    given = os.environ.get("UFC_STATE_DIR") or ".ufc"
+    _check_path_length(given, "UFC_STATE_DIR", "set UFC_STATE_DIR to a shorter directory path")
+    return Path(os.path.abspath(given))
 
 
 def inventories_dir() -> Path:
@@ -54,15 +56,16 @@ MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 4095
 
 
-def _check_path_length(value: str) -> None:
-    """--inventory past the file system's limits: one Error line, not an OSError from deep inside."""
-    hint = "give an inventory name (inventories/NAME) or a directory path"
+def _check_path_length(value: str, what: str = "--inventory",
+                       hint: str = "give an inventory name (inventories/NAME) or a directory path") -> None:
+    """A path (--inventory, UFC_STATE_DIR) past the file system's limits: one Error line (exit 2), not an
+    OSError from deep inside."""
     if len(os.fsencode(value)) > MAX_PATH_BYTES:
-        raise InputError(f"--inventory: a path of {len(os.fsencode(value))} bytes (at most {MAX_PATH_BYTES})",
+        raise InputError(f"{what}: a path of {len(os.fsencode(value))} bytes (at most {MAX_PATH_BYTES})",
                          hint)
     for part in value.split(os.sep):
         if len(os.fsencode(part)) > MAX_NAME_BYTES:
-            raise InputError(f"--inventory: {part[:40]}...: a name of {len(os.fsencode(part))} bytes "
+            raise InputError(f"{what}: {part[:40]}...: a name of {len(os.fsencode(part))} bytes "
                              f"(a file system allows {MAX_NAME_BYTES})", hint)
 
 

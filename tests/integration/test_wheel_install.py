@@ -25,6 +25,11 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 LAB = "itwheel"
 SUBNET = "10.89.73.0/24"  # a test-owned podman network; nothing else is ever targeted
+# A wheel carries no lab NPU emulator, so nothing serves what a deploy downloads: `lab up` refuses that
+# unless told the lab is for check mode only, which is all this test runs on it (deploy --check on the
+# preflight and node_tuning tags, which download nothing). tests/unit/lab/test_lab_up_install.py runs
+# these arguments against an install without the emulator.
+LAB_UP_ARGS = ["lab", "up", "--nodes", "1", "--subnet", SUBNET, "--allow-no-mirror"]
 Site = tuple[Path, dict[str, str]]  # an unrelated working directory and the installed ufcctl's environment
 
 
@@ -93,8 +98,9 @@ def test_deploy_check_with_the_shipped_roles_on_a_lab(installed: Path, site: Sit
     ufcctl = str(installed / "ufcctl")
     if shutil.which("podman") is None:
         pytest.skip("podman is not installed (scripts/setup.sh installs it)")
-    up = _run([ufcctl, "lab", "up", "--nodes", "1", "--subnet", SUBNET], cwd=where, env=env)
+    up = _run([ufcctl, *LAB_UP_ARGS], cwd=where, env=env)
     assert up.returncode == 0, up.stdout + up.stderr
+    assert "no package mirror" in up.stderr, up.stderr  # said, not silent
     inventory = f"lab-{LAB}"
     assert (where / "inventories" / inventory / "hosts.yml").is_file()
     proc = _run([ufcctl, "deploy", "--inventory", inventory, "--check", "--tags", "preflight,node_tuning",

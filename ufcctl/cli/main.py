@@ -12,7 +12,8 @@ from typing import Any
 import click
 
 from ufcctl import __version__
-from ufcctl.errors import EXIT_BAD_INPUT, EXIT_FAILED, Stopped, UfcError
+from ufcctl.errors import EXIT_BAD_INPUT, EXIT_FAILED, Stopped, UfcError, cut_quoted
+from ufcctl.report.terminal import sanitized_streams
 
 
 class OutputLost(Exception):
@@ -59,6 +60,12 @@ class UfcGroup(click.Group):
                 raise OutputLost(err) from err
             raise
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        # every text the command sends to the terminal, click's usage errors and the Error: line
+        # included, shows control characters escaped (report/terminal.py)
+        with sanitized_streams():
+            return super().main(*args, **kwargs)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -88,17 +95,17 @@ class UfcGroup(click.Group):
     def _internal_error(ctx: click.Context, err: Exception) -> Any:
         if ctx.meta.get("ufc_debug"):
             raise err
-        click.echo(f"Error: internal error: {type(err).__name__}: {err}", err=True)
+        click.echo(f"Error: internal error: {type(err).__name__}: {cut_quoted(str(err))}", err=True)
         click.echo("Hint: rerun with --debug for the traceback and report it", err=True)
         ctx.exit(EXIT_FAILED)
 
 
 def report_error(err: UfcError) -> None:
-    click.echo(f"Error: {err.message}", err=True)
+    click.echo(f"Error: {cut_quoted(err.message)}", err=True)
     for line in err.details:
-        click.echo(f"  - {line}", err=True)
+        click.echo(f"  - {cut_quoted(line)}", err=True)
     if err.hint:
-        click.echo(f"Hint: {err.hint}", err=True)
+        click.echo(f"Hint: {cut_quoted(err.hint)}", err=True)
 
 
 @click.group(cls=UfcGroup, context_settings={"help_option_names": ["-h", "--help"]})

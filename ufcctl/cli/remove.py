@@ -79,7 +79,9 @@ def _ask(name: str, hosts: int) -> str:
         return str(click.prompt(f"ufcctl reset takes Kubernetes and etcd down on every one of the {hosts} "
                                 f"hosts of {name} (etcd data is moved aside, not deleted). Type the "
                                 "inventory's name to go on", default="", show_default=False, err=True))
-    except click.exceptions.Abort:  # no answer: end of input, Ctrl-C or Ctrl-D at the question
+    except (click.exceptions.Abort, EOFError, OSError, ValueError):
+        # no answer: end of input, Ctrl-C or Ctrl-D at the question, or a closed stdin (EBADF, or
+        # "I/O operation on closed file"): nothing typed, so nothing is reset
         click.echo(err=True)  # the Error: line on a line of its own
         return ""
 

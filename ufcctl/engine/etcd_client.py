@@ -100,8 +100,12 @@ class Gateway:
         if self._tls:
             if tls is None:
                 raise EtcdError(endpoint, "https endpoint needs CA, certificate and key files")
-            context = ssl.create_default_context(cafile=tls.ca)
-            context.load_cert_chain(tls.cert, tls.key)
+            try:
+                context = ssl.create_default_context(cafile=tls.ca)
+                context.load_cert_chain(tls.cert, tls.key)
+            except (OSError, ValueError) as err:  # a damaged CA or key on the controller (ssl.SSLError)
+                raise EtcdError(endpoint, f"cannot load ufcctl's CA or client certificate ({tls.ca}, "
+                                          f"{tls.cert}): {err}") from None
             self._context = context
 
     def request(

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from ufcctl.domain.urls import mask
 from ufcctl.engine.run_result import HostResult, RunResult
 
 log = logging.getLogger(__name__)
@@ -199,6 +200,10 @@ def _message(res: Mapping[str, Any]) -> str:
         if failed is not None:
             return _message(failed)
     parts = [str(res.get("msg") or "").strip()]
+    url = res.get("url") or res.get("dest_url")
+    if isinstance(url, str) and url and url not in parts[0]:
+        # get_url and uri fail with "Request failed" and keep the URL in a field of their own
+        parts[0] = f"{parts[0]} (URL {mask(url)})"
     for key in ("stderr", "stdout"):
         text = str(res.get(key) or "").strip()
         if text and text not in parts[0]:

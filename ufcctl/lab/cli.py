@@ -10,6 +10,7 @@ import click
 
 from ufcctl.cli.numbers import integer
 from ufcctl.cli.options import output_option
+from ufcctl.lab.emulators import NO_MIRROR_NOTE, require_npu_emulator
 from ufcctl.lab.lab import (
     DownResult,
     LabSettings,
@@ -80,12 +81,20 @@ def image_cmd(rebuild: bool) -> None:
 @click.option("--monitoring/--no-monitoring", default=True, envvar="UFC_LAB_MONITORING", show_default=True,
               help="Give the inventory a `monitoring` group (the last two control planes), so deploy "
                    "installs roles/monitoring and the exporters.")
+@click.option("--allow-no-mirror", is_flag=True,
+              help="Go on when this install has no lab NPU emulator to serve the packages a deploy "
+                   "downloads (an installed wheel): nodes and inventory for `deploy --check`. Without "
+                   "it such a lab is refused.")
 def up_cmd(lab_name: str, inventory_dir: Path | None, nodes: int | None, subnet: str | None,
-           monitoring: bool) -> None:
+           monitoring: bool, allow_no_mirror: bool) -> None:
     """Start 3 control-plane and N worker containers and the NPU emulator's mirror; write the inventory."""
     settings = LabSettings(lab=lab_name, inventory_dir=inventory_dir, monitoring=monitoring)
+    # a lab whose deploy cannot download its packages is refused, not written, unless asked for
+    mirror = require_npu_emulator(allow_no_mirror)
     result = lab_up(settings, _say, workers=nodes, subnet=subnet)
     _print_up(result)
+    if not mirror:
+        click.echo(f"note: {NO_MIRROR_NOTE}", err=True)
 
 
 def _print_up(result: UpResult) -> None:

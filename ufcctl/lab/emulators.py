@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ufcctl.errors import RunFailed
+from ufcctl.errors import InputError, RunFailed
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,33 @@ NPU_EMULATOR_DIR = "tests/lab_standins/npu_emulator"
 
 def npu_emulator_present(checkout: Path = CHECKOUT) -> bool:
     return (checkout / NPU_EMULATOR_DIR / "__main__.py").is_file()
+
+
+# What a lab's deploy downloads (the kube emulator's kubeadm/kubelet, the etcd and kubectl tests/lab_build
+# builds, the NPU driver packages) is served by the NPU emulator's mirror, which runs from a checkout with
+# the test extra installed.
+INSTALL_HINT = ("install ufcctl from its source checkout with the test extra: `pip install -e '.[test]'` "
+                "(a plain `pip install .` carries no tests/lab_standins, so nothing would serve the packages "
+                "the lab's deploy downloads); or, for nodes that only `deploy --check` and the roles' own "
+                "checks will use, `ufcctl lab up --allow-no-mirror`")
+# What `lab up --allow-no-mirror` says when it went on without the mirror
+NO_MIRROR_NOTE = ("no package mirror (this install has no lab NPU emulator): `ufcctl deploy --check` works "
+                  "on this lab, a deploy cannot download its packages; `pip install -e '.[test]'` from a "
+                  "source checkout serves them")
+
+
+def require_npu_emulator(allow_no_mirror: bool = False, checkout: Path | None = None) -> bool:
+    """Whether this install can serve what the lab's deploy downloads. Without it: an InputError before
+    the lab is touched, unless the caller accepts a lab without a mirror (`lab up --allow-no-mirror`:
+    an installed wheel's lab for check mode), then False."""
+    checkout = CHECKOUT if checkout is None else checkout
+    if npu_emulator_present(checkout):
+        return True
+    if allow_no_mirror:
+        return False
+    raise InputError(f"ufcctl lab up: this ufcctl ({checkout}) has no lab NPU emulator "
+                     f"({NPU_EMULATOR_DIR}), so the lab's deploy would fail to download its packages",
+                     INSTALL_HINT)
 
 
 # `setup` builds etcd and Kubernetes from their Go modules when this machine has not yet (tests/lab_build:

@@ -64,7 +64,7 @@ def prepare_npu_emulator(lab: str, layout: LabLayout, workdir: Path, image: str,
     """Build the packages and start (or keep) the mirror; a failure is returned, not raised, so that
     `lab up` still writes the inventory of the nodes it started before it reports the failure."""
     if not present():
-        return NpuEmulator("skipped")
+        return NpuEmulator("skipped")  # `lab up` refused first unless --allow-no-mirror
     try:
         data = run(setup_args(lab, layout, workdir, image))
         mirror, node_vars = data["mirror"], data["npu_node_vars"]

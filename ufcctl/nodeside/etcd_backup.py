@@ -48,6 +48,10 @@ class SnapshotError(Exception):
     """A snapshot that must not be used (or could not be taken): the file and what is wrong, one line."""
 
 
+class _LocalWrite(Exception):
+    """Writing the snapshot on this machine failed (its OSError is the cause): no network error."""
+
+
 class _Digests:
     """sha256 of the whole file, and of all but its last 32 bytes (what etcd's trailer holds)."""
 
@@ -97,7 +101,10 @@ def take(client: ClusterClient, endpoint: str, member: str, directory: str, clus
         with atomic_file(final, 0o600, replace=False) as out:
 
             def write(data: bytes) -> None:
-                out.write(data)
+                try:
+                    out.write(data)
+                except OSError as err:  # this machine's disk (ENOSPC), not the member: kept apart from
+                    raise _LocalWrite(err) from err  # the stream's errors, which become EtcdError
                 digests.feed(data)
 
             client.gateway(endpoint).snapshot(write)
@@ -107,6 +114,9 @@ def take(client: ClusterClient, endpoint: str, member: str, directory: str, clus
         whole = digests.whole.hexdigest()
         write_atomic(final + backup.SUM_SUFFIX, backup.sum_line(whole, name), 0o600)
         _fsync_dir(directory)
+    except _LocalWrite as err:
+        raise SnapshotError(f"snapshot of cluster {cluster}: writing {directory} on this machine failed: "
+                            f"{err.__cause__} (member {member} is not at fault)") from err
     except EtcdError as err:
         raise SnapshotError(f"snapshot of cluster {cluster} from {member}: {err}") from err
     except FileExistsError as err:

@@ -10,6 +10,7 @@ from typing import Any
 from ufcctl.domain.inventory.ranges import compact_host_names
 from ufcctl.domain.inventory.summary import InventorySummary
 from ufcctl.report.output import print_table, stdout_console
+from ufcctl.report.terminal import styled
 
 DOMAIN_TITLES = {
     "accelerator_types": ("accelerator type", "npu_accelerator_type"),
@@ -38,10 +39,8 @@ def _natural(item: Sequence[Any]) -> list[Any]:
 
 def print_inventory_summary(summary: InventorySummary) -> None:
     console = stdout_console()
-    console.print(
-        f"[bold]{summary.path}[/]: {summary.hosts} hosts, {summary.topology.npu_nodes} NPU nodes",
-        highlight=False,
-    )
+    console.print(styled((str(summary.path), "bold"),
+                         f": {summary.hosts} hosts, {summary.topology.npu_nodes} NPU nodes"))
     # Families of many similar groups (1,000 ToR groups under npu_tors) show as their parent's row.
     crowded = {g.name: g.children for g in summary.groups if len(g.children) > MAX_CHILDREN_ROWS}
     parents: dict[str, list[str]] = {}

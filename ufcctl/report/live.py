@@ -12,11 +12,13 @@ from typing import Self
 from rich.console import Console
 from rich.progress import Progress, ProgressColumn
 
+from ufcctl.report.terminal import TerminalConsole
+
 
 class LiveProgress:
     def __init__(self, columns: Sequence[str | ProgressColumn], console: Console | None = None,
                  quiet: bool = False, *, transient: bool = False, markup: bool = True):
-        self.console = console or Console(stderr=True)
+        self.console = console or TerminalConsole(stderr=True)
         self.quiet = quiet
         self.live = self.console.is_terminal and not quiet
         self._markup = markup  # False where the lines quote what others wrote (addresses, errors)

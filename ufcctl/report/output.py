@@ -12,11 +12,12 @@ from rich.console import Console
 
 from ufcctl.engine.run_result import RunResult
 from ufcctl.report.tables import Fitted, new_table, table
+from ufcctl.report.terminal import TerminalConsole, styled
 
 STATUS_STYLE = {"ok": "green", "changed": "yellow", "failed": "red", "unreachable": "magenta"}
 
 
-class StdoutConsole(Console):
+class StdoutConsole(TerminalConsole):
     """rich's Console for stdout, except that a closed pipe raises BrokenPipeError.
 
     rich's own answer (Console.on_broken_pipe) is SystemExit(1), which skips ufcctl/cli/main.py:
@@ -46,12 +47,10 @@ def print_run_summary(result: RunResult, max_rows: int = 50) -> None:
     console = stdout_console()
     totals = result.totals()
     mode = " (check mode)" if result.check else ""
-    console.print(
-        f"[bold]{result.playbook}[/]{mode}: {result.outcome} in {result.seconds:.1f}s — "
+    console.print(styled(
+        (result.playbook, "bold"), f"{mode}: {result.outcome} in {result.seconds:.1f}s — "
         f"{len(result.hosts)} host(s): ok={totals['ok']} changed={totals['changed']} "
-        f"failed={totals['failed']} unreachable={totals['unreachable']} skipped={totals['skipped']}",
-        highlight=False,
-    )
+        f"failed={totals['failed']} unreachable={totals['unreachable']} skipped={totals['skipped']}"))
     shown = [r for r in result.hosts.values() if not r.succeeded] if len(result.hosts) > max_rows else list(
         result.hosts.values()
     )
@@ -60,7 +59,7 @@ def print_run_summary(result: RunResult, max_rows: int = 50) -> None:
         for r in shown[:max_rows]:
             failure = f"{r.failed_task}: {r.message}" if r.failed_task else ""
             style = STATUS_STYLE.get(r.status, "")
-            recap.add_row(r.host, f"[{style}]{r.status}[/]", str(r.ok), str(r.changed), str(r.failed),
+            recap.add_row(r.host, styled((r.status, style)), str(r.ok), str(r.changed), str(r.failed),
                           str(r.skipped), failure[:160])
         console.print(Fitted(recap))
         if len(shown) > max_rows:

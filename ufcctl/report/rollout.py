@@ -16,6 +16,7 @@ from ufcctl.domain.rollout.summary import RolloutSummary
 from ufcctl.report.live import LiveProgress
 from ufcctl.report.output import stdout_console
 from ufcctl.report.tables import Fitted, new_table
+from ufcctl.report.terminal import styled
 from ufcctl.rollout.store import RunRecord
 
 STATE_STYLE = {"done": "green", "failed": "red", "skipped": "yellow", "pending": "dim", "running": "cyan"}
@@ -93,7 +94,7 @@ class RolloutProgress(LiveProgress):
         self._say(f"batch {batch} {host} {state} in {duration(seconds)}{why}")
 
     def stopped(self, reason: str) -> None:
-        self.console.print(f"[bold red]stopping:[/] {reason}; in-flight nodes finish", highlight=False)
+        self.console.print(styled(("stopping:", "bold red"), f" {reason}; in-flight nodes finish"))
 
 
 def print_plan(plan: RolloutPlan, projection: Projection | None, targets: int, *,
@@ -136,21 +137,21 @@ def print_summary(summary: RolloutSummary) -> None:
     counts = summary.counts
     took = f" in {duration(summary.seconds)}" if summary.seconds is not None else ""
     mode = " (dry run: Ansible check mode)" if summary.dry_run else ""
-    console.print(
-        f"[bold]{summary.kind}[/] {summary.run_id}{mode}: [bold]{summary.status}[/]{took} - "
-        f"done {counts['done']} (changed {summary.changed}), failed {counts['failed']}, "
-        f"skipped {counts['skipped']}, pending {counts['pending']}", highlight=False)
+    console.print(styled(
+        (summary.kind, "bold"), f" {summary.run_id}{mode}: ", (summary.status, "bold"),
+        f"{took} - done {counts['done']} (changed {summary.changed}), failed {counts['failed']}, "
+        f"skipped {counts['skipped']}, pending {counts['pending']}"))
     for step, outcome in summary.steps.items():
         console.print(f"{step}: {outcome}", highlight=False)
     if summary.message:
-        console.print(f"[red]stopped:[/] {summary.message}", highlight=False)
+        console.print(styled(("stopped:", "red"), f" {summary.message}"))
     shown = list(summary.nodes) if len(summary.nodes) <= MAX_ROWS else summary.failed + summary.skipped
     if shown:
         table = new_table(("host", "batch", "state", "changed", "time", "tries", "reason"))
         for node in shown[:MAX_ROWS]:
             style = STATE_STYLE.get(node.state, "")
             changed = "-" if node.changed is None else ("yes" if node.changed else "no")
-            table.add_row(node.host, str(node.batch), f"[{style}]{node.state}[/]", changed,
+            table.add_row(node.host, str(node.batch), styled((node.state, style)), changed,
                           duration(node.seconds), str(node.attempts), (node.reason or "")[:160])
         console.print(Fitted(table))
         if len(shown) > MAX_ROWS:
@@ -171,15 +172,16 @@ def _near(path: str) -> str:
 
 
 def print_runs(runs: Sequence[RunRecord]) -> None:
-    # The node counts share one column (words that wrap) so that the table fits 80 columns.
-    table = new_table(("run", "kind", "status", "started", "nodes", "inventory"))
+    # The node counts share one column (words that wrap) so that the table fits 80 columns; the run id,
+    # which starts with the kind's name, is never wrapped (it is what `ufcctl resume` takes)
+    table = new_table(("run", "status", "started", "nodes", "inventory"))
     for run in runs:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created))
         counts = {**{s: run.counts.get(s, 0) for s in ("done", "failed", "skipped")},
                   "pending": run.counts.get("pending", 0) + run.counts.get("running", 0)}
         nodes = ", ".join(f"{n} {state}" for state, n in counts.items() if n) or "0"
-        table.add_row(run.run_id, run.kind, run.status, started, nodes, _near(run.inventory))
-    stdout_console().print(Fitted(table))
+        table.add_row(run.run_id, run.status, started, nodes, _near(run.inventory))
+    stdout_console().print(Fitted(table, whole=("run",)))
 
 
 def runs_json(runs: Sequence[RunRecord]) -> list[dict[str, Any]]:

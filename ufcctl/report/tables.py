@@ -56,9 +56,10 @@ class Fitted:
     which cut "lab status" into "lab s/tatus" above a narrow table.
     """
 
-    def __init__(self, table: Table, title: str = ""):
+    def __init__(self, table: Table, title: str = "", whole: Sequence[str] = ()):
         self.table = table
         self.title = title
+        self.whole = frozenset(whole)  # headers of columns never wrapped or cut (ids a user copies)
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement.get(console, options, self.table)
@@ -79,7 +80,12 @@ class Fitted:
         minimums = [max(r.minimum for r in column) for column in ranges]
         maximums = [max(r.maximum for r in column) for column in ranges]
         overhead = Measurement.get(console, wide, table).maximum - sum(maximums)
-        widths = share_widths(minimums, maximums, options.max_width - overhead)
+        kept = [str(column.header) in self.whole for column in table.columns]
+        fixed = sum(high for high, keep in zip(maximums, kept, strict=True) if keep)
+        shared = iter(share_widths([low for low, keep in zip(minimums, kept, strict=True) if not keep],
+                                   [high for high, keep in zip(maximums, kept, strict=True) if not keep],
+                                   options.max_width - overhead - fixed))
+        widths = [high if keep else next(shared) for high, keep in zip(maximums, kept, strict=True)]
         fitted = copy.copy(table)
         fitted.columns = [
             dataclasses.replace(column, width=max(width, 1))

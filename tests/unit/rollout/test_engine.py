@@ -376,8 +376,15 @@ def test_a_second_kind_runs_and_resumes_by_the_stored_runs_kind(store: StateStor
         extravars=lambda o: {"pre_heat_image": o["image"]}, hooks=lambda _r: (None, "not needed"),
     ))
     inv = inventory(6, "kube_node")
-    request = RolloutRequest(inventory_dir=Path("/inv"), batch=2, options={"image": "mindspore:2.3"})
-    fake = FakeAnsible({"w04": Behaviour("failed")}, marker="Image pulled")
+    # The budget is not what this test is about: with the default 0% a failure stops admissions, so
+    # w05 ran or stayed pending by whether it asked the gate before w04's failure was recorded (CI,
+    # under load, saw pending 1). 100% admits every node; w05 is made to ask last, the CI order.
+    request = RolloutRequest(inventory_dir=Path("/inv"), batch=2, max_fail=100,
+                             options={"image": "mindspore:2.3"})
+    failed = threading.Event()
+    fake = FakeAnsible({"w04": Behaviour("failed")}, marker="Image pulled",
+                       on_end=lambda host: failed.set() if host == "w04" else None,
+                       arrive=lambda host, _hosts: failed.wait(HANG_GUARD) if host == "w05" else None)
     summary = runs.start(heat, request, store, inv, run_fn=fake)
     assert summary.kind == "pre-heat" and summary.counts == {"pending": 0, "running": 0, "done": 5,
                                                               "failed": 1, "skipped": 0}

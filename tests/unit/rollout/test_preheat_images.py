@@ -128,7 +128,7 @@ def test_dry_run_counts_upstream_traffic_per_serving_cache_or_per_node(store: St
     sizes = {"lab/app": (1000, ""),
              "library/busybox": (None, "GET https://registry-1.docker.io/v2/: HTTP 401")}
     plan = preheat_images.dry_run(request((IMAGE, "busybox")), store, inv,
-                                  size_of=lambda url, repo, ref: sizes[repo])
+                                  size_of=lambda url, repo, ref, timeout: sizes[repo])
     assert plan.caches.caches == ["cache-tor0", "cache-tor1"] and plan.report.targets == 6
     app, busybox = plan.traffic
     assert (app.pulls, app.via, app.total) == (2, "caches", 2000)
@@ -144,7 +144,45 @@ def test_tor_caches_filling_from_their_super_pod_cache_cost_the_upstream_nothing
               "cache-tor2": {"npu_tor_id": "tor-2", "registry_cache_super_pod": 9},
               "cache-sp0": {"registry_cache_tier": "super_pod", "npu_super_pod_id": 0}}
     plan = preheat_images.dry_run(request(), store, cluster(6, caches),
-                                  size_of=lambda url, repo, ref: (1000, ""))
+                                  size_of=lambda url, repo, ref, timeout: (1000, ""))
     assert plan.caches.waves == (["cache-sp0"], ["cache-tor0", "cache-tor1", "cache-tor2"])
     (app,) = plan.traffic
     assert (app.pulls, app.via, app.total) == (2, "caches", 2000)
+
+
+def test_a_silent_registry_is_asked_once_within_one_deadline(store: StateStore) -> None:
+    """issue 42: a registry that did not answer is not asked again, and all reads share one deadline."""
+    asked: list[tuple[str, float]] = []
+    now = [0.0]
+
+    def silent(url, repo, ref, timeout):
+        asked.append((repo, timeout))
+        now[0] += timeout  # the request ran out its time
+        return None, f"GET {url}/v2/{repo}/manifests/{ref}: no answer within {timeout:g} s"
+
+    images = tuple(f"registry.example:5000/team/app{i}:1" for i in range(10))
+    plan = preheat_images.dry_run(request(images), store, cluster(2, {}), size_of=silent,
+                                  clock=lambda: now[0])
+    assert [repo for repo, _ in asked] == ["team/app0"]
+    others = [why for image, why in plan.why_unknown.items() if "app0" not in image]
+    assert len(others) == 9 and all("did not answer earlier" in why for why in others)
+    assert now[0] <= preheat_images.READ_DEADLINE
+
+
+def test_answering_registries_share_one_deadline(store: StateStore) -> None:
+    now = [0.0]
+
+    def slow(url, repo, ref, timeout):
+        now[0] += 4.0
+        return 1000, ""
+
+    images = tuple(f"registry.example:5000/team/app{i}:1" for i in range(10))
+    plan = preheat_images.dry_run(request(images), store, cluster(2, {}), size_of=slow, clock=lambda: now[0])
+    spent = [why for why in plan.why_unknown.values() if "are spent" in why]
+    assert spent and now[0] <= preheat_images.READ_DEADLINE
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "99999999"])
+def test_registry_ports_are_1_to_65535(port: str) -> None:
+    with pytest.raises(InputError, match=f"port {port[:6]} is not 1-65535"):
+        request((f"registry.example:{port}/team/app:1",))

@@ -58,6 +58,9 @@ def parse_image(text: str) -> ImageRef:
     if sep and ("." in first or ":" in first or first == "localhost" or first.startswith("[")):
         if not _HOST_RE.match(first):
             raise ValueError(f"registry {first!r} is not a host[:port]")
+        port = first.rpartition(":")[2] if not first.endswith("]") and ":" in first else ""
+        if port and not 0 < int(port[:6]) < 65536:
+            raise ValueError(f"registry {first!r}: port {port[:6]} is not 1-65535")
         registry, path = first, rest
     else:
         registry, path = DOCKER_HUB, text

@@ -5,6 +5,7 @@ name two super pods splits one switch between two caches, drains and placements.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from ufcctl.domain.inventory.model import Inventory
@@ -23,7 +24,8 @@ def check_topology_contradictions(inv: Inventory, problems: list[Problem], warni
     would keep whichever group sorts last; refused, naming both."""
     for name, host in inv.hosts.items():
         for var in ("npu_tor_id", "npu_super_pod_id"):
-            if var in host.file_vars or any(var in (s.data or {}) for s in host.vars_files):
+            if var in host.file_vars or any(isinstance(s.data, Mapping) and var in s.data
+                                            for s in host.vars_files):
                 continue  # set on the host itself: one value, whatever its groups say
             given = _defining_groups(inv, name, var)
             values = {str(v) for v in given.values()}

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ufcctl.errors import cut_quoted
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -21,7 +23,7 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.file}: {self.subject}: " if self.subject else f"{self.file}: "
-        return f"{where}{self.message}" + (f" — {self.fix}" if self.fix else "")
+        return cut_quoted(f"{where}{self.message}" + (f" — {self.fix}" if self.fix else ""))
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ Window, budget, canary, alignment, state, resume and `--retry-failed` are the en
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ from ufcctl.domain.inventory.model import KUBE_NODE, REGISTRY_CACHE, Host, Inven
 from ufcctl.domain.inventory.phases import NODE_PHASE_EXCLUDES
 from ufcctl.engine.registry_client import image_size
 from ufcctl.engine.runner import RunOptions, run_playbook
-from ufcctl.errors import InputError, RunFailed
+from ufcctl.errors import InputError, RunFailed, shown
 from ufcctl.paths import playbook
 from ufcctl.rollout import planning
 from ufcctl.rollout.kind import NodeGuard, RolloutKind, RolloutRequest
@@ -64,7 +65,7 @@ def parse_images(values: Sequence[str]) -> list[ImageRef]:
         try:
             ref = parse_image(value)
         except ValueError as err:
-            raise InputError(f"image {value!r}: {err}") from None
+            raise InputError(f"image {shown(value)}: {err}") from None
         if ref not in found:
             found.append(ref)
     return found
@@ -189,8 +190,16 @@ class DryRun:
     why_unknown: dict[str, str]
 
 
+# The dry run's registry reads together: one deadline for all of them (a silent registry costs its
+# per-request 5 s once, never once per image), and a registry that did not answer is not asked again.
+READ_DEADLINE = 20.0
+PER_READ = 5.0
+_SILENT = ("no answer within", "not all of the answer within", "connection refused")
+
+
 def dry_run(request: RolloutRequest, store: StateStore, inventory: Inventory, *,
-            node_seconds: float | None = None, size_of: Any = image_size) -> DryRun:
+            node_seconds: float | None = None, size_of: Any = image_size,
+            clock: Any = time.monotonic) -> DryRun:
     """The plan and the expected upstream traffic; reads the inventory and the upstreams' manifests,
     never contacts a node or a cache."""
     report = planning.plan(KIND, request, store, inventory, node_seconds=node_seconds)
@@ -198,9 +207,20 @@ def dry_run(request: RolloutRequest, store: StateStore, inventory: Inventory, *,
     images = [parse_image(i) for i in request.options["images"]]
     caches = cache_plan(inventory, targets, images)
     rows, unknown = [], {}
+    deadline = clock() + READ_DEADLINE
+    silent: dict[str, str] = {}  # registry URL -> why it is not asked again
     for image in images:
         upstream = upstream_for(image, caches.upstreams)
-        size, why = size_of(upstream_url(image, upstream), image.repository, image.reference)
+        base = upstream_url(image, upstream)
+        left = deadline - clock()
+        if base in silent:
+            size, why = None, f"not asked: {silent[base]}"
+        elif left <= 0:
+            size, why = None, f"not asked: the dry run's {READ_DEADLINE:g} s for registry reads are spent"
+        else:
+            size, why = size_of(base, image.repository, image.reference, timeout=min(PER_READ, left))
+            if size is None and any(mark in why for mark in _SILENT):
+                silent[base] = f"{base} did not answer earlier in this run"
         if size is None:
             unknown[str(image)] = why
         rows.append(traffic(str(image), size, upstream is not None, caches.upstream_fills, len(targets)))
