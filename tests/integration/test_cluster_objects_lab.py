@@ -144,7 +144,7 @@ def test_every_worker_registered_labelled_and_admitted(deployed: Stack) -> None:
 # The README's `plan upgrade-cluster` lines, as written (run from the checkout root by a shell).
 PLAN_UPGRADE = ("podman cp ufc-cp1:/etc/kubernetes/admin.conf .ufc/lab/admin.conf",
                 "KUBECONFIG=.ufc/lab/admin.conf ufcctl plan upgrade-cluster --inventory lab "
-                "--version v1.32.0")
+                "--version v1.35.4")
 
 
 def _shell(deployed: Stack, line: str) -> subprocess.CompletedProcess[str]:
@@ -157,15 +157,17 @@ def test_plan_upgrade_cluster_reads_every_version_and_applies_the_skew_policy(de
     assert copied.returncode == 0, copied.stderr
     plan = _shell(deployed, PLAN_UPGRADE[1])
     assert plan.returncode == 0, plan.stdout + plan.stderr
-    assert "upgrade-cluster plan: v1.31.4 -> v1.32.0" in plan.stdout
-    assert f"{STACK_LAB}-cp1 (kubeadm upgrade apply v1.32.0)" in plan.stdout
+    assert "upgrade-cluster plan: v1.34.4 -> v1.35.4" in plan.stdout
+    assert f"{STACK_LAB}-cp1 (kubeadm upgrade apply v1.35.4)" in plan.stdout
+    # 1.35 is newer than MindCluster 26.0.0 states (1.17-1.34): allowed, and said
+    assert "warning: Kubernetes v1.35.4 is newer than 1.34, the newest MindCluster 26.0.0" in plan.stdout
     assert "kubelet versions from: .ufc/lab/admin.conf" in plan.stdout  # every Node read through the VIP
-    # the lab's etcd is the real 3.6.17 (tests/lab_build): kubeadm's ExternalEtcdVersion has nothing to say,
-    # and the lab ignores no preflight check for it any more
+    # the lab's etcd is the real 3.6.17 (tests/lab_build): kubeadm's ExternalEtcdVersion (3.5.24 for 1.35)
+    # has nothing to say, and the lab ignores no preflight check for it any more
     assert "older than" not in plan.stdout and "lets it through" not in plan.stdout
-    skip = _shell(deployed, PLAN_UPGRADE[1].replace("v1.32.0", "v1.33.0") + " --output json")
+    skip = _shell(deployed, PLAN_UPGRADE[1].replace("v1.35.4", "v1.36.1") + " --output json")
     assert skip.returncode == 2, skip.stdout + skip.stderr
-    assert json.loads(skip.stdout)["refusals"][0].startswith("v1.33.0 skips a minor")
-    assert "Error: upgrade to v1.33.0 refused: v1.33.0 skips a minor" in skip.stderr
-    down = _shell(deployed, PLAN_UPGRADE[1].replace("v1.32.0", "v1.30.0"))
+    assert json.loads(skip.stdout)["refusals"][0].startswith("v1.36.1 skips a minor")
+    assert "Error: upgrade to v1.36.1 refused: v1.36.1 skips a minor" in skip.stderr
+    down = _shell(deployed, PLAN_UPGRADE[1].replace("v1.35.4", "v1.33.0"))
     assert down.returncode == 2 and "downgrades are not supported" in down.stderr

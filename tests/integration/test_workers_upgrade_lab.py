@@ -1,13 +1,13 @@
 """`ufcctl upgrade-cluster` on the shared deployed lab, with the README's lines as written: the lab goes from
-Kubernetes v1.31.4 to v1.32.3 (the LAB KUBE EMULATOR's `kubeadm upgrade apply|node`, its kubelet reporting
+Kubernetes v1.34.4 to v1.35.4 (the LAB KUBE EMULATOR's `kubeadm upgrade apply|node`, its kubelet reporting
 its version through the LAB API STAND-IN), while a client requests /version through the VIP every 0.1 s on a
 new connection each time.
 
-Checked: a run the inventory does not record (ufc_kube_version still v1.31.4) is refused (exit 2) and
-touches nothing; once the inventory says v1.32.3, `deploy` and `add-nodes` are refused (they would swap
+Checked: a run the inventory does not record (ufc_kube_version still v1.34.4) is refused (exit 2) and
+touches nothing; once the inventory says v1.35.4, `deploy` and `add-nodes` are refused (they would swap
 kubeadm and kubelet under running nodes); then the README's run exits 0 after a snapshot of every etcd
 cluster, the control planes one at a time (apply on the first, node on the others) and every worker on the
-fleet engine; every apiserver answers v1.32.3, every Node reports kubelet v1.32.3, no node is left cordoned
+fleet engine; every apiserver answers v1.35.4, every Node reports kubelet v1.35.4, no node is left cordoned
 or marked, every haproxy backend is UP again; the requests through the VIP that failed during the run are
 counted and printed (the aim, asserted: none), and so are haproxy's connection errors, retries and
 redispatches (asserted: none; they are what shows a control plane restarted while still in the backends,
@@ -22,7 +22,7 @@ cordoned or marked afterwards.
 
 A stack module (tests/helpers/lab.py STACK_MODULES): its file name sorts after every other stack module
 (file order on one worker, tests/integration/conftest.py), so the lab moves to the new version only after
-every other module ran on v1.31.4.
+every other module ran on v1.34.4.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from ufcctl.app.inventory import load_inventory
 
 pytestmark = pytest.mark.integration
 
-TARGET = "v1.32.3"
+TARGET = "v1.35.4"
 CONTROL_PLANES = [f"{STACK_LAB}-cp{i}" for i in (1, 2, 3)]
 CLIENT = f"{STACK_LAB}-w06"
 KUBECTL = ["kubectl", "--kubeconfig=/etc/kubernetes/admin.conf"]
@@ -112,13 +112,13 @@ def versions_file(stack: Stack) -> Path:
 
 def test_an_upgrade_the_inventory_does_not_record_is_refused_and_touches_nothing(
         stack: Stack, versions_file: Path) -> None:
-    assert not versions_file.exists()  # the lab runs the roles' default, v1.31.4
+    assert not versions_file.exists()  # the lab runs the roles' default, v1.34.4
     assert _shell(stack, COPY_ADMIN).returncode == 0
     refused = _shell(stack, UPGRADE, timeout=300)
     assert refused.returncode == 2, refused.stdout + refused.stderr
-    assert "says ufc_kube_version '1.31.4'" in refused.stderr and "set ufc_kube_version" in refused.stderr
+    assert "says ufc_kube_version '1.34.4'" in refused.stderr and "set ufc_kube_version" in refused.stderr
     assert "Traceback" not in refused.stderr
-    assert {_apiserver_version(stack, h) for h in CONTROL_PLANES} == {"v1.31.4"}
+    assert {_apiserver_version(stack, h) for h in CONTROL_PLANES} == {"v1.34.4"}
     assert not any(r.get("verb") for h in CONTROL_PLANES for r in emulator.upgrades(h, stack.env))
 
 
@@ -130,7 +130,7 @@ def test_the_readme_upgrade_moves_every_node_and_the_vip_keeps_answering(
     for line in ("ufcctl deploy --inventory lab", f"ufcctl add-nodes --inventory lab --limit {CLIENT}"):
         swap = _shell(stack, line, timeout=300)
         assert swap.returncode == 2, (line, swap.stdout[-2000:], swap.stderr[-2000:])
-        assert "runs v1.31.4: a deploy would swap kubeadm and kubelet" in swap.stderr, swap.stderr
+        assert "runs v1.34.4: a deploy would swap kubeadm and kubelet" in swap.stderr, swap.stderr
         assert "ufcctl upgrade-cluster --inventory" in swap.stderr and "Traceback" not in swap.stderr
     vip = str(yaml.safe_load((stack.inventory / "group_vars/all/cluster.yml").read_text())["ufc_vip"])
     before = _haproxy_counters(stack)

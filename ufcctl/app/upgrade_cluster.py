@@ -45,7 +45,7 @@ def check_request(inventory_dir: Path, version: str) -> tuple[Inventory, Upgrade
     wanted = skew.parse(version)
     if wanted is None:
         raise InputError(f"--version {version!r}: not a Kubernetes version",
-                         "use vMAJOR.MINOR.PATCH, e.g. v1.32.3")
+                         "use vMAJOR.MINOR.PATCH, e.g. v1.35.4")
     inventory = load_inventory(inventory_dir)
     recorded = inventory_version(inventory)
     if skew.parse(recorded) != wanted:

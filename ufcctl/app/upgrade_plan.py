@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ufcctl.app.certs import controller_dirs
 from ufcctl.app.etcd_maint import etcd_status
 from ufcctl.app.inventory import load_inventory
+from ufcctl.domain.addons import compat
 from ufcctl.domain.controlplane import skew
 from ufcctl.domain.inventory.model import Inventory
 from ufcctl.engine.http_get import HttpError
@@ -31,7 +32,10 @@ from ufcctl.paths import state_dir
 CONTROL_PLANE = "kube_control_plane"
 WORKERS = "kube_node"
 VERSION_TIMEOUT = 5.0
-DEFAULT_KUBE_VERSION = "1.31.4"  # the roles' default for ufc_kube_version
+# roles/ascend_components' default for ufc_mindcluster_version
+DEFAULT_MINDCLUSTER_VERSION = "26.0.0"
+# the roles' default for ufc_kube_version (docs/reference/real-kubernetes.md §2)
+DEFAULT_KUBE_VERSION = "1.34.4"
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,7 @@ def plan_upgrade_cluster(inventory_dir: Path, version: str,
     """`inventory`: the one at `inventory_dir` when the caller loaded it already (read once, not twice)."""
     if skew.parse(version) is None:
         raise InputError(f"--version {version!r}: not a Kubernetes version",
-                         "use vMAJOR.MINOR.PATCH, e.g. v1.32.0")
+                         "use vMAJOR.MINOR.PATCH, e.g. v1.35.4")
     inventory = inventory or load_inventory(inventory_dir)
     planes = inventory.group_hosts(CONTROL_PLANE)
     if not planes:
@@ -107,6 +111,11 @@ def plan_upgrade_cluster(inventory_dir: Path, version: str,
     ignored = inventory.hosts[planes[0]].vars.get("kube_control_plane_ignore_preflight_errors") or []
     verdict = skew.check(version, skew.Versions(
         apiservers, kubelets, etcd, frozenset(str(i) for i in ignored if isinstance(ignored, list))))
+    # the add-ons' compatibility too: a target newer than MindCluster states is allowed, and said
+    mindcluster = (inventory.hosts[planes[0]].vars.get("ufc_mindcluster_version")
+                   or DEFAULT_MINDCLUSTER_VERSION)
+    verdict = replace(verdict, warnings=verdict.warnings + tuple(
+        compat.kube_warnings(str(mindcluster), verdict.target)))
     return UpgradePlan(verdict, tuple(planes), len(inventory.group_hosts(WORKERS)), source, bool(kubelets))
 
 

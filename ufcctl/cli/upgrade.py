@@ -29,7 +29,7 @@ DEFAULT_WINDOW = 1
 
 @plan.command("upgrade-cluster")
 @inventory_option()
-@click.option("--version", "version", required=True, help="The Kubernetes version to go to, e.g. v1.32.0.")
+@click.option("--version", "version", required=True, help="The Kubernetes version to go to, e.g. v1.35.4.")
 @output_option()
 def plan_upgrade(inventory: Path, version: str, output: str) -> None:
     """Check an upgrade to --version against Kubernetes' version-skew policy (one minor at a time, no
@@ -71,7 +71,7 @@ def _print_plan(report: UpgradePlan) -> None:
 @click.command("upgrade-cluster")
 @inventory_option()
 @click.option("--version", "version", required=True,
-              help="The Kubernetes version to go to, e.g. v1.32.3 (the inventory's ufc_kube_version must "
+              help="The Kubernetes version to go to, e.g. v1.35.4 (the inventory's ufc_kube_version must "
                    "say it).")
 @fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW, order=True)
 @click.option("--drain-timeout", type=integer(10, MAX_NODE_TIMEOUT),

@@ -38,7 +38,7 @@ def supported_versions() -> list[tuple[int, int]]:
 def _minor(version: str) -> tuple[int, int]:
     match = re.match(r"^v?(\d+)\.(\d+)", str(version))
     if not match:
-        raise InputError(f"kube version {version!r}: expected MAJOR.MINOR[.PATCH], e.g. 1.31.4")
+        raise InputError(f"kube version {version!r}: expected MAJOR.MINOR[.PATCH], e.g. 1.34.4")
     return int(match.group(1)), int(match.group(2))
 
 

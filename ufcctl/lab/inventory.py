@@ -279,9 +279,7 @@ def render_inventory(
         files[ARTIFACT_VARS] = (
             _header(layout) + "# The lab mirror as every host's artifact source: etcd and kubectl built\n"
             "# from their Go modules at the pinned tags (tests/lab_build), kubeadm/kubelet of the\n"
-            "# LAB KUBE EMULATOR, the emulated Ascend Docker Runtime and HDK.\n"
-            "# kubectl: the lab's emulated cluster reports an older minor than the kubectl it installs, so\n"
-            "# the skew check is let through here, lab only.\n"
+            "# LAB KUBE EMULATOR (the same releases), the emulated Ascend Docker Runtime and HDK.\n"
             + _dump(artifact_vars)
         )
     return files

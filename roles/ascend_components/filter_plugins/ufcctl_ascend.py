@@ -86,10 +86,16 @@ def ufcctl_ascend_compat_problems(
     )
 
 
+def ufcctl_ascend_compat_warnings(mindcluster: str, kube: str) -> list[str]:
+    """What is allowed but outside MindCluster's statement (a newer Kubernetes); see compat.kube_warnings."""
+    return compat.kube_warnings(str(mindcluster), str(kube))
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "ufcctl_ascend_tor_configmap": ufcctl_ascend_tor_configmap,
             "ufcctl_ascend_label_plan": ufcctl_ascend_label_plan,
             "ufcctl_ascend_compat_problems": ufcctl_ascend_compat_problems,
+            "ufcctl_ascend_compat_warnings": ufcctl_ascend_compat_warnings,
         }

@@ -2160,7 +2160,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     "Invalid",
                     'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: '
                     "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature "
-                    "gate is enabled (off in Kubernetes 1.31)",
+                    "gate is enabled (the LAB API STAND-IN serves no watch-list stream; Kubernetes 1.34 "
+                    "enables the gate)",
                 )
             if query.get("watch") in ("true", "1"):
                 self._watch(res, namespace, query)

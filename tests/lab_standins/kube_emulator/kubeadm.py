@@ -758,7 +758,8 @@ def _root() -> None:
 
 def cmd_upgrade_apply(argv: list[str]) -> int:
     """`kubeadm upgrade apply VERSION [-y|--yes] [--ignore-preflight-errors=...]` on a control plane, as
-    kubeadm 1.31 checks it (cmd/kubeadm/app/phases/upgrade/policy.go EnforceVersionPolicies; health.go)."""
+    kubeadm checks it (cmd/kubeadm/app/phases/upgrade/policy.go EnforceVersionPolicies, its messages the same
+    at v1.34.4; health.go)."""
     positional = [a for a in argv if not a.startswith("-")]
     if len(positional) != 1:
         raise Failed("kubeadm upgrade apply: exactly one argument, the version to upgrade to")

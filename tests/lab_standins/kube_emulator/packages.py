@@ -18,8 +18,11 @@ from tests.lab_standins.npu_emulator.packages import write_if_changed
 
 HERE = Path(__file__).resolve().parent
 # ufc_kube_version's default (roles/kube_control_plane, roles/kube_node), and the next minor's release
-# that `ufcctl upgrade-cluster` moves the lab to (tests/integration/test_upgrade_cluster_lab.py)
-VERSIONS = ("1.31.4", "1.32.3")
+# that `ufcctl upgrade-cluster` moves the lab to (tests/integration/test_workers_upgrade_lab.py): the
+# releases tests/lab_build builds (components.py KUBERNETES, KUBERNETES_NEXT), so the real kubectl of the
+# first lies in the same directory as the emulator's kubeadm and kubelet (each its own file, none
+# overwrites another)
+VERSIONS = ("1.34.4", "1.35.4")
 ARCH = "amd64"
 # What goes into the kubeadm zip application, beside kubeadm.py (present ones only: preflight.py
 # and apiserver.py are optional while they are being built).

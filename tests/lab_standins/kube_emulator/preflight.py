@@ -1,7 +1,8 @@
-"""LAB KUBE EMULATOR: kubeadm 1.31's preflight checks for `init` and `join`, by the names kubeadm prints.
+"""LAB KUBE EMULATOR: kubeadm 1.34's preflight checks for `init` and `join`, by the names kubeadm prints.
 
 NOT Kubernetes' kubeadm. What the real one checks is in kubernetes/kubernetes cmd/kubeadm/app/preflight
-(checks.go, checks_linux.go, release-1.31); the checks this stand-in runs, and those it does not, are listed
+(checks.go, checks_linux.go; read at release-1.31, the names, messages and constants used here checked
+again at v1.34.4); the checks this stand-in runs, and those it does not, are listed
 in tests/lab_standins/README.md. Every probe of the node (the file system under `Host.root`, PATH, the
 listening sockets, the CRI socket, `kubelet --version`, etcd's /version) is a field of `Host`, so unit tests
 drive the checks with a fake root directory and injected probes.
@@ -31,20 +32,24 @@ from typing import Any
 
 import yaml
 
-# kubeadm 1.31 constants (cmd/kubeadm/app/constants/constants.go): ControlPlaneNumCPU,
-# ControlPlaneMem (MB), MinExternalEtcdVersion "3.5.11-0", MinimumKubeletVersion (kubeadm's minor - 3).
+# kubeadm v1.34.4 constants (cmd/kubeadm/app/constants/constants.go): ControlPlaneNumCPU,
+# ControlPlaneMem (MB), MinExternalEtcdVersion "3.5.24-0" (3.5.11-0 in 1.31; v1.35.4 has 3.5.24-0 too),
+# MinimumKubeletVersion (kubeadm's minor - 3).
 MIN_CPUS = 2
 MIN_MEM_MB = 1700
-MIN_EXTERNAL_ETCD = (3, 5, 11)
-MIN_EXTERNAL_ETCD_TEXT = "3.5.11-0"
+MIN_EXTERNAL_ETCD = (3, 5, 24)
+MIN_EXTERNAL_ETCD_TEXT = "3.5.24-0"
 KUBELET_MINORS_OLDER = 3
 SCHEDULER_PORT, CONTROLLER_MANAGER_PORT, KUBELET_PORT = 10259, 10257, 10250
 # The LAB KUBE EMULATOR's own apiserver unit (kubeadm.py UNIT): it may hold the apiserver port, because
 # init and control-plane join restart it (a real node would need `kubeadm reset` first).
 OWN_UNIT = "kube-apiserver"
-# checks_linux.go addExecChecks: a missing one of these fails, a missing one of the others warns.
-REQUIRED_TOOLS = ("conntrack", "ip", "iptables", "mount", "nsenter")
-OPTIONAL_TOOLS = ("ebtables", "ethtool", "socat", "tc", "touch")
+# checks_linux.go addExecChecks at v1.34.4: a missing one of these fails (`conntrack` only for a Kubernetes
+# older than 1.32: kube-proxy no longer needs it in PATH, kubernetes/kubernetes#126952); kubeadm 1.31 also
+# required ip, iptables and nsenter and warned without ebtables, ethtool, socat, tc and touch; 1.34
+# checks none of those.
+REQUIRED_TOOLS = ("losetup", "mount", "cp")
+REQUIRED_BEFORE_1_32 = ("conntrack",)
 HINT = ("[preflight] If you know what you are doing, you can make a check non-fatal with "
         "`--ignore-preflight-errors=...`")
 TCP_LISTEN = "0A"
@@ -233,13 +238,14 @@ def check_swap(host: Host) -> list[Finding]:
     return []
 
 
-def check_tools(host: Host) -> list[Finding]:
-    found = []
-    for name in (*REQUIRED_TOOLS, *OPTIONAL_TOOLS):
-        if host.which(name) is None:
-            found.append(Finding(f"FileExisting-{name}", f"{name} not found in system path",
-                                 name in REQUIRED_TOOLS))
-    return found
+def check_tools(host: Host, kubernetes_version: str = "") -> list[Finding]:
+    """`kubernetes_version`: the ClusterConfiguration's for init, "" for join (kubeadm passes none there, so
+    conntrack is not checked on a join)."""
+    version = _version(kubernetes_version)
+    wanted = (*(REQUIRED_BEFORE_1_32 if version is not None and version[:2] < (1, 32) else ()),
+              *REQUIRED_TOOLS)
+    return [Finding(f"FileExisting-{name}", f"{name} not found in system path", True)
+            for name in wanted if host.which(name) is None]
 
 
 def check_kubelet(host: Host, kubeadm_version: str, control_plane_version: str) -> list[Finding]:
@@ -300,10 +306,11 @@ def check_external_etcd(host: Host, external: dict[str, Any]) -> list[Finding]:
 
 
 def _node_checks(host: Host, registration: dict[str, Any], kubeadm_version: str, control_plane_version: str,
-                 address: str) -> list[Finding]:
-    """What init and every join share (kubeadm's addCommonChecks and the forwarding check)."""
+                 address: str, init: bool) -> list[Finding]:
+    """What init and every join share (kubeadm's addCommonChecks and the forwarding check; a join passes no
+    Kubernetes version to its exec checks)."""
     return [*check_cri(host, str(registration.get("criSocket") or "unix:///run/containerd/containerd.sock")),
-            *check_tools(host), *check_swap(host),
+            *check_tools(host, control_plane_version if init else ""), *check_swap(host),
             *check_kubelet(host, kubeadm_version, control_plane_version),
             *check_port(host, KUBELET_PORT), *check_forwarding(host, address)]
 
@@ -320,7 +327,7 @@ def init_checks(host: Host, docs: dict[str, dict[str, Any]], kubeadm_version: st
     external = (cluster.get("etcd") or {}).get("external")
     return [*_control_plane_checks(host, int(local.get("bindPort") or 6443)),
             *_node_checks(host, init.get("nodeRegistration") or {}, kubeadm_version, plane,
-                          str(local.get("advertiseAddress") or "")),
+                          str(local.get("advertiseAddress") or ""), True),
             *(check_external_etcd(host, external) if external else [])]
 
 
@@ -338,7 +345,7 @@ def join_checks(host: Host, doc: dict[str, Any], kubeadm_version: str) -> list[F
         found += _control_plane_checks(host, int(local.get("bindPort") or 6443))
     endpoint = str(((doc.get("discovery") or {}).get("bootstrapToken") or {}).get("apiServerEndpoint") or "")
     return found + _node_checks(host, doc.get("nodeRegistration") or {}, kubeadm_version, kubeadm_version,
-                                endpoint.rsplit(":", 1)[0])
+                                endpoint.rsplit(":", 1)[0], False)
 
 
 # -- ignoring, reporting -------------------------------------------------------------------------
@@ -391,7 +398,7 @@ def run(command: str, config: str, argv: Sequence[str], kubeadm_version: str,
         ignore = ignored_names((own.get("nodeRegistration") or {}).get("ignorePreflightErrors") or [], argv)
     except ValueError as err:
         raise error(str(err)) from err
-    print("[preflight] Running pre-flight checks (LAB KUBE EMULATOR: kubeadm 1.31's checks, "
+    print("[preflight] Running pre-flight checks (LAB KUBE EMULATOR: kubeadm 1.34's checks, "
           "tests/lab_standins/README.md)")
     # kubeadm checks root alone first and stops there (RunRootCheckOnly)
     for findings in (check_root(host), init_checks(host, docs, kubeadm_version) if command == "init"

@@ -124,8 +124,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     cert_pem, key_pem = _pem(*server)
     (work / "apiserver.crt").write_bytes(cert_pem)
     (work / "apiserver.key").write_bytes(key_pem)
-    schemas = schema_file("1.31.4")
-    api = apiserver.API(apiserver.MemoryStore(), apiserver.load_schemas(schemas), "v1.31.4")
+    schemas = schema_file("1.34.4")
+    api = apiserver.API(apiserver.MemoryStore(), apiserver.load_schemas(schemas), "v1.34.4")
     apiserver.bootstrap(api)
     httpd = apiserver.server(
         api,
@@ -323,7 +323,7 @@ def test_label_or_taint_of_a_node_that_has_not_joined_is_not_found(cluster: Clus
     apiserver.register_node(
         cluster.api,
         "w-label",
-        "v1.31.4",
+        "v1.34.4",
         {"ufc.io/npu": "true"},
         [{"key": "ufc.io/npu-unhealthy", "effect": "NoSchedule"}],
         False,
@@ -343,7 +343,7 @@ def test_anonymous_requests_reach_only_the_public_paths(cluster: Cluster) -> Non
     context = ssl.create_default_context(cadata=cluster.ca_pem.decode())  # no client certificate
     base = f"https://127.0.0.1:{cluster.port}"
     with urllib.request.urlopen(f"{base}/version", context=context, timeout=10) as reply:
-        assert json.loads(reply.read())["gitVersion"] == "v1.31.4"
+        assert json.loads(reply.read())["gitVersion"] == "v1.34.4"
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(f"{base}/api/v1/nodes", context=context, timeout=10)
     assert refused.value.code == 403 and "system:anonymous" in refused.value.read().decode()
@@ -351,7 +351,7 @@ def test_anonymous_requests_reach_only_the_public_paths(cluster: Cluster) -> Non
 
 def test_untolerated_control_plane_taint_leaves_the_pod_pending(cluster: Cluster) -> None:
     for name in ("cp-a", "cp-b"):
-        apiserver.register_node(cluster.api, name, "v1.31.4", {}, None, True)
+        apiserver.register_node(cluster.api, name, "v1.34.4", {}, None, True)
     cluster.apply(NS, _cni_daemonset())
     selector = {"node-role.kubernetes.io/control-plane": ""}
     assert cluster.apply(_deployment("no-toleration", selector)).returncode == 0
@@ -381,7 +381,7 @@ def test_untolerated_control_plane_taint_leaves_the_pod_pending(cluster: Cluster
 
 
 def test_a_node_is_ready_once_a_cni_daemonset_runs_on_it(cluster: Cluster) -> None:
-    apiserver.register_node(cluster.api, "w-ready", "v1.31.4", {}, None, False)
+    apiserver.register_node(cluster.api, "w-ready", "v1.34.4", {}, None, False)
     cluster.apply(NS)
     cluster.kubectl("delete", "daemonset", "cni", "-n", "ufc-test", "--ignore-not-found")
     node = json.loads(cluster.ok("get", "node", "w-ready", "-o", "json"))
@@ -414,7 +414,7 @@ def test_kubectl_drain_evicts_through_the_eviction_subresource(cluster: Cluster)
     the rest evicted (policy/v1) and replaced elsewhere, a PodDisruptionBudget honoured; then the Node
     is deleted."""
     for name in ("dr-w1", "dr-w2"):
-        apiserver.register_node(cluster.api, name, "v1.31.4", {"drain-test": "yes"}, None, False)
+        apiserver.register_node(cluster.api, name, "v1.34.4", {"drain-test": "yes"}, None, False)
     cluster.apply(NS, _cni_daemonset())
     app = _deployment("drained", {"drain-test": "yes"}, replicas=2, anti=False)
     budget = _budget("drained", maxUnavailable=1)
@@ -452,7 +452,7 @@ def test_kubectl_drain_evicts_through_the_eviction_subresource(cluster: Cluster)
 
 
 def test_an_eviction_a_budget_forbids_is_429(cluster: Cluster) -> None:
-    apiserver.register_node(cluster.api, "pdb-w1", "v1.31.4", {"pdb-test": "yes"}, None, False)
+    apiserver.register_node(cluster.api, "pdb-w1", "v1.34.4", {"pdb-test": "yes"}, None, False)
     cluster.apply(NS, _cni_daemonset())
     app = _deployment("guarded", {"pdb-test": "yes"})
     budget = _budget("guarded", minAvailable=1)
@@ -478,7 +478,7 @@ def test_a_replacement_stays_where_it_was_bound_when_its_old_node_comes_back(clu
     replacements stay on the nodes they were bound to when the drained node is uncordoned, and while a
     second node is cordoned and drained concurrently its pods are exactly the ones bound to it."""
     for name in ("bw-1", "bw-2", "bw-3"):
-        apiserver.register_node(cluster.api, name, "v1.31.4", {"bound-test": "yes"}, None, False)
+        apiserver.register_node(cluster.api, name, "v1.34.4", {"bound-test": "yes"}, None, False)
     cluster.apply(NS, _cni_daemonset())
     assert cluster.apply(_deployment("bound", {"bound-test": "yes"}, replicas=6)).returncode == 0
 

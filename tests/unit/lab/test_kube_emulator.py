@@ -30,13 +30,47 @@ TOKEN = "abcdef.0123456789abcdef"
 
 
 def test_packages_carry_their_version_and_sha256(tmp_path: Path) -> None:
-    sums = packages.build(tmp_path, ("1.31.4",))
-    directory = packages.binary_dir(tmp_path, "1.31.4")
+    sums = packages.build(tmp_path, ("1.34.4",))
+    directory = packages.binary_dir(tmp_path, "1.34.4")
     for name in ("kubeadm", "kubelet"):
         data = (directory / name).read_bytes()
-        assert b'VERSION = "v1.31.4"' in data and b"LAB KUBE EMULATOR" in data
+        assert b'VERSION = "v1.34.4"' in data and b"LAB KUBE EMULATOR" in data
         assert (directory / f"{name}.sha256").read_text().strip() == hashlib.sha256(data).hexdigest()
-        assert sums[f"kubernetes/v1.31.4/bin/linux/amd64/{name}"] == hashlib.sha256(data).hexdigest()
+        assert sums[f"kubernetes/v1.34.4/bin/linux/amd64/{name}"] == hashlib.sha256(data).hexdigest()
+
+
+def test_the_emulated_releases_are_the_built_ones_and_share_their_directory_with_the_real_kubectl(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default (1.34.4) and the upgrade target (1.35.4) are the releases tests/lab_build builds, so the
+    real kubectl lands in the emulator's v1.34.4 directory: each file its own, whichever is written first;
+    and the lab keeps the kubectl skew check on (kubectl 1.34.4 against a 1.34, then 1.35, cluster)."""
+    from tests.lab_build import build as lab_build
+    from tests.lab_build import mirror
+    from tests.lab_build.components import ETCD, KUBERNETES, KUBERNETES_NEXT
+
+    assert packages.VERSIONS == (KUBERNETES.tag.lstrip("v"), KUBERNETES_NEXT.tag.lstrip("v")) == (
+        "1.34.4", "1.35.4")
+
+    def fake_build(component: object, say: object = None) -> lab_build.Built:
+        folder = tmp_path / "built" / component.name  # type: ignore[attr-defined]
+        folder.mkdir(parents=True, exist_ok=True)
+        for command in component.commands:  # type: ignore[attr-defined]
+            (folder / command.name).write_bytes(b"real " + command.name.encode())
+        return lab_build.Built(component, folder, cached=True, seconds=1)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(lab_build, "build", fake_build)
+    root = tmp_path / "mirror"
+    variables = mirror.publish_lab(root, say=lambda text: None)
+    packages.build(root)
+    mirror.publish_lab(root, say=lambda text: None)  # a second `lab up`: the emulator's files stay
+    folder = packages.binary_dir(root, "1.34.4")
+    assert (folder / "kubectl").read_bytes() == b"real kubectl"
+    assert b"LAB KUBE EMULATOR" in (folder / "kubeadm").read_bytes()
+    assert b"LAB KUBE EMULATOR" in (folder / "kubelet").read_bytes()
+    assert {p.name for p in folder.iterdir()} == {"kubectl", "kubectl.sha256", "kubeadm", "kubeadm.sha256",
+                                                  "kubelet", "kubelet.sha256"}
+    assert (packages.binary_dir(root, "1.35.4") / "kubeadm").is_file()
+    assert variables == {"ufc_etcd_version": ETCD.tag.lstrip("v"), "kube_node_kubectl_version": "1.34.4"}
 
 
 def test_go_durations() -> None:
@@ -96,7 +130,7 @@ def apiserver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple
     sys.path.insert(0, str(Path(emu.__file__).parent))  # kubeadm imports apiserver as the zip app does
     import apiserver as standin
 
-    api = standin.API(standin.MemoryStore(), standin.load_schemas(None), "v1.31.4")
+    api = standin.API(standin.MemoryStore(), standin.load_schemas(None), "v1.34.4")
     standin.bootstrap(api)
     standin.put_configmap(api, "kube-public", "cluster-info", {
         "kubeconfig": emu._kubeconfig("https://127.0.0.1:0", (pki / "ca.crt").read_bytes(), "")})
@@ -232,9 +266,9 @@ def test_a_join_hands_the_node_a_client_certificate_its_kubelet_reports_its_vers
         emu._write_kubelet_conf(endpoint, ca, node, reply[node]["client"])
         conf[node] = str(tmp_path / f"{node}.conf")
     assert oct((tmp_path / "w1.pem").stat().st_mode & 0o777) == "0o600"
-    monkeypatch.setattr(kubelet, "VERSION", "v1.32.3")
+    monkeypatch.setattr(kubelet, "VERSION", "v1.35.4")
     assert kubelet.report_version(conf["w1"], "w1") is None
-    assert api.get(nodes, None, "w1")["status"]["nodeInfo"]["kubeletVersion"] == "v1.32.3"
+    assert api.get(nodes, None, "w1")["status"]["nodeInfo"]["kubeletVersion"] == "v1.35.4"
     assert api.get(nodes, None, "w2")["status"]["nodeInfo"]["kubeletVersion"] == emu.VERSION
     refused = kubelet.report_version(conf["w1"], "w2")  # NodeRestriction: its own Node only
     assert refused is not None and "403" in refused
@@ -243,7 +277,7 @@ def test_a_join_hands_the_node_a_client_certificate_its_kubelet_reports_its_vers
     api.patch(nodes, None, "w1", "application/merge-patch+json",
               json.dumps({"status": {"nodeInfo": {"kubeletVersion": "v9.9.9"}}}).encode(), "t", False, "Warn",
               False)
-    assert api.get(nodes, None, "w1")["status"]["nodeInfo"]["kubeletVersion"] == "v1.32.3"
+    assert api.get(nodes, None, "w1")["status"]["nodeInfo"]["kubeletVersion"] == "v1.35.4"
 
 
 @pytest.fixture()
@@ -258,23 +292,23 @@ def control_plane(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     monkeypatch.setattr(emu, "_local_apiserver", lambda: {"etcd": {}, "port": 6443, "ca": "ca.crt"})
     monkeypatch.setattr(emu, "Etcd", FakeEtcd)
     monkeypatch.setattr(emu.os, "geteuid", lambda: 0)
-    FakeEtcd.data = {"/cluster-version": "v1.31.4"}
+    FakeEtcd.data = {"/cluster-version": "v1.34.4"}
     swaps: list[str] = []
     monkeypatch.setattr(emu, "_upgrade_static_pods", lambda conf, target: swaps.append(target) or True)
     sys.path.insert(0, str(Path(emu.__file__).parent))
     import apiserver as standin
 
-    api = standin.API(standin.MemoryStore(), standin.load_schemas(None), "v1.31.4")
+    api = standin.API(standin.MemoryStore(), standin.load_schemas(None), "v1.34.4")
     standin.bootstrap(api)
     monkeypatch.setattr(emu, "_api", lambda etcd: api)
     return {"swaps": swaps, "api": api, "standin": standin}
 
 
 @pytest.mark.parametrize(("kubeadm", "target", "why"), [
-    ("v1.31.4", "v1.32.3", "is higher than the kubeadm version"),
-    ("v1.33.1", "v1.33.1", "can upgrade only 1 minor version at a time"),
-    ("v1.32.3", "v1.31.9", "can only be used to upgrade to Kubernetes version 1.32"),
-    ("v1.32.3", "1.32", "not a semantic version"),
+    ("v1.34.4", "v1.35.4", "is higher than the kubeadm version"),
+    ("v1.36.1", "v1.36.1", "can upgrade only 1 minor version at a time"),
+    ("v1.35.4", "v1.34.9", "can only be used to upgrade to Kubernetes version 1.35"),
+    ("v1.35.4", "1.35", "not a semantic version"),
 ])
 def test_upgrade_apply_refuses_what_kubeadm_refuses(control_plane: dict, monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str], kubeadm: str,
@@ -282,45 +316,45 @@ def test_upgrade_apply_refuses_what_kubeadm_refuses(control_plane: dict, monkeyp
     monkeypatch.setattr(emu, "VERSION", kubeadm)
     assert emu.main(["upgrade", "apply", target, "-y"]) == 1
     assert why in capsys.readouterr().err
-    assert FakeEtcd.data["/cluster-version"] == "v1.31.4" and control_plane["swaps"] == []
+    assert FakeEtcd.data["/cluster-version"] == "v1.34.4" and control_plane["swaps"] == []
 
 
 def test_upgrade_apply_refuses_a_downgrade(control_plane: dict, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(emu, "VERSION", "v1.32.3")
-    FakeEtcd.data["/cluster-version"] = "v1.32.5"
-    assert emu.main(["upgrade", "apply", "v1.32.3", "-y"]) == 1
+    monkeypatch.setattr(emu, "VERSION", "v1.35.4")
+    FakeEtcd.data["/cluster-version"] = "v1.35.5"
+    assert emu.main(["upgrade", "apply", "v1.35.4", "-y"]) == 1
     assert "lower than the cluster version" in capsys.readouterr().err
 
 
 def test_upgrade_apply_needs_ready_control_planes_and_an_answer(control_plane: dict,
                                                                 monkeypatch: pytest.MonkeyPatch,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(emu, "VERSION", "v1.32.3")
+    monkeypatch.setattr(emu, "VERSION", "v1.35.4")
     standin = control_plane["standin"]
-    standin.register_node(control_plane["api"], "cp1", "v1.31.4", {}, None, True)  # no CNI: NotReady
-    assert emu.main(["upgrade", "apply", "v1.32.3", "-y"]) == 1
+    standin.register_node(control_plane["api"], "cp1", "v1.34.4", {}, None, True)  # no CNI: NotReady
+    assert emu.main(["upgrade", "apply", "v1.35.4", "-y"]) == 1
     assert "ControlPlaneNodesReady" in capsys.readouterr().err and control_plane["swaps"] == []
     monkeypatch.setattr(emu.sys, "stdin", io.StringIO("n\n"))
-    assert emu.main(["upgrade", "apply", "v1.32.3", "--ignore-preflight-errors=ControlPlaneNodesReady"]) == 1
+    assert emu.main(["upgrade", "apply", "v1.35.4", "--ignore-preflight-errors=ControlPlaneNodesReady"]) == 1
     assert "didn't answer" in capsys.readouterr().err and control_plane["swaps"] == []
-    assert emu.main(["upgrade", "apply", "v1.32.3", "--yes",
+    assert emu.main(["upgrade", "apply", "v1.35.4", "--yes",
                      "--ignore-preflight-errors=ControlPlaneNodesReady"]) == 0
-    assert FakeEtcd.data["/cluster-version"] == "v1.32.3" and control_plane["swaps"] == ["v1.32.3"]
-    assert "SUCCESS! Your cluster was upgraded to \"v1.32.3\"" in capsys.readouterr().out
+    assert FakeEtcd.data["/cluster-version"] == "v1.35.4" and control_plane["swaps"] == ["v1.35.4"]
+    assert "SUCCESS! Your cluster was upgraded to \"v1.35.4\"" in capsys.readouterr().out
 
 
 def test_upgrade_node_follows_the_cluster_and_refuses_an_older_kubeadm(
         control_plane: dict, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    FakeEtcd.data["/cluster-version"] = "v1.32.3"
-    monkeypatch.setattr(emu, "VERSION", "v1.31.4")
+    FakeEtcd.data["/cluster-version"] = "v1.35.4"
+    monkeypatch.setattr(emu, "VERSION", "v1.34.4")
     assert emu.main(["upgrade", "node"]) == 1
     assert "upgrade kubeadm first" in capsys.readouterr().err and control_plane["swaps"] == []
-    monkeypatch.setattr(emu, "VERSION", "v1.32.3")
+    monkeypatch.setattr(emu, "VERSION", "v1.35.4")
     assert emu.main(["upgrade", "node"]) == 0
-    assert control_plane["swaps"] == ["v1.32.3"]
+    assert control_plane["swaps"] == ["v1.35.4"]
     record = json.loads(emu.UPGRADES.read_text().splitlines()[-1])
-    assert record["verb"] == "node" and record["version"] == "v1.32.3"
+    assert record["verb"] == "node" and record["version"] == "v1.35.4"
 
 
 def test_upgrade_node_on_a_worker_needs_its_kubelet_conf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -444,7 +478,7 @@ def test_the_apiserver_serves_a_renewed_certificate_only_after_a_restart(kube_pk
     sys.path.insert(0, str(Path(emu.__file__).parent))
     import apiserver as standin
 
-    api = standin.API(standin.MemoryStore(), standin.load_schemas(None), "v1.31.4")
+    api = standin.API(standin.MemoryStore(), standin.load_schemas(None), "v1.34.4")
 
     def served(port: int) -> bytes:
         context = ssl.create_default_context(cafile=str(kube_pki / "ca.crt"))

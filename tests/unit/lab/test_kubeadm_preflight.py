@@ -1,6 +1,6 @@
 """The LAB KUBE EMULATOR's kubeadm preflight (tests/lab_standins/kube_emulator/preflight.py) on a fake node:
 a root directory with /proc files and tools in PATH, and injected probes for ports, the CRI socket and etcd.
-Each check fails by the name kubeadm 1.31 prints, ignorePreflightErrors and --ignore-preflight-errors are
+Each check fails by the name kubeadm 1.34 prints, ignorePreflightErrors and --ignore-preflight-errors are
 honoured as kubeadm does, and the emulator's init/join stop on a preflight error."""
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ from tests.lab_standins.kube_emulator import kubeadm as emu
 from tests.lab_standins.kube_emulator import preflight
 from tests.lab_standins.kube_emulator.preflight import Host, PreflightFailed
 
-VERSION = "v1.31.4"
+VERSION = "v1.34.4"
 ETCD = {"endpoints": ["https://10.0.0.11:2379"], "caFile": "/pki/ca.crt", "certFile": "/pki/c.crt",
         "keyFile": "/pki/c.key"}
 
 
-def _node(tmp_path: Path, kubelet: str = "Kubernetes v1.31.4", **probes: Any) -> Host:
+def _node(tmp_path: Path, kubelet: str = "Kubernetes v1.34.4", **probes: Any) -> Host:
     """A node that passes every check: root, 4 CPUs, 8 GB, every tool, ip_forward 1, no swap."""
     root = tmp_path / "root"
-    for tool in (*preflight.REQUIRED_TOOLS, *preflight.OPTIONAL_TOOLS, "kubelet"):
+    for tool in (*preflight.REQUIRED_TOOLS, *preflight.REQUIRED_BEFORE_1_32, "kubelet"):
         path = root / "usr/bin" / tool
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("#!/bin/sh\n" + (f"echo '{kubelet}'\n" if tool == "kubelet" else ""))
@@ -46,14 +46,14 @@ def _node(tmp_path: Path, kubelet: str = "Kubernetes v1.31.4", **probes: Any) ->
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     defaults: dict[str, Any] = {"euid": lambda: 0, "port_free": lambda port: True,
-                                "cri_error": lambda url: None, "etcd_version": lambda *args: "3.5.16"}
+                                "cri_error": lambda url: None, "etcd_version": lambda *args: "3.6.17"}
     return Host(root=root, path="/usr/local/bin:/usr/bin", **{**defaults, **probes})
 
 
 def _init(**registration: Any) -> dict[str, dict[str, Any]]:
     return {"InitConfiguration": {"localAPIEndpoint": {"advertiseAddress": "10.0.0.11", "bindPort": 6443},
                                   "nodeRegistration": {"name": "cp1", **registration}},
-            "ClusterConfiguration": {"kubernetesVersion": "v1.31.4", "etcd": {"external": dict(ETCD)}}}
+            "ClusterConfiguration": {"kubernetesVersion": "v1.34.4", "etcd": {"external": dict(ETCD)}}}
 
 
 def _join(control_plane: bool = False, **registration: Any) -> dict[str, Any]:
@@ -90,18 +90,18 @@ def _write(host: Host, path: str, text: str) -> None:
      ("FileContent--proc-sys-net-ipv4-ip_forward", True)),
     (lambda h: _write(h, "/proc/swaps", "Filename\tType\n/dev/sda3\tpartition\t8388604\t0\t-2\n"),
      ("Swap", False)),
-    (lambda h: h.file("/usr/bin/conntrack").unlink(), ("FileExisting-conntrack", True)),
-    (lambda h: h.file("/usr/bin/nsenter").unlink(), ("FileExisting-nsenter", True)),
-    (lambda h: h.file("/usr/bin/ebtables").unlink(), ("FileExisting-ebtables", False)),
-    (lambda h: h.file("/usr/bin/socat").unlink(), ("FileExisting-socat", False)),
+    (lambda h: h.file("/usr/bin/losetup").unlink(), ("FileExisting-losetup", True)),
+    (lambda h: h.file("/usr/bin/cp").unlink(), ("FileExisting-cp", True)),
+    (lambda h: h.file("/usr/bin/mount").unlink(), ("FileExisting-mount", True)),
     (lambda h: h.file("/usr/bin/kubelet").unlink(), ("KubeletVersion", True)),
     (lambda h: setattr(h, "euid", lambda: 1000), ("IsPrivilegedUser", True)),
     (lambda h: setattr(h, "cri_error", lambda url: f"connect {url}: refused"), ("CRI", True)),
     (lambda h: setattr(h, "etcd_version", lambda *a: "3.4.23"), ("ExternalEtcdVersion", True)),
+    (lambda h: setattr(h, "etcd_version", lambda *a: "3.5.23"), ("ExternalEtcdVersion", True)),
     (lambda h: setattr(h, "port_free", lambda port: port != 10259), ("Port-10259", True)),
     (lambda h: setattr(h, "port_free", lambda port: port != 10250), ("Port-10250", True)),
-], ids=["cpus", "mem", "ip_forward-0", "ip_forward-absent", "swap-warns", "conntrack", "nsenter",
-        "ebtables-warns", "socat-warns", "no-kubelet", "not-root", "cri", "etcd-3.4", "scheduler-port",
+], ids=["cpus", "mem", "ip_forward-0", "ip_forward-absent", "swap-warns", "losetup", "cp", "mount",
+        "no-kubelet", "not-root", "cri", "etcd-3.4", "etcd-3.5.23", "scheduler-port",
         "kubelet-port"])
 def test_each_check_fails_by_kubeadms_name(tmp_path: Path, change: Any, expected: tuple[str, bool]) -> None:
     host = _node(tmp_path)
@@ -111,9 +111,9 @@ def test_each_check_fails_by_kubeadms_name(tmp_path: Path, change: Any, expected
 
 
 @pytest.mark.parametrize(("kubelet", "plane", "message"), [
-    ("Kubernetes v1.27.9", "v1.31.4", 'Kubelet version "v1.27.9" is lower than kubeadm can support'),
-    ("Kubernetes v1.32.0", "v1.31.4", 'Kubelet version: "1.32.0" Control plane version: "1.31.4"'),
-    ("Kubernetes v1.31.4", "v1.30.2", 'Kubelet version: "1.31.4" Control plane version: "1.30.2"'),
+    ("Kubernetes v1.30.9", "v1.34.4", 'Kubelet version "v1.30.9" is lower than kubeadm can support'),
+    ("Kubernetes v1.35.4", "v1.34.4", 'Kubelet version: "1.35.4" Control plane version: "1.34.4"'),
+    ("Kubernetes v1.34.4", "v1.33.2", 'Kubelet version: "1.34.4" Control plane version: "1.33.2"'),
 ])
 def test_kubelet_version_skew_is_an_error(tmp_path: Path, kubelet: str, plane: str, message: str) -> None:
     docs = _init()
@@ -122,9 +122,27 @@ def test_kubelet_version_skew_is_an_error(tmp_path: Path, kubelet: str, plane: s
     assert _names(found) == [("KubeletVersion", True)] and message in found[0].message
 
 
-@pytest.mark.parametrize("kubelet", ["Kubernetes v1.28.0", "Kubernetes v1.31.0 (LAB KUBE EMULATOR)"])
+@pytest.mark.parametrize("kubelet", ["Kubernetes v1.31.0", "Kubernetes v1.34.0 (LAB KUBE EMULATOR)"])
 def test_kubelet_three_minors_older_passes(tmp_path: Path, kubelet: str) -> None:
     assert preflight.init_checks(_node(tmp_path, kubelet=kubelet), _init(), VERSION) == []
+
+
+@pytest.mark.parametrize(("plane", "join", "conntrack_checked"), [
+    ("v1.34.4", False, False),  # kubeadm 1.34: kube-proxy needs no conntrack in PATH from 1.32
+    ("v1.31.9", False, True),  # an older control plane still needs it (checks_linux.go addExecChecks)
+    ("v1.31.9", True, False),  # a join passes no version to the exec checks
+])
+def test_conntrack_is_required_only_below_1_32(tmp_path: Path, plane: str, join: bool,
+                                               conntrack_checked: bool) -> None:
+    host = _node(tmp_path)
+    host.file("/usr/bin/conntrack").unlink()
+    if join:
+        found = preflight.join_checks(host, _join(), VERSION)
+    else:
+        docs = _init()
+        docs["ClusterConfiguration"]["kubernetesVersion"] = plane
+        found = [f for f in preflight.init_checks(host, docs, VERSION) if f.name != "KubeletVersion"]
+    assert (("FileExisting-conntrack", True) in _names(found)) is conntrack_checked
 
 
 def test_external_etcd_version_names_each_old_endpoint(tmp_path: Path) -> None:
@@ -134,11 +152,11 @@ def test_external_etcd_version_names_each_old_endpoint(tmp_path: Path) -> None:
 
     def version(*args: str) -> str:
         asked.append(args)
-        return "3.5.16" if args[0].startswith("https://a") else "3.4.23"
+        return "3.5.24" if args[0].startswith("https://a") else "3.4.23"
 
     found = preflight.init_checks(_node(tmp_path, etcd_version=version), docs, VERSION)
     assert [f.message for f in found] == ["this version of kubeadm only supports external etcd version >= "
-                                          "3.5.11-0. Current version: 3.4.23"]
+                                          "3.5.24-0. Current version: 3.4.23"]
     assert asked[0] == ("https://a:2379", "/pki/ca.crt", "/pki/c.crt", "/pki/c.key")
 
 
@@ -224,7 +242,7 @@ def _config(tmp_path: Path, docs: dict[str, dict[str, Any]]) -> str:
 
 def test_errors_fail_as_kubeadm_prints_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     host = _node(tmp_path, etcd_version=lambda *a: "3.4.23")
-    host.file("/usr/bin/ebtables").unlink()
+    _write(host, "/proc/swaps", "Filename\tType\n/dev/sda3\tpartition\t8388604\t0\t-2\n")
     _write(host, "/proc/sys/net/ipv4/ip_forward", "0\n")
     with pytest.raises(PreflightFailed) as caught:
         preflight.run("init", _config(tmp_path, _init()), [], VERSION, host=host)
@@ -233,10 +251,10 @@ def test_errors_fail_as_kubeadm_prints_them(tmp_path: Path, capsys: pytest.Captu
         "\t[ERROR FileContent--proc-sys-net-ipv4-ip_forward]: /proc/sys/net/ipv4/ip_forward contents are not "
         "set to 1\n"
         "\t[ERROR ExternalEtcdVersion]: this version of kubeadm only supports external etcd version >= "
-        "3.5.11-0. Current version: 3.4.23\n"
+        "3.5.24-0. Current version: 3.4.23\n"
         "[preflight] If you know what you are doing, you can make a check non-fatal with "
         "`--ignore-preflight-errors=...`")
-    assert "\t[WARNING FileExisting-ebtables]: ebtables not found in system path\n" in capsys.readouterr().out
+    assert "\t[WARNING Swap]: swap is supported for cgroup v2 only." in capsys.readouterr().out
 
 
 def test_ignored_errors_print_as_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -50,11 +50,11 @@ def test_d1_control_planes_install_kubectl(host: str, kubectl: bool) -> None:
 
 def test_d1_kubectl_comes_from_its_own_release_directory() -> None:
     variables = {**_defaults("kube_node"), "inventory_hostname": "cp1", "groups": GROUPS,
-                 "ufc_artifact_url": "http://mirror.example/", "ufc_kube_version": "1.31.4"}
-    assert _render(variables["kube_node_kubectl_version"], variables) == "1.31.4"
-    variables["kube_node_kubectl_version"] = "1.32.0"
+                 "ufc_artifact_url": "http://mirror.example/", "ufc_kube_version": "1.34.4"}
+    assert _render(variables["kube_node_kubectl_version"], variables) == "1.34.4"
+    variables["kube_node_kubectl_version"] = "1.35.4"
     url = _render(variables["kube_node_kubectl_download_url"], variables)
-    assert url == "http://mirror.example/kubernetes/v1.32.0/bin/linux/amd64"
+    assert url == "http://mirror.example/kubernetes/v1.35.4/bin/linux/amd64"
 
 
 def _skew_assert() -> dict[str, Any]:
@@ -62,11 +62,11 @@ def _skew_assert() -> dict[str, Any]:
     return next(t for t in tasks if "skew" in t["name"])
 
 
-@pytest.mark.parametrize(("kubectl", "ok"), [("1.31.4", True), ("1.30.9", True), ("v1.32.1", True),
-                                             ("1.33.0", False), ("1.29.0", False), ("2.31.0", False)])
+@pytest.mark.parametrize(("kubectl", "ok"), [("1.34.4", True), ("1.33.9", True), ("v1.35.4", True),
+                                             ("1.36.1", False), ("1.32.0", False), ("2.34.0", False)])
 def test_d1_kubectl_skew_is_refused(kubectl: str, ok: bool) -> None:
     task = _skew_assert()
-    variables = {**_defaults("kube_node"), "ufc_kube_version": "1.31.4", "kube_node_kubectl_version": kubectl}
+    variables = {**_defaults("kube_node"), "ufc_kube_version": "1.34.4", "kube_node_kubectl_version": kubectl}
     expression = "{{ " + task["ansible.builtin.assert"]["that"].strip() + " }}"
     assert _render(expression, variables) is ok
 

@@ -31,7 +31,7 @@ from ufcctl.engine.k8s_schemas import KubernetesSchemas
 
 ROOT = Path(__file__).resolve().parents[3]
 ROLES = ROOT / "roles"
-SCHEMAS = KubernetesSchemas("1.31.4")
+SCHEMAS = KubernetesSchemas("1.34.4")
 
 
 @pytest.fixture(scope="module")

@@ -151,13 +151,18 @@ def _version_assert() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("package_version", "kube", "check", "refused"), [
-    ("3.4.23-4+b4", "1.31.4", True, True),  # Debian bookworm
-    ("3.4.30-1", "v1.32.0", True, True),  # Ubuntu noble
-    ("", "1.31.4", True, True),  # apt has no etcd-server at all
+    ("3.4.23-4+b4", "1.34.4", True, True),  # Debian bookworm
+    ("3.4.30-1", "v1.35.4", True, True),  # Ubuntu noble
+    ("", "1.34.4", True, True),  # apt has no etcd-server at all
+    # kubeadm's MinExternalEtcdVersion: 3.5.24 at v1.34.4 and v1.35.4, 3.5.11 in 1.31
+    ("3.5.16-1", "1.34.4", True, True),
+    ("3.5.24-1", "1.34.4", True, False),
+    ("1:3.5.23-0", "v1.35.4", True, True),  # an epoch does not hide the version
+    ("3.6.5-1", "1.35.4", True, False),
     ("3.5.16-1", "1.31.4", True, False),
-    ("1:3.5.11-0", "1.31.4", True, False),  # an epoch does not hide the version
+    ("1:3.5.11-0", "1.31.4", True, False),
     ("3.4.23-4+b4", "1.30.6", True, False),  # kubeadm 1.30 is not what ufcctl targets: no minimum here
-    ("3.4.23-4+b4", "1.31.4", False, False),  # the explicit override (the lab)
+    ("3.4.23-4+b4", "1.34.4", False, False),  # the explicit override (a test lab)
 ])
 def test_d7_an_old_packaged_etcd_is_refused_before_install(package_version: str, kube: str, check: bool,
                                                            refused: bool) -> None:

@@ -197,7 +197,7 @@ def test_a_bad_object_is_refused_with_one_line_each_and_nothing_written_or_appli
     assert result["msg"].splitlines() == [
         "demo: 2 problem(s) in the manifests; nothing written or applied",
         "10-demo.yaml: Deployment/ufc-demo/demo: Additional properties are not allowed "
-        "('imagePullPolicyy' was unexpected) at spec.template.spec.containers[0] [Kubernetes 1.31]",
+        "('imagePullPolicyy' was unexpected) at spec.template.spec.containers[0] [Kubernetes 1.34]",
         "10-demo.yaml: Queue/demo: 0 is less than the minimum of 1 at spec.weight "
         "[CRD from scheduling.volcano.sh_queues.yaml]",
     ]

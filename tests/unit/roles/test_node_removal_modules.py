@@ -171,7 +171,7 @@ def test_delete_node_only_when_it_exists() -> None:
     assert kubectl.delete_node(checked)["changed"] is True and len(checked.calls) == 1
 
 
-def _node(unschedulable: bool = False, mark: str | None = None, version: str = "v1.31.4",
+def _node(unschedulable: bool = False, mark: str | None = None, version: str = "v1.34.4",
           ready: bool = True) -> str:
     import json
 
@@ -196,7 +196,7 @@ def test_a_drain_with_a_mark_records_it_before_the_cordon_and_never_on_a_cordone
 def test_release_waits_for_the_new_kubelet_then_uncordons_only_what_it_marked(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kubectl, "RELEASE_POLL", 0)
-    answers = iter([_node(True, "upgrade-cluster", "v1.31.4"), _node(True, "upgrade-cluster", "v1.32.3")])
+    answers = iter([_node(True, "upgrade-cluster", "v1.34.4"), _node(True, "upgrade-cluster", "v1.35.4")])
 
     class Polling(FakeModule):
         def run_command(self, argv: list[str], data: str | None = None) -> tuple[int, str, str]:
@@ -204,18 +204,18 @@ def test_release_waits_for_the_new_kubelet_then_uncordons_only_what_it_marked(
             return (0, next(answers), "") if "get" in argv else (0, "", "")
 
     module = Polling({"kubectl": "kubectl", "kubeconfig": "/k", "node": "w1", "timeout": 60,
-                      "mode": "release", "mark": "upgrade-cluster", "version": "v1.32.3"}, {})
-    assert kubectl.release(module) == {"changed": True, "uncordoned": True, "kubelet_version": "v1.32.3"}
+                      "mode": "release", "mark": "upgrade-cluster", "version": "v1.35.4"}, {})
+    assert kubectl.release(module) == {"changed": True, "uncordoned": True, "kubelet_version": "v1.35.4"}
     assert module.calls[-2:] == ["kubectl --kubeconfig=/k uncordon w1",
                                  f"kubectl --kubeconfig=/k annotate node w1 {kubectl.MARK}-"]
-    operator_cordoned = {"kubectl --kubeconfig=/k get node": (0, _node(True, None, "v1.32.3"), "")}
-    operator = _kubectl("release", operator_cordoned, mark="upgrade-cluster", version="v1.32.3")
+    operator_cordoned = {"kubectl --kubeconfig=/k get node": (0, _node(True, None, "v1.35.4"), "")}
+    operator = _kubectl("release", operator_cordoned, mark="upgrade-cluster", version="v1.35.4")
     assert kubectl.release(operator)["changed"] is False and len(operator.calls) == 1
 
 
 def test_release_fails_and_leaves_the_node_cordoned_when_the_kubelet_does_not_come_back() -> None:
-    module = _kubectl("release", {"kubectl --kubeconfig=/k get node": (0, _node(True, "u", "v1.31.4"), "")},
-                      mark="u", version="v1.32.3", timeout=0)
-    with pytest.raises(Failed, match="not Ready with kubelet v1.32.3 after 0 s \\(kubelet v1.31.4"):
+    module = _kubectl("release", {"kubectl --kubeconfig=/k get node": (0, _node(True, "u", "v1.34.4"), "")},
+                      mark="u", version="v1.35.4", timeout=0)
+    with pytest.raises(Failed, match="not Ready with kubelet v1.35.4 after 0 s \\(kubelet v1.34.4"):
         kubectl.release(module)
     assert not any("uncordon" in c for c in module.calls)

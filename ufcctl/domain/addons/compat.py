@@ -4,6 +4,11 @@ Source: MindCluster docs/en/release_notes.md (docs/reference/ascend.md §7): com
 never mixed; 26.0.0 supports Kubernetes 1.17-1.34 (Volcano needs >= 1.19), Ascend HDK 25.5.0 and
 26.0.RC1, and ships its Volcano plugin for Volcano v1.7.0 and v1.9.0. Only releases read from the
 notes are listed: an unknown release is an error, never assumed compatible.
+
+A Kubernetes newer than a release states is a warning, not an error (`kube_warnings`): the statement is
+the newest minor Huawei tested, not a known break, and ufcctl's upgrade path must reach the next minor
+(1.35.4 is `upgrade-cluster`'s target while MindCluster 26.0.0 states 1.34: docs/reference/real-kubernetes.md
+§2). Older than the release's minimum stays an error (Volcano needs 1.19's APIs).
 """
 
 from __future__ import annotations
@@ -58,7 +63,7 @@ def check_compatibility(
     low = release.kube_min_with_volcano if volcano_version else release.kube_min
     if kube is None:
         problems.append(f"Kubernetes version {kube_version!r} is not MAJOR.MINOR[.PATCH]")
-    elif not low <= kube <= release.kube_max:
+    elif kube < low:
         problems.append(
             f"Kubernetes {kube_version} is outside {_show(low)}-{_show(release.kube_max)} "
             f"supported by MindCluster {mindcluster}" + (" with Volcano" if volcano_version else "")
@@ -74,3 +79,18 @@ def check_compatibility(
             f"(supported: {', '.join(release.hdk)})"
         )
     return problems
+
+
+def kube_warnings(mindcluster: str, kube_version: str) -> list[str]:
+    """Why a Kubernetes newer than the release states is not refused but worth a look (empty: within
+    the statement, or nothing to say here: an unknown release or version is check_compatibility's)."""
+    release = RELEASES.get(mindcluster)
+    kube = _minor(kube_version)
+    if release is None or kube is None or kube <= release.kube_max:
+        return []
+    return [
+        f"Kubernetes {kube_version} is newer than {_show(release.kube_max)}, the newest MindCluster "
+        f"{mindcluster} states support for (its release notes, docs/reference/ascend.md §7): not refused, "
+        "but Huawei has not validated MindCluster on it; look for a MindCluster release that states it "
+        "before relying on it"
+    ]

@@ -6,7 +6,8 @@ What the policy says (kubernetes.io "Version Skew Policy"; kubeadm's upgrade gui
 - a kubelet is never newer than any apiserver and at most 3 minors older (1.28+), so after the
   control planes move to the target every kubelet must be at least target minor - 3;
 - kubeadm refuses an external etcd older than its MinExternalEtcdVersion (preflight
-  ExternalEtcdVersion: 3.5.11 for Kubernetes 1.31 and later) unless that check is ignored;
+  ExternalEtcdVersion: 3.5.11 for Kubernetes 1.31, 3.5.24 at 1.34.4 and 1.35.4) unless that check is
+  ignored;
 - no downgrade: kubeadm upgrade apply refuses a target older than the running control plane.
 
 Pure: the versions come in (apiservers' /version, Nodes' kubeletVersion, etcd members' status), the
@@ -22,12 +23,15 @@ from dataclasses import dataclass, field
 _SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:[-+].*)?$")
 # kubelets may trail the apiservers by this many minors (3 since Kubernetes 1.28; 2 before)
 KUBELET_MAX_MINORS_BEHIND = 3
-# (major, minor) from which kubeadm's ExternalEtcdVersion preflight wants at least this etcd
-MIN_EXTERNAL_ETCD = ((1, 31), (3, 5, 11))
+# (major, minor) from which kubeadm's ExternalEtcdVersion preflight wants at least this etcd, newest
+# first: MinExternalEtcdVersion in kubernetes/kubernetes cmd/kubeadm/app/constants/constants.go, "3.5.11-0"
+# in 1.31, "3.5.24-0" at v1.34.4 and v1.35.4 (kubeadm raises it in patch releases too: the value of the
+# pinned releases, docs/reference/real-kubernetes.md §2). roles/etcd/vars/main.yml has the same table.
+MIN_EXTERNAL_ETCD = (((1, 34), (3, 5, 24)), ((1, 31), (3, 5, 11)))
 
 
 def parse(version: str) -> tuple[int, int, int] | None:
-    """(major, minor, patch) of `v1.31.4` / `1.31.4` / `v1.31.4-rc.0`; None when it is not one."""
+    """(major, minor, patch) of `v1.34.4` / `1.34.4` / `v1.34.4-rc.0`; None when it is not one."""
     match = _SEMVER.match(version.strip())
     return (int(match[1]), int(match[2]), int(match[3])) if match else None
 
@@ -120,8 +124,8 @@ def _kubelets(wanted: tuple[int, int, int], oldest_apiserver: tuple[int, int, in
 
 
 def _etcd(wanted: tuple[int, int, int], versions: Versions, refusals: list[str], warnings: list[str]) -> None:
-    since, minimum = MIN_EXTERNAL_ETCD
-    if wanted[:2] < since:
+    minimum = next((m for since, m in MIN_EXTERNAL_ETCD if wanted[:2] >= since), None)
+    if minimum is None:
         return
     old = sorted(m for m, v in versions.etcd.items() if (p := parse(v)) is None or p < minimum)
     if not old:

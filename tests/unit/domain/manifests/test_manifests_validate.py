@@ -12,7 +12,7 @@ from ufcctl.domain.manifests.order import file_order
 from ufcctl.engine.k8s_schemas import KubernetesSchemas, supported_versions
 from ufcctl.errors import InputError
 
-SCHEMAS = KubernetesSchemas("1.31.4")
+SCHEMAS = KubernetesSchemas("1.34.4")
 
 QUEUE_CRD = textwrap.dedent(
     """
@@ -61,14 +61,14 @@ CASES = [
     ),
     pytest.param(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: ns}\ndata: {k: 1}\n",
-        ["f.yaml: ConfigMap/ns/a: 1 is not of type 'string', 'null' at data.k [Kubernetes 1.31]"],
+        ["f.yaml: ConfigMap/ns/a: 1 is not of type 'string', 'null' at data.k [Kubernetes 1.34]"],
         id="wrong-type",
     ),
     pytest.param(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: ns}\ndatas: {}\n",
         [
             "f.yaml: ConfigMap/ns/a: Additional properties are not allowed ('datas' was unexpected) "
-            "at (top level) [Kubernetes 1.31]"
+            "at (top level) [Kubernetes 1.34]"
         ],
         id="unknown-field",
     ),
@@ -84,7 +84,7 @@ CASES = [
     pytest.param(
         "apiVersion: example.com/v2\nkind: Widget\nmetadata: {name: w, namespace: ns}\n",
         [
-            "f.yaml: Widget/ns/w: unknown kind Widget in example.com/v2: not built into Kubernetes 1.31 "
+            "f.yaml: Widget/ns/w: unknown kind Widget in example.com/v2: not built into Kubernetes 1.34 "
             "and no shipped CustomResourceDefinition defines it"
         ],
         id="unknown-kind-version",
@@ -184,5 +184,6 @@ def test_unsupported_kube_version_names_the_supported_ones() -> None:
     with pytest.raises(InputError) as err:
         KubernetesSchemas("1.12.0")
     assert "kubernetes-validate has no schemas for 1.12" in err.value.message
-    assert "1.31" in (err.value.hint or "")
-    assert (1, 31) in supported_versions()
+    assert "1.34" in (err.value.hint or "")
+    # the default (1.34) and the upgrade target (1.35) both validate (pyproject: kubernetes-validate>=1.35)
+    assert {(1, 34), (1, 35)} <= set(supported_versions())
