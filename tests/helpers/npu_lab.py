@@ -103,7 +103,7 @@ def probe_pods(cp1: str, workers: list[str]) -> Iterator[dict[str, str]]:
                 "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": on_workers},
                 "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": one_each}},
                 "tolerations": [{"key": TAINT, "operator": "Exists", "effect": "NoSchedule"}],
-                "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]}}}}
+                "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1"}]}}}}
     subprocess.run(["podman", "exec", "-i", cp1, *KUBECTL, "apply", "-f", "-"], input=json.dumps(manifest),
                    text=True, capture_output=True, timeout=120, check=True)
     try:

@@ -65,7 +65,8 @@ def test_the_real_kubeadm_accepts_what_ufcctl_renders(kubeadm: Path, rendered: d
 
 def test_the_cluster_pulls_the_images_the_lab_builds(kubeadm: Path, rendered: dict[str, list[dict]],
                                                       tmp_path: Path) -> None:
-    version = str(load_inventory(SAMPLE).hosts["cp1"].vars["ufc_kube_version"])
+    sample = load_inventory(SAMPLE).hosts["cp1"].vars
+    version = str(sample["ufc_kube_version"])
     assert f"v{version.lstrip('v')}" == KUBERNETES.tag  # the default is the release the lab builds
     done = _kubeadm(kubeadm, tmp_path, rendered["init"], "config", "images", "list")
     assert done.returncode == 0, done.stderr
@@ -75,3 +76,9 @@ def test_the_cluster_pulls_the_images_the_lab_builds(kubeadm: Path, rendered: di
         "registry.k8s.io/coredns/coredns:v1.12.1",
         "registry.k8s.io/pause:3.10.1",
     ]
+    # containerd's sandbox image is kubeadm's pause (roles/container_runtime; kubeadm's preflight warns on
+    # another)
+    assert sample["ufc_sandbox_image"] == done.stdout.split()[-1]
+    runtime = kcp_render.ROOT / "roles" / "container_runtime" / "defaults" / "main.yml"
+    defaults = yaml.safe_load(runtime.read_text())
+    assert done.stdout.split()[-1] in defaults["container_runtime_sandbox_image"]

@@ -94,8 +94,8 @@ CRI_TOOLS = Component("cri-tools", "cri-tools", "sigs.k8s.io/cri-tools", "v1.34.
                       ("-X sigs.k8s.io/cri-tools/pkg/version.Version=v1.34.0",), default=False)
 
 # The pod sandbox's program: ufcctl's own (tests/lab_build/pause/main.go), not upstream's C pause; the
-# tag is the image tag kubeadm 1.34 and containerd's sandbox_image name (registry.k8s.io/pause:3.10).
-PAUSE = Component("pause", "pause", "", "3.10", (Command("ufcctl.lab/pause", "pause"),))
+# tag is the image tag kubeadm 1.34 pulls and containerd's sandbox_image names (registry.k8s.io/pause:3.10.1).
+PAUSE = Component("pause", "pause", "", "3.10.1", (Command("ufcctl.lab/pause", "pause"),))
 
 COMPONENTS: tuple[Component, ...] = (ETCD, KUBERNETES, KUBERNETES_NEXT, KWOK, CORE_DNS, CRI_TOOLS, PAUSE)
 BY_NAME = {c.name: c for c in COMPONENTS}

@@ -129,7 +129,7 @@ def oci_archive(images: Sequence[Image]) -> bytes:
     return out.getvalue()
 
 
-def pause_image(pause_binary: bytes, arch: str = "amd64", tag: str = "3.10") -> Image:
+def pause_image(pause_binary: bytes, arch: str = "amd64", tag: str = "3.10.1") -> Image:
     """registry.k8s.io/pause as upstream lays it out: the program at /pause, which is the entrypoint."""
     return build_image("registry.k8s.io/pause", tag, {"/pause": (pause_binary, 0o755)}, arch,
                        entrypoint=["/pause"], user="65535:65535")

@@ -236,7 +236,7 @@ def test_images_are_reproducible_oci_images_under_the_upstream_names(tmp_path) -
     from tests.lab_build import images
 
     pause = images.pause_image(b"\x7fELF pause")
-    assert pause.reference == "registry.k8s.io/pause:3.10"
+    assert pause.reference == "registry.k8s.io/pause:3.10.1"
     assert pause.registry == "registry.k8s.io" and pause.repository == "pause"
     config = json.loads(pause.config)
     assert config["config"]["Entrypoint"] == ["/pause"] and config["architecture"] == "amd64"
@@ -249,7 +249,7 @@ def test_images_are_reproducible_oci_images_under_the_upstream_names(tmp_path) -
     with tarfile.open(fileobj=io.BytesIO(images.oci_archive([pause, *built]))) as tar:
         index = json.loads(tar.extractfile("index.json").read())
         names = {m["annotations"]["io.containerd.image.name"] for m in index["manifests"]}
-        assert names == {"registry.k8s.io/pause:3.10", "registry.k8s.io/kube-apiserver:v1.34.4"}
+        assert names == {"registry.k8s.io/pause:3.10.1", "registry.k8s.io/kube-apiserver:v1.34.4"}
         for image in (pause, *built):
             for digest in (image.digest, *image.blobs):
                 assert tar.extractfile(f"blobs/sha256/{digest[7:]}") is not None
