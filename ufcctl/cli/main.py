@@ -121,8 +121,14 @@ def cli(ctx: click.Context, debug: bool) -> None:
     )
 
 
+@click.group("plan")
+def plan() -> None:
+    """Show what a command would do, touching nothing."""
+
+
 def _register() -> None:
-    # One line per command module; each module owns its flags and printing only.
+    # One line per command module; each module owns its flags and printing only; a module's
+    # PLAN_COMMANDS hang under `ufcctl plan`.
     from ufcctl.cli import (
         certs,
         deploy,
@@ -143,6 +149,9 @@ def _register() -> None:
                    upgrade, npu):
         for command in module.COMMANDS:
             cli.add_command(command)
+        for command in getattr(module, "PLAN_COMMANDS", ()):
+            plan.add_command(command)
+    cli.add_command(plan)
 
 
 _register()
