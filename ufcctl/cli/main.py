@@ -137,13 +137,13 @@ def _register() -> None:
         images,
         init,
         inventory,
+        lab,
         npu,
         placement,
         remove,
         rollout,
         upgrade,
     )
-    from ufcctl.lab import cli as lab  # the lab package's own commands (ufcctl/lab/)
 
     for module in (init, inventory, deploy, remove, images, lab, placement, etcd, health, certs, rollout,
                    upgrade, npu):
