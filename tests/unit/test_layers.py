@@ -3,7 +3,8 @@
 Each module has a layer: cli -> app -> engine + domain, report beside app (reads result types).
 Most packages are one layer (`cli/`, `app/`, `domain/`, `engine/`, `report/`); the subsystem
 packages keep the same layers inside themselves and name them per module:
-- `rollout/`: `store.py`, `storefile.py`, `storerecords.py` are adapters (engine: sqlite3); the rest is app;
+- `rollout/`: `store.py`, `storefile.py`, `storerecords.py`, `storedurations.py` are adapters (engine:
+  sqlite3); the rest is app;
 - `lab/`: `podman`, `debootstrap`, `sshkey`, `hostlimits`, `emulators` are engine (they run
   processes); the rest is app. Its commands are `cli/lab.py`, the only module outside the package
   that imports it, and the lab never imports the checkout's emulators (`tests/lab_standins/`) or the
@@ -38,7 +39,8 @@ ENGINE_ONLY = {"ansible_runner", "subprocess", "sqlite3"}
 DOMAIN_NO_IO = {"logging", "subprocess", "sqlite3", "socket", "shutil"}
 SHARED = {"errors", "paths", "__init__"}
 SUBSYSTEM_LAYERS = {
-    "rollout": {"store": "engine", "storefile": "engine", "storerecords": "engine"},
+    "rollout": {"store": "engine", "storefile": "engine", "storerecords": "engine",
+                "storedurations": "engine"},
     "lab": {"podman": "engine", "debootstrap": "engine", "sshkey": "engine",
             "hostlimits": "engine", "emulators": "engine"},
     "nodeside": {"nfs_copy": "engine"},
