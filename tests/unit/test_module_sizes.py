@@ -30,8 +30,6 @@ ALLOWED: dict[str, int] = {
     "ufcctl/engine/etcd_client.py": 412,
     # lock and settle, the per-member step, the record
     "ufcctl/nodeside/etcd_defrag.py:DefragRun": 297,
-    # node ends (finish, announce) apart from the loop and the chunks
-    "ufcctl/rollout/executor.py:_Execution": 276,
 }
 
 
