@@ -22,6 +22,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "ufcctl"
 # package -> packages of the same layer it must not import (the direction inside a layer)
 UPWARD = {
     "ufcctl.rollout": ("ufcctl.app", "ufcctl.cli"),
+    "ufcctl.lab": ("ufcctl.cli",),  # the lab's commands are cli/lab.py, above the lab
 }
 
 

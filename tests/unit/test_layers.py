@@ -3,10 +3,12 @@
 Each module has a layer: cli -> app -> engine + domain, report beside app (reads result types).
 Most packages are one layer (`cli/`, `app/`, `domain/`, `engine/`, `report/`); the subsystem
 packages keep the same layers inside themselves and name them per module:
-- `rollout/`: `store.py`, `storefile.py`, `storerecords.py` are adapters (engine: sqlite3); the rest is app;
-- `lab/`: `cli.py` is cli; `podman`, `debootstrap`, `sshkey`, `hostlimits`, `emulators` are engine
-  (they run processes); the rest is app. Only `cli/main.py` imports the lab (registration), and the
-  lab never imports the checkout's emulators (`tests/lab_standins/`) or the tests;
+- `rollout/`: `store.py`, `storefile.py`, `storerecords.py`, `storedurations.py` are adapters (engine:
+  sqlite3); the rest is app;
+- `lab/`: `podman`, `debootstrap`, `sshkey`, `hostlimits`, `emulators` are engine (they run
+  processes); the rest is app. Its commands are `cli/lab.py`, the only module outside the package
+  that imports it, and the lab never imports the checkout's emulators (`tests/lab_standins/`) or the
+  tests;
 - `nodeside/`: programs that run on nodes with their own python3: the standard library and the
   modules listed in NODESIDE_ALLOWED only (checked on the whole import closure).
 The top-level `errors.py`, `paths.py` and `__init__.py` are shared by every layer.
@@ -37,13 +39,14 @@ ENGINE_ONLY = {"ansible_runner", "subprocess", "sqlite3"}
 DOMAIN_NO_IO = {"logging", "subprocess", "sqlite3", "socket", "shutil"}
 SHARED = {"errors", "paths", "__init__"}
 SUBSYSTEM_LAYERS = {
-    "rollout": {"store": "engine", "storefile": "engine", "storerecords": "engine"},
-    "lab": {"cli": "cli", "podman": "engine", "debootstrap": "engine", "sshkey": "engine",
+    "rollout": {"store": "engine", "storefile": "engine", "storerecords": "engine",
+                "storedurations": "engine"},
+    "lab": {"podman": "engine", "debootstrap": "engine", "sshkey": "engine",
             "hostlimits": "engine", "emulators": "engine"},
     "nodeside": {"nfs_copy": "engine"},
 }
 SUBSYSTEM_DEFAULT = {"rollout": "app", "lab": "app", "nodeside": "nodeside"}
-LAB_REGISTRATION = "cli/main.py"
+LAB_REGISTRATION = "cli/lab.py"
 
 
 def layer_of(parts: tuple[str, ...]) -> str | None:
@@ -89,7 +92,7 @@ def layer_violations(package: Path) -> list[str]:
 
 
 def test_every_module_imports_by_the_rules() -> None:
-    assert (PACKAGE / "lab" / "cli.py").is_file() and (PACKAGE / "rollout" / "store.py").is_file()
+    assert (PACKAGE / "cli" / "lab.py").is_file() and (PACKAGE / "rollout" / "store.py").is_file()
     bad = layer_violations(PACKAGE)
     assert not bad, "\n".join(bad)
 
@@ -114,12 +117,13 @@ def test_every_module_has_a_known_layer() -> None:
     ("report/x.py", "from ufcctl.app import deploy\n", True),
     ("lab/layout.py", "import subprocess\n", True),
     ("lab/podman.py", "from ufcctl.lab import lab\n", True),
-    ("lab/npu.py", "from ufcctl.lab.cli import up\n", True),
+    ("lab/npu.py", "from ufcctl.cli.lab import up\n", True),
     ("lab/image.py", "import tests.lab_standins.npu_emulator\n", True),
     ("lab/emulators.py", "import subprocess\nfrom ufcctl.errors import RunFailed\n", False),
-    ("lab/cli.py", "from ufcctl.lab.lab import lab_up\nfrom ufcctl.cli import numbers\n", False),
+    ("cli/lab.py", "from ufcctl.lab.lab import lab_up\nfrom ufcctl.cli import numbers\n", False),
+    ("cli/main.py", "from ufcctl.lab.lab import lab_up\n", True),  # only cli/lab.py imports the lab
     ("app/deploy.py", "from ufcctl.lab.podman import Podman\n", True),
-    ("cli/main.py", "from ufcctl.lab import cli\n", False),
+    ("cli/main.py", "from ufcctl.cli import lab\n", False),
     ("cli/x.py", "from ufcctl.nodeside import etcd_agent\n", True),
 ])
 def test_the_rules_catch_violations(tmp_path: Path, rel: str, text: str, broken: bool) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ufcctl.app import fleet
 from ufcctl.app.inventory import load_inventory, select_limit
 from ufcctl.app.upgrade_plan import refuse_version_change
 from ufcctl.domain.inventory.model import KUBE_NODE, Inventory
@@ -31,8 +32,7 @@ from ufcctl.engine.run_result import RunResult
 from ufcctl.engine.runner import RunOptions, new_run_id, run_playbook
 from ufcctl.errors import InputError
 from ufcctl.paths import ROLES_DIR, playbook
-from ufcctl.rollout import runs
-from ufcctl.rollout.job import SKIPPED_STEP, RolloutObserver
+from ufcctl.rollout.job import SKIPPED_STEP
 from ufcctl.rollout.kind import RolloutRequest
 from ufcctl.rollout.kinds import deploy_nodes
 from ufcctl.rollout.store import StateStore
@@ -81,18 +81,32 @@ def deploy(
     nodes: RolloutRequest | None = None,
     store: StateStore | None = None,
     progress: Callable[[], AbstractContextManager[RunObserver | None]] = nullcontext,
-    rollout_progress: Callable[[], AbstractContextManager[RolloutObserver | None]] = nullcontext,
+    rollout_progress: fleet.Progress = nullcontext,
 ) -> DeployResult:
     """Validate the inventory (nothing is touched when it is bad), then run the phases in turn; the node
     phase starts only when the cluster phase succeeded. `nodes` is the node phase's rollout request
-    (the command's fleet flags, --limit, --check; ufcctl/cli/fleet.py builds it).
+    (the command's fleet flags, --limit, --check; ufcctl/cli/fleet.py builds it); the state store is
+    opened before anything runs when a node phase may follow (`store`: one the caller opened).
     `progress` and `rollout_progress` make each phase's live display, one at a time."""
     if phase not in PHASES:
         raise InputError(f"--phase {phase!r}: unknown phase", f"use one of: {', '.join(PHASES)}")
+    opened: AbstractContextManager[StateStore | None] = nullcontext(store)
+    if store is None and nodes is not None and phase != "cluster":
+        opened = StateStore()
+    with opened as node_store:
+        return _deploy(inventory_dir, options, limit, phase, nodes, node_store, progress, rollout_progress)
+
+
+def _deploy(inventory_dir: Path, options: RunOptions, limit: str | None, phase: str,
+            nodes: RolloutRequest | None, store: StateStore | None,
+            progress: Callable[[], AbstractContextManager[RunObserver | None]],
+            rollout_progress: fleet.Progress) -> DeployResult:
     path = playbook("deploy.yml")
     check_tags(path, options)
     inventory_name(inventory_dir, options)
     inventory = load_inventory(inventory_dir)
+    # the node phase's run records the files read here, not as they are after the cluster phase
+    read = fleet.loaded(inventory_dir, inventory, guarded=True) if phase != "cluster" else None
     phases = split_phases(inventory, select_limit(inventory, inventory_dir, limit))
     refuse_version_change(inventory_dir, inventory)  # a Kubernetes version change is upgrade-cluster's
     result = DeployResult()
@@ -114,8 +128,8 @@ def deploy(
     elif store is None or nodes is None:
         raise ValueError("the node phase needs a state store and a rollout request")
     else:
-        with rollout_progress() as rollout_observer:
-            result.nodes = runs.start(deploy_nodes.KIND, nodes, store, inventory, observer=rollout_observer)
+        result.nodes = fleet.start(deploy_nodes.KIND, nodes, progress=rollout_progress, inventory=read,
+                                   store=store)
     return result
 
 

@@ -8,23 +8,19 @@ from typing import Any
 
 import click
 
+from ufcctl.app import fleet as fleet_app
 from ufcctl.app.deploy import PHASES, DeployResult, is_lab_inventory
 from ufcctl.app.deploy import deploy as run_deploy
-from ufcctl.app.inventory import load_inventory
-from ufcctl.app.upgrade_plan import refuse_version_change
-from ufcctl.cli.fleet import Fleet, fleet_options, rollout_request, run_inventory
+from ufcctl.cli.fleet import Fleet, fleet_options, progress, rollout_request
 from ufcctl.cli.numbers import MAX_NODE_TIMEOUT, MAX_SECONDS, integer, number
 from ufcctl.cli.options import forks_option, inventory_option, output_option
-from ufcctl.cli.rollout import plan, summary_out
 from ufcctl.domain.rollout.pacing import paced_seconds
 from ufcctl.engine.runner import RunOptions
 from ufcctl.errors import InputError, RunFailed
 from ufcctl.report.output import print_json, print_run_summary
 from ufcctl.report.progress import RunProgress
-from ufcctl.report.rollout import RolloutProgress, plan_json, print_plan
-from ufcctl.rollout import planning, runs
+from ufcctl.report.rollout import plan_json, print_plan, summary_out
 from ufcctl.rollout.kinds import deploy_nodes
-from ufcctl.rollout.store import StateStore
 
 # Node phase defaults: 2 x 50 = 100 workers in flight. Each in-flight node holds one Ansible fork on
 # the controller (about 100 MB, --forks' help), so the window, not the join rate, bounds the
@@ -95,11 +91,9 @@ def deploy(
     )
     nodes = rollout_request(fleet, inventory, limit=limit, dry_run=check,
                             options=deploy_nodes.nodes_options(node_timeout=node_timeout, full=full))
-    quiet = output == "json"
-    with StateStore() as store:
-        result = run_deploy(inventory, options, limit=limit, phase=phase, nodes=nodes, store=store,
-                            progress=lambda: RunProgress(quiet=quiet),
-                            rollout_progress=lambda: RolloutProgress(quiet=quiet))
+    result = run_deploy(inventory, options, limit=limit, phase=phase, nodes=nodes,
+                        progress=lambda: RunProgress(quiet=output == "json"),
+                        rollout_progress=progress(output))
     _report(result, limit, options, output)
     _skipped_steps(result, inventory, check=check, allowed=allow_skips, output=output)
 
@@ -176,15 +170,12 @@ def add_nodes(inventory: Path, limit: str, check: bool, retry_failed: bool, flee
     """Add workers to a running cluster: the node phase of deploy on --limit only, never the cluster plays."""
     request = rollout_request(fleet, inventory, limit=limit, dry_run=check,
                               options=deploy_nodes.nodes_options(node_timeout=node_timeout, full=full))
-    loaded = run_inventory(request)
-    refuse_version_change(inventory, loaded)  # a new node's kubelet must not be newer than the apiservers
-    with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
-        summary = runs.start(deploy_nodes.KIND, request, store, loaded, observer=progress,
-                             retry_failed=retry_failed)
-    summary_out(summary, output)
+    # the kind's version guard: a new node's kubelet must not be newer than the apiservers
+    summary_out(fleet_app.start(deploy_nodes.KIND, request, progress=progress(output),
+                                retry_failed=retry_failed), output)
 
 
-@plan.command("deploy")
+@click.command("deploy")
 @inventory_option()
 @fleet_options(group="kube_node", batch=DEFAULT_BATCH, window=DEFAULT_WINDOW, join_rate=True)
 @click.option("--node-seconds", type=number(0.001, MAX_SECONDS), default=None,
@@ -195,9 +186,7 @@ def plan_deploy(inventory: Path, fleet: Fleet, node_seconds: float | None, all_r
                 output: str) -> None:
     """Print the node phase's batches and projected duration (the cluster phase runs once, before it)."""
     request = rollout_request(fleet, inventory, options=deploy_nodes.nodes_options())
-    with StateStore() as store:
-        report = planning.plan(deploy_nodes.KIND, request, store, load_inventory(request.inventory_dir),
-                               node_seconds=node_seconds)
+    report = fleet_app.plan(deploy_nodes.KIND, request, node_seconds=node_seconds)
     pacing = paced_seconds(report.targets, request.rate)
     if output == "json":
         print_json({**plan_json(report.plan, report.projection, report.targets),
@@ -210,3 +199,4 @@ def plan_deploy(inventory: Path, fleet: Fleet, node_seconds: float | None, all_r
 
 
 COMMANDS = [deploy, add_nodes]
+PLAN_COMMANDS = [plan_deploy]  # under `ufcctl plan` (cli/main.py)

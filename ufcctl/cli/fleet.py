@@ -10,7 +10,6 @@ the command one typed `Fleet`; `rollout_request` turns it, with the command's ow
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,12 +17,11 @@ from typing import Any
 
 import click
 
-from ufcctl.app.inventory import load_inventory
 from ufcctl.cli.numbers import MAX_COUNT, integer, number, percent
 from ufcctl.cli.options import accelerate_option
-from ufcctl.domain.inventory.model import Inventory
 from ufcctl.domain.rollout.order import LONGEST, ORDERS
 from ufcctl.domain.rollout.plan import ALIGN_VARS
+from ufcctl.report.rollout import RolloutProgress
 from ufcctl.rollout.kind import DEFAULT_CHUNK, RolloutRequest
 from ufcctl.rollout.kinds.deploy_nodes import DEFAULT_JOIN_RATE
 
@@ -138,7 +136,6 @@ def rollout_request(fleet: Fleet, inventory: Path, *, limit: str | None = None, 
     )
 
 
-def run_inventory(request: RolloutRequest) -> Inventory:
-    """The inventory a new run works on, read from the absolute path the run records (`ufcctl resume`
-    reads that path again)."""
-    return load_inventory(Path(os.path.abspath(request.inventory_dir)))
+def progress(output: str) -> Callable[[], RolloutProgress]:
+    """The live display of a fleet command, for app/fleet.py to open (quiet under --output json)."""
+    return lambda: RolloutProgress(quiet=output == "json")

@@ -6,17 +6,14 @@ from pathlib import Path
 
 import click
 
-from ufcctl.app.inventory import load_inventory
-from ufcctl.cli.fleet import Fleet, fleet_options, rollout_request, run_inventory
+from ufcctl.app import fleet as fleet_app
+from ufcctl.cli.fleet import Fleet, fleet_options, progress, rollout_request
 from ufcctl.cli.numbers import MAX_NODE_TIMEOUT, MAX_SECONDS, integer, number
 from ufcctl.cli.options import inventory_option, output_option
-from ufcctl.cli.rollout import summary_out
 from ufcctl.report.images import PreheatPlan, preheat_plan_json, print_preheat_plan
 from ufcctl.report.output import print_json
-from ufcctl.report.rollout import RolloutProgress
-from ufcctl.rollout import runs
+from ufcctl.report.rollout import summary_out
 from ufcctl.rollout.kinds import preheat_images as app
-from ufcctl.rollout.store import StateStore
 
 # 2 x 50 = 100 workers pulling at once: with caches each ToR cache serves its few dozen nodes; the
 # window bounds the controller's forks as for add-nodes.
@@ -59,18 +56,15 @@ def preheat(inventory: Path, image_refs: tuple[str, ...], fleet: Fleet, dry_run:
     request = rollout_request(fleet, inventory,
                               options=app.preheat_options(images=image_refs, node_timeout=node_timeout))
     if dry_run:
-        with StateStore() as store:
-            plan = app.dry_run(request, store, load_inventory(request.inventory_dir),
-                               node_seconds=node_seconds)
+        plan = fleet_app.with_inventory(request, lambda store, loaded: app.dry_run(
+            request, store, loaded, node_seconds=node_seconds))
         if output == "json":
             print_json(preheat_plan_json(_preheat_plan(plan)))
         else:
             print_preheat_plan(_preheat_plan(plan))
         return
-    with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
-        summary = runs.start(app.KIND, request, store, run_inventory(request), observer=progress,
-                             retry_failed=retry_failed)
-    summary_out(summary, output)
+    summary_out(fleet_app.start(app.KIND, request, progress=progress(output), retry_failed=retry_failed),
+                output)
 
 
 COMMANDS = [images]

@@ -121,8 +121,14 @@ def cli(ctx: click.Context, debug: bool) -> None:
     )
 
 
+@click.group("plan")
+def plan() -> None:
+    """Show what a command would do, touching nothing."""
+
+
 def _register() -> None:
-    # One line per command module; each module owns its flags and printing only.
+    # One line per command module; each module owns its flags and printing only; a module's
+    # PLAN_COMMANDS hang under `ufcctl plan`.
     from ufcctl.cli import (
         certs,
         deploy,
@@ -131,18 +137,21 @@ def _register() -> None:
         images,
         init,
         inventory,
+        lab,
         npu,
         placement,
         remove,
         rollout,
         upgrade,
     )
-    from ufcctl.lab import cli as lab  # the lab package's own commands (ufcctl/lab/)
 
     for module in (init, inventory, deploy, remove, images, lab, placement, etcd, health, certs, rollout,
                    upgrade, npu):
         for command in module.COMMANDS:
             cli.add_command(command)
+        for command in getattr(module, "PLAN_COMMANDS", ()):
+            plan.add_command(command)
+    cli.add_command(plan)
 
 
 _register()

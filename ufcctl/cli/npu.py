@@ -6,14 +6,12 @@ from pathlib import Path
 
 import click
 
-from ufcctl.cli.fleet import Fleet, fleet_options, rollout_request, run_inventory
+from ufcctl.app import fleet as fleet_app
+from ufcctl.cli.fleet import Fleet, fleet_options, progress, rollout_request
 from ufcctl.cli.numbers import MAX_NODE_TIMEOUT, integer, number
 from ufcctl.cli.options import inventory_option, output_option
-from ufcctl.cli.rollout import summary_out
-from ufcctl.report.rollout import RolloutProgress
-from ufcctl.rollout import runs
+from ufcctl.report.rollout import summary_out
 from ufcctl.rollout.kinds import npu_check as app
-from ufcctl.rollout.store import StateStore
 
 # 4 x 50 = 200 nodes checked at once: one module run each, no drain, no apiserver call.
 DEFAULT_BATCH = 50
@@ -49,10 +47,8 @@ def check(inventory: Path, fleet: Fleet, deep: bool, ping_count: int, max_loss: 
     """
     request = rollout_request(fleet, inventory, options=app.check_options(
         deep=deep, ping_count=ping_count, max_loss=max_loss, node_timeout=node_timeout))
-    with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
-        summary = runs.start(app.KIND, request, store, run_inventory(request), observer=progress,
-                             retry_failed=retry_failed)
-    summary_out(summary, output)
+    summary_out(fleet_app.start(app.KIND, request, progress=progress(output), retry_failed=retry_failed),
+                output)
 
 
 COMMANDS = [npu]

@@ -3,23 +3,23 @@ cluster down, after the user typed the inventory's name)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
+from ufcctl.app import fleet as fleet_app
 from ufcctl.app import reset as reset_app
 from ufcctl.app.inventory import load_inventory
-from ufcctl.cli.fleet import Fleet, fleet_options, rollout_request, run_inventory
+from ufcctl.cli.fleet import Fleet, fleet_options, progress, rollout_request
 from ufcctl.cli.numbers import MAX_NODE_TIMEOUT, integer
 from ufcctl.cli.options import inventory_option, output_option
-from ufcctl.cli.rollout import summary_out
+from ufcctl.domain.inventory.model import Inventory
 from ufcctl.errors import RunFailed
 from ufcctl.report.output import print_run_summary
 from ufcctl.report.progress import RunProgress
-from ufcctl.report.rollout import RolloutProgress
-from ufcctl.rollout import runs
+from ufcctl.report.rollout import summary_out
 from ufcctl.rollout.kinds import remove_control_plane, remove_nodes
-from ufcctl.rollout.store import StateStore
 
 # 10 nodes at a time: each drained node's pods must find room on the rest, and PodDisruptionBudgets
 # allow few disruptions at once (calico-typha's: one), so a wide window mostly waits on refused
@@ -54,23 +54,25 @@ def remove_nodes_command(inventory: Path, limit: str, fleet: Fleet, drain_timeou
     stays; `ufcctl add-nodes --limit ...` joins a node again. `ufcctl resume RUN_ID` continues a stopped
     run without redoing finished nodes. With --control-plane: control planes and etcd members, one at a
     time; `ufcctl deploy` joins one again."""
+    check: Callable[[Inventory], None]
     if control_plane:
         kind = remove_control_plane.KIND
         request = remove_control_plane.one_at_a_time(rollout_request(
             fleet, inventory, limit=limit, dry_run=dry_run,
             options=remove_control_plane.remove_options(drain_timeout=drain_timeout)))
-        loaded = run_inventory(request)
-        for line in remove_control_plane.check_removal(request, loaded):  # exit 2 before the store opens
-            click.echo(line, err=True)
+
+        def check(loaded: Inventory) -> None:  # exit 2 before the state store opens
+            for line in remove_control_plane.check_removal(request, loaded):
+                click.echo(line, err=True)
     else:
         kind = remove_nodes.KIND
         request = rollout_request(fleet, inventory, limit=limit, dry_run=dry_run,
                                   options=remove_nodes.remove_options(drain_timeout=drain_timeout))
-        loaded = run_inventory(request)
-        remove_nodes.refuse_cluster_hosts(loaded, limit)  # exit 2 before the state store is opened
-    with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
-        summary = runs.start(kind, request, store, loaded, observer=progress, retry_failed=retry_failed)
-    summary_out(summary, output)
+
+        def check(loaded: Inventory) -> None:  # exit 2 before the state store is opened
+            remove_nodes.refuse_cluster_hosts(loaded, limit)
+    summary_out(fleet_app.start(kind, request, progress=progress(output), retry_failed=retry_failed,
+                                check=check), output)
 
 
 

@@ -6,27 +6,21 @@ from pathlib import Path
 
 import click
 
-from ufcctl.app.inventory import load_inventory
-from ufcctl.cli.fleet import Fleet, fleet_options, rollout_request, run_inventory
+from ufcctl.app import fleet as fleet_app
+from ufcctl.cli.fleet import Fleet, fleet_options, progress, rollout_request
 from ufcctl.cli.numbers import MAX_NODE_TIMEOUT, MAX_SECONDS, integer, number
 from ufcctl.cli.options import inventory_option, output_option
-from ufcctl.domain.rollout.summary import RolloutSummary
 from ufcctl.domain.versions import version_problem
-from ufcctl.errors import InputError, RunFailed
+from ufcctl.errors import InputError
 from ufcctl.report.output import print_json
 from ufcctl.report.rollout import (
-    RolloutProgress,
     plan_json,
     print_plan,
     print_runs,
-    print_summary,
     runs_json,
+    summary_out,
 )
-from ufcctl.rollout import planning
-from ufcctl.rollout import runs as rollout_runs
-from ufcctl.rollout.catalog import KINDS
 from ufcctl.rollout.kinds import upgrade_drivers as drivers
-from ufcctl.rollout.store import StateStore
 
 
 def _version(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -35,22 +29,6 @@ def _version(ctx: click.Context, param: click.Parameter, value: str | None) -> s
     if problem:
         raise InputError(f"--{param.name.replace('_', '-')} {problem}", "e.g. --version 24.1.rc3")
     return value
-
-
-def summary_out(summary: RolloutSummary, output: str) -> None:
-    if output == "json":
-        print_json(summary.to_json())
-    elif output != "quiet":  # quiet: the caller printed it (deploy's JSON holds both phases)
-        print_summary(summary)
-    if summary.status != "done":
-        failed = [n.host for n in summary.failed]
-        names = f": {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}" if failed else ""
-        why = f" ({summary.message})" if summary.message else ""
-        raise RunFailed(
-            f"{summary.kind} {summary.run_id} {summary.status}: {len(failed)} node(s) failed{names}{why}",
-            f"fix the nodes, then `ufcctl resume {summary.run_id} --retry-failed` "
-            f"(done nodes are never redone); `ufcctl runs` lists runs",
-        )
 
 
 @click.command("upgrade-drivers")
@@ -80,18 +58,11 @@ def upgrade_drivers(inventory: Path, fleet: Fleet, version: str | None, firmware
     """
     request = rollout_request(fleet, inventory, dry_run=dry_run, force=force, options=drivers.upgrade_options(
         version=version, firmware_version=firmware_version, node_timeout=node_timeout))
-    with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
-        summary = rollout_runs.start(drivers.KIND, request, store, run_inventory(request), observer=progress,
-                                     retry_failed=retry_failed)
-    summary_out(summary, output)
+    summary_out(fleet_app.start(drivers.KIND, request, progress=progress(output), retry_failed=retry_failed),
+                output)
 
 
-@click.group("plan")
-def plan() -> None:
-    """Show what a command would do, touching nothing."""
-
-
-@plan.command("upgrade-drivers")
+@click.command("upgrade-drivers")
 @inventory_option()
 @fleet_options(group="npu_node")
 @click.option("--node-seconds", type=number(0.001, MAX_SECONDS), default=None,
@@ -102,9 +73,7 @@ def plan_upgrade_drivers(inventory: Path, fleet: Fleet, node_seconds: float | No
                          output: str) -> None:
     """Print the batches of an upgrade-drivers run and its projected duration."""
     request = rollout_request(fleet, inventory, options=drivers.upgrade_options())
-    with StateStore() as store:
-        report = planning.plan(drivers.KIND, request, store, load_inventory(request.inventory_dir),
-                               node_seconds=node_seconds)
+    report = fleet_app.plan(drivers.KIND, request, node_seconds=node_seconds)
     if output == "json":
         print_json(plan_json(report.plan, report.projection, report.targets))
     else:
@@ -117,8 +86,7 @@ def plan_upgrade_drivers(inventory: Path, fleet: Fleet, node_seconds: float | No
 @output_option()
 def runs(limit: int, output: str) -> None:
     """List rollout runs, newest first, with node counts per state."""
-    with StateStore() as store:
-        records = rollout_runs.list_runs(store, limit)
+    records = fleet_app.list_runs(limit)
     if output == "json":
         print_json(runs_json(records))
     elif records:
@@ -135,11 +103,9 @@ def runs(limit: int, output: str) -> None:
 @output_option()
 def resume(run_id: str, retry_failed: bool, accept_inventory_change: bool, output: str) -> None:
     """Continue RUN_ID (of any kind) after a crash, Ctrl-C or budget stop; done nodes are never redone."""
-    with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
-        summary = rollout_runs.resume(run_id, store, kinds=KINDS, loader=load_inventory,
-                                      retry_failed=retry_failed, observer=progress,
-                                      accept_inventory_change=accept_inventory_change)
-    summary_out(summary, output)
+    summary_out(fleet_app.resume(run_id, progress=progress(output), retry_failed=retry_failed,
+                                 accept_inventory_change=accept_inventory_change), output)
 
 
-COMMANDS = [upgrade_drivers, plan, runs, resume]
+COMMANDS = [upgrade_drivers, runs, resume]
+PLAN_COMMANDS = [plan_upgrade_drivers]  # under `ufcctl plan` (cli/main.py)

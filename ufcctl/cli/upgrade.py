@@ -7,18 +7,16 @@ from pathlib import Path
 
 import click
 
+from ufcctl.app import fleet as fleet_app
 from ufcctl.app.upgrade_cluster import check_request, upgrade_control_planes
 from ufcctl.app.upgrade_plan import UpgradePlan, plan_upgrade_cluster
-from ufcctl.cli.fleet import Fleet, fleet_options, rollout_request
+from ufcctl.cli.fleet import Fleet, fleet_options, progress, rollout_request
 from ufcctl.cli.numbers import MAX_NODE_TIMEOUT, integer
 from ufcctl.cli.options import inventory_option, output_option
-from ufcctl.cli.rollout import plan, summary_out
 from ufcctl.errors import InputError
 from ufcctl.report.output import print_json
-from ufcctl.report.rollout import RolloutProgress
-from ufcctl.rollout import runs
+from ufcctl.report.rollout import summary_out
 from ufcctl.rollout.kinds import upgrade_cluster
-from ufcctl.rollout.store import StateStore
 
 # 20 workers at a time: a drained node's pods must find room on the rest and PodDisruptionBudgets allow
 # few disruptions at once; each node's restart is short (binaries, kubelet restart, Ready again), so the
@@ -27,7 +25,7 @@ DEFAULT_BATCH = 20
 DEFAULT_WINDOW = 1
 
 
-@plan.command("upgrade-cluster")
+@click.command("upgrade-cluster")
 @inventory_option()
 @click.option("--version", "version", required=True, help="The Kubernetes version to go to, e.g. v1.35.4.")
 @output_option()
@@ -97,10 +95,9 @@ def upgrade_cluster_command(inventory: Path, version: str, fleet: Fleet, drain_t
         version=report.verdict.target, drain_timeout=drain_timeout))
     upgrade_control_planes(inventory, inventory_data, report,
                            log=lambda line: click.echo(line, err=output == "json"))
-    with StateStore() as store, RolloutProgress(quiet=output == "json") as progress:
-        summary = runs.start(upgrade_cluster.KIND, request, store, inventory_data, observer=progress)
-    summary_out(summary, output)
+    summary_out(fleet_app.start(upgrade_cluster.KIND, request, progress=progress(output),
+                                inventory=fleet_app.loaded(inventory, inventory_data)), output)
 
 
-# `plan upgrade-cluster` hangs under `plan` (ufcctl/cli/rollout.py)
 COMMANDS: list[click.Command] = [upgrade_cluster_command]
+PLAN_COMMANDS = [plan_upgrade]  # under `ufcctl plan` (cli/main.py)

@@ -13,8 +13,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, Tim
 
 from ufcctl.domain.rollout.plan import Projection, RolloutPlan
 from ufcctl.domain.rollout.summary import RolloutSummary
+from ufcctl.errors import RunFailed
 from ufcctl.report.live import LiveProgress
-from ufcctl.report.output import stdout_console
+from ufcctl.report.output import print_json, stdout_console
 from ufcctl.report.tables import Fitted, new_table
 from ufcctl.report.terminal import styled
 from ufcctl.rollout.store import RunRecord
@@ -188,3 +189,20 @@ def runs_json(runs: Sequence[RunRecord]) -> list[dict[str, Any]]:
     return [{"run_id": r.run_id, "kind": r.kind, "status": r.status, "created": r.created,
              "finished": r.finished, "message": r.message, "steps": r.steps, "counts": r.counts,
              "inventory": r.inventory, "params": r.params} for r in runs]
+
+
+def summary_out(summary: RolloutSummary, output: str) -> None:
+    """A fleet command's ending: the summary as text or JSON, and RunFailed (exit 1) unless it is done."""
+    if output == "json":
+        print_json(summary.to_json())
+    elif output != "quiet":  # quiet: the caller printed it (deploy's JSON holds both phases)
+        print_summary(summary)
+    if summary.status != "done":
+        failed = [n.host for n in summary.failed]
+        names = f": {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}" if failed else ""
+        why = f" ({summary.message})" if summary.message else ""
+        raise RunFailed(
+            f"{summary.kind} {summary.run_id} {summary.status}: {len(failed)} node(s) failed{names}{why}",
+            f"fix the nodes, then `ufcctl resume {summary.run_id} --retry-failed` "
+            f"(done nodes are never redone); `ufcctl runs` lists runs",
+        )

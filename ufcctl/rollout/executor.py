@@ -37,8 +37,8 @@ waited for and recorded; a third ends ufcctl at once, leaving what a kill -9 lea
 
 The parts, one module each: `job.py` (what the executor is given), `admission.py` (the gate side:
 waiting hosts, admission order and pacing, deadlines), `chunks.py` (the processes), `drainpool.py`
-(preparation and release on a pool), `writer.py` (group commit). This module is the main loop and
-the node ends that tie them together, under one lock.
+(preparation and release on a pool), `writer.py` (group commit), `nodeends.py` (a node's end: slot,
+commit, announcement, release). This module is the main loop that ties them together, under one lock.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ufcctl.domain.rollout.states import DONE, FAILED, PENDING, RUNNING, SKIPPED
+from ufcctl.domain.rollout.states import FAILED, PENDING, SKIPPED
 from ufcctl.domain.rollout.window import RolloutWindow
 from ufcctl.engine import statedir, stops
 from ufcctl.engine.gate import LABELS_AT_TARGET, STOP, GateRequest, GateServer
@@ -59,13 +59,14 @@ from ufcctl.rollout.chunks import Chunk, ChunkProcesses, leftover_reason, unstar
 from ufcctl.rollout.drainpool import DrainPool
 from ufcctl.rollout.job import SKIPPED_STEP, Note, RolloutJob, RolloutObserver, RunFn, call_notes
 from ufcctl.rollout.kind import NodeGuard
+from ufcctl.rollout.nodeends import NodeEnds
 from ufcctl.rollout.store import NodeChange, StateStore
 from ufcctl.rollout.writer import GroupWriter
 
 INTERRUPTED = "interrupted (SIGINT/SIGTERM); `ufcctl resume` continues"
 
 
-class _Execution:
+class _Execution(NodeEnds):
     """One rollout's run: the main loop deciding under `cond`, and the node ends every part reports."""
 
     def __init__(self, job: RolloutJob, store: StateStore, run_fn: RunFn,
@@ -291,56 +292,6 @@ class _Execution:
         self.window.abandon(host)
 
     # -- ends ---------------------------------------------------------------------------------
-
-    def finish(self, host: str, state: str, reason: str | None, changed: bool | None = None) -> None:
-        """A node in flight ended (from a process's events). The first report wins."""
-        with self.cond:
-            notes = self._end(host, state, reason, changed)
-            self.cond.notify_all()
-        call_notes(notes)
-
-    def _end(self, host: str, state: str, reason: str | None, changed: bool | None) -> list[Note]:
-        """Free the slot now; commit, then announce and release (after the commit). Nodes in flight only."""
-        if host in self.ended or host not in self.admission.started:
-            return []
-        self.ended.add(host)
-        chunk = self.chunk_of[host]
-        chunk.in_flight -= 1
-        chunk.open -= 1
-        self.window.finished(host, state)
-        notes = self._announce(host, state, reason, self.clock() - self.admission.started[host])
-        if self.drains is not None and state != SKIPPED and host in self.drains.prepared:  # not if undrained
-            notes.append(self.drains.release_note(host, state == DONE))
-        self.writer.submit([NodeChange(host, state, time.time(), reason=reason, changed=changed)], notes)
-        return []
-
-    def _end_unstarted(self, host: str, state: str, reason: str) -> list[Note]:
-        """A node ended before admission: skipped or failed by its preparation, or its process ended."""
-        self.ended.add(host)
-        self.chunk_of[host].open -= 1
-        now = time.time()
-        changes = [NodeChange(host, state, now, reason=reason)]
-        if state != SKIPPED:  # recorded as an attempt that failed at once
-            changes.insert(0, NodeChange(host, RUNNING, now, ansible_run=self.chunk_of[host].run_id))
-        self.window.finished(host, state)
-        self.admission.skip(host, reason)
-        notes = self._announce(host, state, reason, None)
-        if self.drains is not None and host in self.drains.prepared:  # a failed node stays cordoned
-            notes.append(self.drains.release_note(host, False))
-        self.writer.submit(changes, notes)
-        return []
-
-    def _announce(self, host: str, state: str, reason: str | None, seconds: float | None) -> list[Note]:
-        stop = self.window.stop_reason if not self.announced_stop else None
-        self.announced_stop = self.announced_stop or stop is not None
-        observer = self.observer
-        if observer is None:
-            return []
-        batch = self.batch_of[host]
-        notes: list[Note] = [lambda: observer.node_finished(host, batch, state, reason, seconds)]
-        if stop:
-            notes.append(lambda: observer.stopped(stop))
-        return notes
 
 
 def execute_rollout(

@@ -117,6 +117,9 @@ class RolloutKind:
     # run once before any node starts (a new run and every resume), e.g. a join token; returns the
     # line the report shows for it. Raises InputError/RunFailed to stop before any node is touched.
     prepare: Callable[[RolloutRequest, Inventory], str] | None = None
+    # a new run first checks that the running apiservers run the inventory's Kubernetes version
+    # (app/upgrade_plan.refuse_version_change, run by app/fleet.start): the kind installs kubelets
+    version_guard: bool = False
 
 
 class KindRegistry:

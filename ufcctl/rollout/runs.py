@@ -110,12 +110,13 @@ def _execute(kind: RolloutKind, run_id: str, request: RolloutRequest, inventory:
 
 def start(kind: RolloutKind, request: RolloutRequest, store: StateStore, inventory: Inventory, *,
           run_fn: RunFn | None = None, observer: RolloutObserver | None = None,
-          retry_failed: bool = False) -> RolloutSummary:
+          retry_failed: bool = False, inventory_fingerprint: str | None = None) -> RolloutSummary:
     """A new rollout of `kind` over `inventory` (loaded by the caller from request.inventory_dir), or,
-    with retry_failed, over the newest run's failed and skipped nodes."""
+    with retry_failed, over the newest run's failed and skipped nodes. `inventory_fingerprint` is the
+    hash of the files the caller read (app/fleet.py takes it at the read); without it, taken now."""
     # absolute: `ufcctl resume` from another directory reads the same inventory
     request = dataclasses.replace(request, inventory_dir=_absolute(request.inventory_dir))
-    inventory_hash = fingerprint(request.inventory_dir)
+    inventory_hash = inventory_fingerprint or fingerprint(request.inventory_dir)
     hosts = targets(kind, inventory, request)
     if retry_failed:
         hosts = _previous_failures(kind, store, request, hosts)

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from ufcctl.domain.rollout.states import (
-    FAILED,
     NODE_STATES,
     PENDING,
     RUNNING,
@@ -31,6 +30,7 @@ from ufcctl.domain.rollout.states import (
 from ufcctl.engine import statedir
 from ufcctl.errors import cut, shown
 from ufcctl.paths import state_dir
+from ufcctl.rollout.storedurations import median_node_seconds, node_durations
 from ufcctl.rollout.storefile import (
     StateFileError,
     corrupt,
@@ -333,42 +333,16 @@ class StateStore:
         return refused
 
     def node_durations(self, kind: str, *, runs: int = 5) -> tuple[dict[str, float], dict[str, float]]:
-        """Each node's newest record in the newest `runs` real runs of `kind`: (measured, floors).
-
-        Measured: done with a change (a real install, not "already at target"). Floors: the node's
-        newest record is a failure; it ran this long before it failed (a hang: until its deadline),
-        so it is expected to take at least that. Dry runs install nothing and are left out. The
-        rollout's start order reads these (domain/rollout/order.py).
-        """
-        measured: dict[str, float] = {}
-        floors: dict[str, float] = {}
+        """Each node's newest measured time and failure floor in the newest real runs of `kind`
+        (storedurations.py)."""
         with self._conn() as db:
-            rows = db.execute("SELECT run_id, params FROM runs WHERE kind = ? ORDER BY created DESC",
-                              (kind,)).fetchall()
-            real = [r["run_id"] for r in rows if not json.loads(r["params"]).get("dry_run")][:runs]
-            for run_id in real:
-                for host, state, seconds in db.execute(
-                    "SELECT host, state, finished - started FROM nodes WHERE run_id = ?"
-                    " AND ((state = 'done' AND changed = 1) OR state = 'failed')"
-                    " AND started IS NOT NULL AND finished IS NOT NULL", (run_id,)
-                ):
-                    if host not in measured and host not in floors:
-                        (floors if state == FAILED else measured)[host] = seconds
-        return measured, floors
+            return node_durations(db, kind, runs)
 
     def median_node_seconds(self, run_id: str) -> float | None:
         """Median duration of the run's nodes that were done with a change (a real install), or None."""
         with self._conn() as db:
-            times = sorted(
-                r["d"] for r in db.execute(
-                    "SELECT finished - started AS d FROM nodes WHERE run_id = ? AND state = 'done'"
-                    " AND changed = 1 AND started IS NOT NULL AND finished IS NOT NULL", (run_id,)
-                )
-            )
-        if not times:
-            return None
-        mid = len(times) // 2
-        return times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
+            return median_node_seconds(db, run_id)
+
 
 def _move_one(db: sqlite3.Connection, run_id: str, host: str, new: str, sets: str,
               args: tuple[Any, ...]) -> str | None:

@@ -47,7 +47,7 @@ def test_deploy_runs_the_cluster_phase_on_cluster_hosts_then_the_workers_on_the_
         return RunResult("r", pb.name, "successful", 0, {}, tmp_path, 0.1)
 
     monkeypatch.setattr(deploy_app, "run_playbook", cluster)
-    monkeypatch.setattr(deploy_app.runs, "start",
+    monkeypatch.setattr(deploy_app.fleet.runs, "start",
                         lambda kind, req, store, inventory, **kw: seen.update(request=req) or "nodes")
     result = deploy_app.deploy(SAMPLE, RunOptions(), nodes=RolloutRequest(SAMPLE, batch=8, rate=5.0),
                                store=object())
@@ -62,7 +62,7 @@ def test_a_failed_cluster_phase_starts_no_worker(monkeypatch, tmp_path: Path) ->
     monkeypatch.setattr(deploy_app, "run_playbook",
                         lambda pb, hosts, options, run_id=None, observer=None:
                         RunResult("r", pb.name, "failed", 2, {}, tmp_path, 0.1))
-    monkeypatch.setattr(deploy_app.runs, "start",
+    monkeypatch.setattr(deploy_app.fleet.runs, "start",
                         lambda *a, **kw: pytest.fail("the node phase must not start"))
     result = deploy_app.deploy(SAMPLE, RunOptions(), nodes=RolloutRequest(SAMPLE, batch=8), store=object())
     assert result.nodes is None and result.skipped == ["node phase: not started, the cluster phase failed"]

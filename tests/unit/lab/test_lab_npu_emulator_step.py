@@ -158,7 +158,7 @@ def _up_result(npu: NpuEmulator, created: tuple[str, ...] = ()) -> UpResult:
     ids=["skipped", "ready"],
 )
 def test_lab_up_says_what_became_of_the_emulator(monkeypatch: pytest.MonkeyPatch, npu, line: str) -> None:
-    monkeypatch.setattr("ufcctl.lab.cli.lab_up", lambda *a, **k: _up_result(npu))
+    monkeypatch.setattr("ufcctl.cli.lab.lab_up", lambda *a, **k: _up_result(npu))
     result = CliRunner().invoke(cli, ["lab", "up", "--lab", "t1"])
     assert result.exit_code == 0, result.output
     assert "is already up" in result.output  # a kept mirror is part of a no-op rerun

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import ufcctl.lab.cli as lab_cli
 from tests.integration.test_wheel_install import LAB_UP_ARGS
+from ufcctl.cli import lab as lab_cli
 from ufcctl.cli.main import cli
 from ufcctl.engine.run_events import _message
 from ufcctl.lab import emulators

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ufcctl.cli import lab as lab_cli
 from ufcctl.domain.etcd.defrag import LastDefrag
 from ufcctl.domain.etcd.defrag_result import MemberOutcome, RunReport, Sizes
 from ufcctl.domain.etcd.status import ClusterStatus, MemberRow
@@ -23,7 +24,6 @@ from ufcctl.domain.monitoring.health import Alert, EtcdHealth, HealthReport, Npu
 from ufcctl.domain.rollout.plan import Batch, Projection, RolloutPlan
 from ufcctl.domain.rollout.summary import NodeOutcome, RolloutSummary
 from ufcctl.engine.run_result import HostResult, RunResult
-from ufcctl.lab import cli as lab_cli
 from ufcctl.lab.lab import LabStatus
 from ufcctl.lab.layout import (
     ROLE_CONTROL_PLANE,

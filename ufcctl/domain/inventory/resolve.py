@@ -11,6 +11,7 @@ key is replaced whole, dicts included):
   `all` vars in inventory files < the host's other groups' inventory-file vars
   < group_vars/all < group_vars/<group> < the host's inventory-file vars < host_vars/<host>.
 Groups are ordered by (depth, ansible_group_priority, name); depth is the longest path from `all`.
+The walk of the files into groups and hosts is structure.py's; the vars and the order are here.
 """
 
 from __future__ import annotations
@@ -20,13 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ufcctl.domain.inventory.model import Group, Host, Inventory
-from ufcctl.domain.inventory.ranges import (
-    MAX_HOSTS,
-    HostCountError,
-    HostPatternError,
-    expand_host_pattern,
-    split_port,
-)
 from ufcctl.domain.inventory.sources import (
     VARS_SUFFIXES,
     InventorySources,
@@ -35,11 +29,7 @@ from ufcctl.domain.inventory.sources import (
     VarsEntry,
     vars_entry_for,
 )
-
-SECTIONS = ("vars", "children", "hosts")
-HOST_CAP_FIX = (
-    f"check the range bounds for a typo; one inventory holds at most {MAX_HOSTS:,} hosts (README \"Limits\")"
-)
+from ufcctl.domain.inventory.structure import GroupDraft, Structure, kind_of
 
 
 @dataclass(frozen=True)
@@ -49,306 +39,7 @@ class Resolution:
     warnings: tuple[Problem, ...]
 
 
-class _GroupDraft:
-    __slots__ = (
-        "name",
-        "source",
-        "children",
-        "child_set",
-        "parents",
-        "hosts",
-        "host_set",
-        "vars",
-        "priority",
-    )
-
-    def __init__(self, name: str, source: str) -> None:
-        self.name, self.source = name, source
-        self.children: list[str] = []
-        self.child_set: set[str] = set()  # 1,000 ToR groups under one parent: keep lookups O(1)
-        self.parents: list[str] = []
-        self.hosts: list[str] = []
-        self.host_set: set[str] = set()
-        self.vars: dict[str, Any] = {}
-        self.priority = 1
-
-
-class _HostDraft:
-    __slots__ = ("name", "source", "vars", "groups")
-
-    def __init__(self, name: str, source: str) -> None:
-        self.name, self.source = name, source
-        self.vars: dict[str, Any] = {}
-        self.groups: list[str] = []  # direct groups, in the order the host was added to them
-
-
-class _Structure:
-    """Groups and hosts as the inventory files define them (mutable while files are walked)."""
-
-    def __init__(self) -> None:
-        self.groups: dict[str, _GroupDraft] = {}
-        self.hosts: dict[str, _HostDraft] = {}
-        self.problems: list[Problem] = []
-        self.full = False  # MAX_HOSTS reached: further host entries are not read
-        for name in ("all", "ungrouped"):
-            self.groups[name] = _GroupDraft(name, "")
-        self.add_child("all", "ungrouped", "")
-
-    def problem(self, file: str, subject: str, message: str, fix: str = "") -> None:
-        self.problems.append(Problem(file, subject, message, fix))
-
-    def group(self, name: str, source: str) -> _GroupDraft:
-        draft = self.groups.get(name)
-        if draft is None:
-            draft = self.groups[name] = _GroupDraft(name, source)
-        elif not draft.source:
-            draft.source = source
-        return draft
-
-    def ancestors(self, name: str) -> set[str]:
-        seen: set[str] = set()
-        todo = list(self.groups[name].parents)
-        while todo:
-            parent = todo.pop()
-            if parent not in seen:
-                seen.add(parent)
-                todo.extend(self.groups[parent].parents)
-        return seen
-
-    def _closes_loop(self, parent: str, child: str) -> bool:
-        """Would `child` under `parent` close a loop (is `parent` already below `child`)?
-
-        Two searches in step, up from the parent and down from the child; the first to run out
-        decides. Adding a group at either end of a long chain then costs a step or two, not the
-        chain's length (10,000 chained groups read in about a second instead of a minute).
-        """
-        if child == parent:
-            return True
-        groups = self.groups
-        up, down = [parent], [child]
-        seen_up, seen_down = {parent}, {child}
-        while up and down:
-            for above in groups[up.pop()].parents:
-                if above == child:
-                    return True
-                if above not in seen_up:
-                    seen_up.add(above)
-                    up.append(above)
-            for below in groups[down.pop()].children:
-                if below == parent:
-                    return True
-                if below not in seen_down:
-                    seen_down.add(below)
-                    down.append(below)
-        return False
-
-    def add_child(self, parent: str, child: str, source: str) -> None:
-        pgroup, cgroup = self.groups[parent], self.groups[child]
-        if child in pgroup.child_set:
-            return
-        if self._closes_loop(parent, child):
-            self.problem(
-                source,
-                f"group {parent}",
-                f"making {child!r} its child creates a loop of groups",
-                "remove one of the `children` entries that close the loop",
-            )
-            return
-        pgroup.children.append(child)
-        pgroup.child_set.add(child)
-        cgroup.parents.append(parent)
-
-    def add_host(self, name: str, group: str, port: int | None, source: str) -> _HostDraft:
-        host = self.hosts.get(name)
-        if host is None:
-            host = self.hosts[name] = _HostDraft(name, source)
-            if port is not None:  # Ansible only takes the port when the host is first seen
-                host.vars["ansible_port"] = port
-        draft = self.groups[group]
-        if name not in draft.host_set:
-            draft.host_set.add(name)
-            draft.hosts.append(name)
-            host.groups.append(group)
-        return host
-
-    def add_hosts(
-        self, names: list[str], group: str, port: int | None, source: str, host_vars: Mapping[str, Any] | None
-    ) -> None:
-        """add_host for every name of one expanded entry (the hot loop of a 16k-host range)."""
-        hosts, draft = self.hosts, self.groups[group]
-        members, member_list = draft.host_set, draft.hosts
-        for name in names:
-            host = hosts.get(name)
-            if host is None:
-                host = hosts[name] = _HostDraft(name, source)
-                if port is not None:
-                    host.vars["ansible_port"] = port
-            if name not in members:
-                members.add(name)
-                member_list.append(name)
-                host.groups.append(group)
-            if host_vars:
-                host.vars.update(host_vars)
-
-    # -- walking one inventory file -------------------------------------------------------------
-
-    def read_file(self, source: SourceFile) -> None:
-        data = source.data
-        if not isinstance(data, Mapping):
-            self.problem(
-                source.path,
-                "",
-                f"an inventory file must be a mapping of groups, not {_kind(data)}",
-                "start the file with `all:` and put groups under `children:`",
-            )
-            return
-        if "plugin" in data:
-            self.problem(
-                source.path,
-                "",
-                "inventory plugin configurations are not supported",
-                "ufcctl reads static YAML inventories; export one with "
-                "`ansible-inventory -i SOURCE --list --yaml`",
-            )
-            return
-        for name, body in data.items():
-            self.read_group(source.path, name, body)
-
-    def read_group(self, path: str, name: Any, body: Any) -> str | None:
-        if not isinstance(name, str) or not name:
-            self.problem(path, f"group {name!r}", "a group name must be a non-empty string", "quote the name")
-            return None
-        if body is not None and not isinstance(body, Mapping):
-            self.problem(
-                path,
-                f"group {name}",
-                f"the group definition is {_kind(body)}, not a mapping",
-                "write `vars:`, `children:` and `hosts:` under the group name",
-            )
-            return None
-        self.group(name, path)
-        if body is None:
-            return name
-        for key, value in body.items():
-            if key not in SECTIONS:
-                self.problem(
-                    path,
-                    f"group {name}",
-                    f"unknown key {key!r}",
-                    "a group may only hold `vars`, `children` and `hosts` (check the indentation)",
-                )
-                continue
-            if isinstance(value, str):
-                value = {value: None}
-            if value is None:
-                continue
-            if not isinstance(value, Mapping):
-                self.problem(
-                    path,
-                    f"group {name}",
-                    f"`{key}` is {_kind(value)}, not a mapping",
-                    f"write each entry of `{key}` as `name:` on its own line",
-                )
-                continue
-            if key == "vars":
-                self.set_group_vars(path, name, value)
-            elif key == "children":
-                for child, child_body in value.items():
-                    child_name = self.read_group(path, child, child_body)
-                    if child_name is not None:
-                        self.add_child(name, child_name, path)
-            else:
-                self.read_hosts(path, name, value)
-        return name
-
-    def set_group_vars(self, path: str, group: str, values: Mapping[str, Any]) -> None:
-        draft = self.groups[group]
-        for key, value in values.items():
-            if key != "ansible_group_priority":
-                draft.vars[key] = value
-            elif value is not None:  # Ansible ignores a null priority
-                try:
-                    draft.priority = int(value)
-                except (TypeError, ValueError):
-                    self.problem(
-                        path,
-                        f"group {group}",
-                        f"ansible_group_priority {value!r} is not an integer",
-                        "set it to a whole number (higher wins among groups of the same depth)",
-                    )
-
-    def read_hosts(self, path: str, group: str, entries: Mapping[Any, Any]) -> None:
-        for entry, host_vars in entries.items():
-            if self.full:
-                return
-            if not isinstance(entry, str):
-                self.problem(
-                    path,
-                    f"group {group}",
-                    f"host entry {entry!r} is not a string",
-                    "quote host names that look like numbers",
-                )
-                continue
-            if host_vars is not None and not isinstance(host_vars, Mapping):
-                self.problem(
-                    path,
-                    f"host {entry}",
-                    f"host vars are {_kind(host_vars)}, not a mapping",
-                    f"write `{entry}:` followed by indented `key: value` lines",
-                )
-                continue
-            pattern, port = split_port(entry)
-            try:
-                names = expand_host_pattern(pattern)
-            except HostCountError as err:
-                self.problem(path, f"group {group}", str(err), HOST_CAP_FIX)
-                continue
-            except HostPatternError as err:
-                self.problem(
-                    path,
-                    f"group {group}",
-                    str(err),
-                    "write ranges as [01:16], [a:f] or [1:16:2] (begin:end[:step])",
-                )
-                continue
-            self.add_hosts(names, group, port, path, host_vars)
-            if len(self.hosts) > MAX_HOSTS:  # counted as they come: the rest of the files are not read
-                self.full = True
-                self.problem(
-                    path,
-                    f"group {group}",
-                    f"the inventory has more than {MAX_HOSTS:,} hosts once {_short(entry)!r} is added",
-                    HOST_CAP_FIX,
-                )
-
-    def reconcile(self) -> None:
-        for name, draft in list(self.groups.items()):
-            if name != "all" and not draft.parents:
-                self.add_child("all", name, "")
-        ungrouped = self.groups["ungrouped"]
-        for host in self.hosts.values():
-            real = [g for g in host.groups if g not in ("all", "ungrouped")]
-            if "ungrouped" in host.groups and real:
-                ungrouped.hosts.remove(host.name)
-                ungrouped.host_set.discard(host.name)
-                host.groups.remove("ungrouped")
-            elif not real and "ungrouped" not in host.groups:
-                self.add_host(host.name, "ungrouped", None, host.source)
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "empty"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    return f"a {type(value).__name__}"
-
-
-def _depths(groups: Mapping[str, _GroupDraft]) -> dict[str, int]:
+def _depths(groups: Mapping[str, GroupDraft]) -> dict[str, int]:
     """Longest path from `all` to each group (what ansible-core's incremental `depth` ends up as)."""
     depth: dict[str, int] = {"all": 0}
     for name in groups:
@@ -381,7 +72,7 @@ def _merge_vars_files(
                 Problem(
                     source.path,
                     "",
-                    f"a vars file must be a mapping, not {_kind(source.data)}",
+                    f"a vars file must be a mapping, not {kind_of(source.data)}",
                     "write `name: value` lines at the top level",
                 )
             )
@@ -392,7 +83,7 @@ def _merge_vars_files(
 
 def resolve(sources: InventorySources) -> Resolution:
     """The Inventory Ansible would build from these files, with every problem found on the way."""
-    structure = _Structure()
+    structure = Structure()
     for source in sources.inventory_files:
         if source.data is not None:
             structure.read_file(source)
@@ -446,7 +137,7 @@ _LAYER_CACHE_LIMIT = 4096
 
 
 def _resolve_hosts(
-    structure: _Structure,
+    structure: Structure,
     groups: Mapping[str, Group],
     dir_vars: Mapping[str, Mapping[str, Any]],
     sources: InventorySources,

@@ -99,6 +99,7 @@ KIND = RolloutKind(
     context_groups=CLUSTER_GROUPS,
     inventory_extravars=cache_index,
     prepare=prepare_join_token,
+    version_guard=True,  # a new node's kubelet must not be newer than the apiservers
 )
 
 

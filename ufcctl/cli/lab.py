@@ -1,4 +1,5 @@
-"""`ufcctl lab image|up|down|status`: flags and printing for the container lab (registered in cli/main.py)."""
+"""`ufcctl lab image|up|down|status`: flags and printing for the container lab (ufcctl/lab/, imported
+by no other cli module)."""
 
 from __future__ import annotations
 
