@@ -1,0 +1,48 @@
+"""Issue 44: the add-ons' manifests start the programs of their pinned releases as those releases expect
+(docs/reference/components.md §9): commands for images without ENTRYPOINT, flags, names, environment,
+Services, mounts and CRDs, read on the roles' templates rendered for inventories/sample.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.helpers.addon_render import render_addons
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[str, list[dict[str, Any]]]:
+    return render_addons()
+
+
+def _one(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    (found,) = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
+    return found
+
+
+def _container(workload: dict[str, Any]) -> dict[str, Any]:
+    (container,) = workload["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+# D10: MindCluster's Volcano images have no ENTRYPOINT (Dockerfile-scheduler / -controller, v26.0.0)
+@pytest.mark.parametrize(("deployment", "program"), [("volcano-scheduler", "/vc-scheduler"),
+                                                     ("volcano-controllers", "/vc-controller-manager")])
+def test_volcano_images_get_their_program_as_command(rendered, deployment: str, program: str) -> None:
+    container = _container(_one(rendered["volcano"], "Deployment", deployment))
+    assert container.get("command") == [program]
+
+
+def test_the_scheduler_loads_the_ascend_plugin_by_its_26_0_0_name(rendered) -> None:
+    container = _container(_one(rendered["volcano"], "Deployment", "volcano-scheduler"))
+    # the image copies volcano-npu_*.so into /plugins; custom plugins load only with --plugins-dir
+    assert "--plugins-dir=/plugins" in container["args"]
+    conf = yaml.safe_load(_one(rendered["volcano"], "ConfigMap", "volcano-scheduler-configmap")["data"][
+        "volcano-scheduler.conf"])
+    names = [p["name"] for tier in conf["tiers"] for p in tier["plugins"]]
+    # build.sh:54 of v26.0.0: volcano-npu_${REL_VERSION}, no _linux-<arch> suffix
+    assert "volcano-npu_v26.0.0" in names
+    assert not [n for n in names if n.startswith("volcano-npu") and n != "volcano-npu_v26.0.0"]
