@@ -46,3 +46,19 @@ def test_the_scheduler_loads_the_ascend_plugin_by_its_26_0_0_name(rendered) -> N
     # build.sh:54 of v26.0.0: volcano-npu_${REL_VERSION}, no _linux-<arch> suffix
     assert "volcano-npu_v26.0.0" in names
     assert not [n for n in names if n.startswith("volcano-npu") and n != "volcano-npu_v26.0.0"]
+
+
+# D15: ClusterD's gRPC server binds $POD_IP:8899 (grpc_init.go:79) and is dialled as clusterd-grpc-svc
+def test_clusterd_serves_grpc_on_its_pod_ip_behind_its_service(rendered) -> None:
+    objects = rendered["clusterd"]
+    deployment = _one(objects, "Deployment", "clusterd")
+    env = {e["name"]: e for e in _container(deployment).get("env", [])}
+    assert env["POD_IP"]["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    service = _one(objects, "Service", "clusterd-grpc-svc")
+    assert service["metadata"]["namespace"] == "mindx-dl" == deployment["metadata"]["namespace"]
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
+    (port,) = service["spec"]["ports"]
+    ports = {p.get("name"): p["containerPort"] for p in _container(deployment).get("ports", [])}
+    target = ports.get(port["targetPort"], port["targetPort"])
+    assert (port["port"], target) == (8899, 8899)
