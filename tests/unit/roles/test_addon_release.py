@@ -62,3 +62,24 @@ def test_clusterd_serves_grpc_on_its_pod_ip_behind_its_service(rendered) -> None
     ports = {p.get("name"): p["containerPort"] for p in _container(deployment).get("ports", [])}
     target = ports.get(port["targetPort"], port["targetPort"])
     assert (port["port"], target) == (8899, 8899)
+
+
+# D21: NodeD on the host's network with XDL_IP; the Device Plugin's HOST_IP and mounts (v26.0.0 manifests)
+def test_noded_runs_on_the_host_network_with_its_address(rendered) -> None:
+    spec = _one(rendered["noded"], "DaemonSet", "noded")["spec"]["template"]["spec"]
+    assert spec["hostNetwork"] is True and spec["dnsPolicy"] == "ClusterFirstWithHostNet"
+    (container,) = spec["containers"]
+    env = {e["name"]: e.get("valueFrom") for e in container["env"]}
+    assert env["XDL_IP"] == {"fieldRef": {"fieldPath": "status.hostIP"}}
+    assert "/dev" in {m["mountPath"] for m in container["volumeMounts"]}
+
+
+def test_device_plugin_has_its_release_s_mounts_and_host_ip(rendered) -> None:
+    spec = _one(rendered["device-plugin"], "DaemonSet", "ascend-device-plugin-daemonset")["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    env = {e["name"]: e.get("valueFrom") for e in container["env"]}
+    assert env["HOST_IP"] == {"fieldRef": {"fieldPath": "status.hostIP"}}
+    volumes = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
+    mounted = {volumes[m["name"]]: m["mountPath"] for m in container["volumeMounts"]}
+    for path in ("/run/containerd", "/etc/vnpu.cfg", "/run/vnpu_cfg_lock"):
+        assert mounted.get(path) == path
