@@ -75,7 +75,8 @@ def test_noded_runs_on_the_host_network_with_its_address(rendered) -> None:
 
 
 def test_device_plugin_has_its_release_s_mounts_and_host_ip(rendered) -> None:
-    spec = _one(rendered["device-plugin"], "DaemonSet", "ascend-device-plugin-daemonset")["spec"]["template"]["spec"]
+    daemonset = _one(rendered["device-plugin"], "DaemonSet", "ascend-device-plugin-daemonset")
+    spec = daemonset["spec"]["template"]["spec"]
     (container,) = spec["containers"]
     env = {e["name"]: e.get("valueFrom") for e in container["env"]}
     assert env["HOST_IP"] == {"fieldRef": {"fieldPath": "status.hostIP"}}

@@ -1,4 +1,4 @@
-"""The Kubernetes API calls each add-on's pinned release makes, per ServiceAccount, with their upstream source.
+"""The Kubernetes API calls each add-on's pinned release makes, per ServiceAccount, with their source.
 
 The RBAC that ufcctl renders must allow each of them (`ufcctl/domain/manifests/rbac.py` evaluates it):
 a call denied here is a 403 on a real apiserver, and for an informer a cache that never syncs
@@ -37,7 +37,8 @@ CALICO_NODE = [
     # install-cni asks a token for the CNI plugin's account and exits without writing the CNI config
     # when refused (cni-plugin/pkg/install/install.go:471-478, before writeCNIConfig at :245-249)
     ApiCall("create", "serviceaccounts/token", name="calico-cni-plugin", namespace="kube-system",
-            source="calico v3.29.3 cni-plugin/pkg/install/install.go:471-478, node/pkg/cni/token_watch.go:25"),
+            source="calico v3.29.3 cni-plugin/pkg/install/install.go:471-478, "
+                   "node/pkg/cni/token_watch.go:25"),
     # Felix finds Typha through the Endpoints of its Service
     ApiCall("get", "endpoints", name="calico-typha", namespace="kube-system",
             source="calico v3.29.3 typha/pkg/discovery/discovery.go:189"),
@@ -48,7 +49,8 @@ CALICO_NODE = [
 
 # The CNI plugin, run by the kubelet with the calico-cni-plugin token install-cni wrote into its kubeconfig.
 CALICO_CNI_PLUGIN = [
-    ApiCall("get", "pods", name="<pod>", namespace="<ns>", source=f"{CALICO_YAML}, ClusterRole calico-cni-plugin"),
+    ApiCall("get", "pods", name="<pod>", namespace="<ns>",
+            source=f"{CALICO_YAML}, ClusterRole calico-cni-plugin"),
     ApiCall("get", "namespaces", name="<ns>", source=f"{CALICO_YAML}, ClusterRole calico-cni-plugin"),
     ApiCall("get", "nodes", name="<node>", source=f"{CALICO_YAML}, ClusterRole calico-cni-plugin"),
     ApiCall("patch", "pods/status", name="<pod>", namespace="<ns>",
@@ -71,7 +73,8 @@ CALICO_TYPHA = [
     *_informers([("tiers", CALICO)], f"{FELIX_SYNCER}:78"),
     *_informers([("adminnetworkpolicies", "policy.networking.k8s.io")], f"{FELIX_SYNCER}:98"),
     *_informers([("nodes", ""), ("namespaces", ""), ("serviceaccounts", ""), ("pods", ""), ("services", ""),
-                 ("networkpolicies", "networking.k8s.io"), ("endpointslices", "discovery.k8s.io")], FELIX_SYNCER),
+                 ("networkpolicies", "networking.k8s.io"), ("endpointslices", "discovery.k8s.io")],
+                FELIX_SYNCER),
     *_informers([("bgppeers", CALICO)], BGP_SYNCER),
     *_informers([("bgpfilters", CALICO)], f"{BGP_SYNCER}:49"),
 ]
@@ -93,7 +96,8 @@ VOLCANO_SCHEDULER = [
     ApiCall("update", "pods/status", name="<pod>", namespace="<ns>", source=f"{VOLCANO_CACHE}:238"),
     ApiCall("update", "podgroups", "scheduling.volcano.sh", name="<pg>", namespace="<ns>",
             source=f"{VOLCANO_CACHE}:298"),
-    ApiCall("update", "queues/status", "scheduling.volcano.sh", name="<queue>", source=f"{VOLCANO_CACHE}:321"),
+    ApiCall("update", "queues/status", "scheduling.volcano.sh", name="<queue>",
+            source=f"{VOLCANO_CACHE}:321"),
     ApiCall("create", "queues", "scheduling.volcano.sh", source=f"{VOLCANO_CACHE}:504"),
     ApiCall("create", "events", namespace="<ns>", source=f"{VOLCANO_CACHE}:568"),
     ApiCall("get", "leases", "coordination.k8s.io", name="vc-scheduler", namespace="volcano-system",
@@ -102,6 +106,12 @@ VOLCANO_SCHEDULER = [
             source="volcano v1.9.0 cmd/scheduler/app/server.go:129"),
     # the Ascend plugin reads the cluster-info ConfigMaps ClusterD writes (useClusterInfoManager)
     *_informers([("configmaps", "")], f"{VOLCANO_YAML}, ClusterRole volcano-scheduler"),
+]
+
+# vc-controller-manager v1.9.0's jobflow controller (its CRDs are what was missing, issue 44 D21).
+VOLCANO_CONTROLLERS = [
+    *_informers([("jobflows", "flow.volcano.sh"), ("jobtemplates", "flow.volcano.sh")],
+                f"{VOLCANO_YAML}, ClusterRole volcano-controllers and CRDs"),
 ]
 
 # Ascend Operator v26.0.0: controller-runtime starts a watch per kind in watchRelatedResource
@@ -121,15 +131,19 @@ ASCEND_OPERATOR = [
 # ClusterD v26.0.0: what its release grants for its informers and for fault rescheduling.
 CLUSTERD = [
     *_informers([("pods", ""), ("configmaps", ""), ("nodes", ""), ("podgroups", "scheduling.volcano.sh"),
-                 ("jobs", "batch.volcano.sh"), ("ascendjobs", "mindxdl.gitee.com")], f"{CLUSTERD_YAML}:26-52"),
-    ApiCall("get", "services", name="clusterd-grpc-svc", namespace="mindx-dl", source=f"{CLUSTERD_YAML}:29-31"),
+                 ("jobs", "batch.volcano.sh"), ("ascendjobs", "mindxdl.gitee.com")],
+                f"{CLUSTERD_YAML}:26-52"),
+    ApiCall("get", "services", name="clusterd-grpc-svc", namespace="mindx-dl",
+            source=f"{CLUSTERD_YAML}:29-31"),
     ApiCall("patch", "nodes/status", name="<node>", source=f"{CLUSTERD_YAML}:38-40"),
     ApiCall("update", "podgroups", "scheduling.volcano.sh", name="<pg>", namespace="<ns>",
             source=f"{CLUSTERD_YAML}:44-46"),
     ApiCall("patch", "podgroups", "scheduling.volcano.sh", name="<pg>", namespace="<ns>",
             source=f"{CLUSTERD_YAML}:44-46"),
-    ApiCall("update", "jobs", "batch.volcano.sh", name="<job>", namespace="<ns>", source=f"{CLUSTERD_YAML}:41-43"),
-    ApiCall("delete", "jobs", "batch.volcano.sh", name="<job>", namespace="<ns>", source=f"{CLUSTERD_YAML}:41-43"),
+    ApiCall("update", "jobs", "batch.volcano.sh", name="<job>", namespace="<ns>",
+            source=f"{CLUSTERD_YAML}:41-43"),
+    ApiCall("delete", "jobs", "batch.volcano.sh", name="<job>", namespace="<ns>",
+            source=f"{CLUSTERD_YAML}:41-43"),
     ApiCall("update", "ascendjobs", "mindxdl.gitee.com", name="<job>", namespace="<ns>",
             source=f"{CLUSTERD_YAML}:50-52"),
     ApiCall("get", "jobs", "batch", name="<job>", namespace="<ns>", source=f"{CLUSTERD_YAML}:47-49"),
@@ -156,6 +170,7 @@ ADDON_CALLS: tuple[tuple[str, str, str, list[ApiCall]], ...] = (
     ("cni", "kube-system", "calico-cni-plugin", CALICO_CNI_PLUGIN),
     ("cni", "kube-system", "calico-typha", CALICO_TYPHA),
     ("volcano", "volcano-system", "volcano-scheduler", VOLCANO_SCHEDULER),
+    ("volcano", "volcano-system", "volcano-controllers", VOLCANO_CONTROLLERS),
     ("ascend-operator", "mindx-dl", "ascend-operator-manager", ASCEND_OPERATOR),
     ("clusterd", "mindx-dl", "clusterd", CLUSTERD),
     ("noded", "mindx-dl", "noded", NODED),
