@@ -20,8 +20,8 @@ description:
   - I(mode=probe) says whether I(kubectl) is on the PATH and I(kubeconfig) is readable (C(ready))
     and, when not, why (C(reason)). Nothing is changed.
   - I(mode=apply) pipes each manifest, in the order given, to C(kubectl diff --server-side) and,
-    when it differs, to C(kubectl apply --server-side --field-manager=ufcctl --force-conflicts), both with
-    C(--force-conflicts): fields an add-on's own program set first (vc-scheduler creates the Queue
+    when it differs, to C(kubectl apply --server-side --field-manager=ufcctl), both with
+    C(--force-conflicts), so fields an add-on's own program set first (vc-scheduler creates the Queue
     C(default)) are taken over instead of a 409 Conflict (one file after the
     other, so a namespace exists before the objects in it are diffed). After a manifest that holds
     CustomResourceDefinitions (its C(crds)), C(kubectl wait --for=condition=Established) waits for
