@@ -20,7 +20,9 @@ description:
   - I(mode=probe) says whether I(kubectl) is on the PATH and I(kubeconfig) is readable (C(ready))
     and, when not, why (C(reason)). Nothing is changed.
   - I(mode=apply) pipes each manifest, in the order given, to C(kubectl diff --server-side) and,
-    when it differs, to C(kubectl apply --server-side --field-manager=ufcctl) (one file after the
+    when it differs, to C(kubectl apply --server-side --field-manager=ufcctl), both with
+    C(--force-conflicts), so fields an add-on's own program set first (vc-scheduler creates the Queue
+    C(default)) are taken over instead of a 409 Conflict (one file after the
     other, so a namespace exists before the objects in it are diffed). After a manifest that holds
     CustomResourceDefinitions (its C(crds)), C(kubectl wait --for=condition=Established) waits for
     them before the next manifest, whose custom resources need them served. Nothing is written on
@@ -212,7 +214,10 @@ def _wait_established(module: AnsibleModule, manifest: dict, applied: list, unch
 
 def apply(module: AnsibleModule) -> dict:
     applied, unchanged = [], []
-    server_side = ["--server-side", f"--field-manager={FIELD_MANAGER}", "--filename=-"]
+    # --force-conflicts: ufcctl's manifests are the desired state; a field another manager set first (the
+    # default Queue vc-scheduler creates at start) would otherwise answer 409 Conflict on every change
+    # (docs/reference/components.md §9.4; issue 44, D21)
+    server_side = ["--server-side", f"--field-manager={FIELD_MANAGER}", "--force-conflicts", "--filename=-"]
     for manifest in module.params["manifests"]:
         name, text = manifest["name"], manifest["text"]
         rc, out, err = _kubectl(module, ["diff", *server_side], data=text)

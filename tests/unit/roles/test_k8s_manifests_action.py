@@ -167,7 +167,9 @@ def test_each_file_is_diffed_then_applied_server_side_in_order(run) -> None:
         ("diff", "ufc-demo"), ("apply", "ufc-demo"), ("diff", "demo"), ("apply", "demo"),
     ]
     assert all(
-        "--server-side" in c["args"] and "--field-manager=ufcctl" in c["args"] for c in demo_calls
+        "--server-side" in c["args"] and "--field-manager=ufcctl" in c["args"]
+        and "--force-conflicts" in c["args"]  # issue 44, D21: no 409 on a field another manager set
+        for c in demo_calls
     )
     assert (run["dest"] / "demo" / "10-demo.yaml").read_text() + "\n" == demo_calls[3]["stdin"]
 

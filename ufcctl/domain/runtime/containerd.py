@@ -34,7 +34,9 @@ class ContainerdSettings:
     sandbox_image: str
     max_concurrent_downloads: int = 10
     snapshotter: str = "overlayfs"
-    cni_bin_dir: str = "/usr/lib/cni"
+    # where Calico's install-cni puts calico, calico-ipam and the standard plugins; containerd 1.6 searches
+    # only this one directory (docs/reference/components.md §9.1; issue 44, D9)
+    cni_bin_dir: str = "/opt/cni/bin"
     cni_conf_dir: str = "/etc/cni/net.d"
     certs_dir: str = "/etc/containerd/certs.d"
     root: str = "/var/lib/containerd"

@@ -36,7 +36,7 @@ def test_config_for_a_cpu_node() -> None:
     assert cri["containerd"]["runtimes"]["runc"] == {"runtime_type": "io.containerd.runc.v2",
                                                      "options": {"SystemdCgroup": True}}
     assert cri["registry"] == {"config_path": "/etc/containerd/certs.d"}
-    assert cri["cni"] == {"bin_dir": "/usr/lib/cni", "conf_dir": "/etc/cni/net.d"}
+    assert cri["cni"] == {"bin_dir": "/opt/cni/bin", "conf_dir": "/etc/cni/net.d"}
 
 
 def test_npu_nodes_default_to_the_ascend_runtime() -> None:

@@ -1,0 +1,47 @@
+"""The add-on roles' templates rendered for inventories/sample as the roles would on the controller (the
+roles' defaults and vars through Ansible's Templar), as plain objects per component; shared by the tests
+that read the add-ons' manifests against their upstream releases (issue 44)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.plugins.loader import init_plugin_loader
+from ansible.template import Templar, trust_as_template
+
+from tests.helpers.ansible_values import trusted
+from ufcctl.app.inventory import load_inventory
+
+ROOT = Path(__file__).resolve().parents[2]
+ROLES = ROOT / "roles"
+DIRECTORIES = {
+    "volcano": ROLES / "volcano" / "templates" / "manifests",
+    **{part: ROLES / "ascend_components" / "templates" / part
+       for part in ("ascend-operator", "clusterd", "noded", "device-plugin")},
+}
+
+
+def render_addons(**overrides: Any) -> dict[str, list[dict[str, Any]]]:
+    """{component: its rendered objects} for cni, volcano and four MindCluster components."""
+    from tests.unit.roles.test_cni_render import Render
+
+    init_plugin_loader()
+    inv = load_inventory(ROOT / "inventories" / "sample")
+    groups = {g: inv.group_hosts(g) for g in inv.groups}
+    variables: dict[str, Any] = {}
+    for role in ("k8s_manifests", "volcano", "ascend_components"):
+        variables.update(trusted(yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text())))
+    variables.update(trusted(yaml.safe_load((ROLES / "ascend_components" / "vars" / "main.yml").read_text())))
+    variables.update(groups=groups, inventory_hostname=groups["kube_control_plane"][0], **overrides)
+    templar = Templar(loader=DataLoader(), variables=variables)
+    out = {
+        component: [d for p in sorted(directory.glob("*.yaml.j2"))
+                    for d in yaml.safe_load_all(str(templar.template(trust_as_template(p.read_text())))) if d]
+        for component, directory in DIRECTORIES.items()
+    }
+    out["cni"] = [d for text in Render(ROOT / "inventories" / "sample").rendered().values()
+                  for d in yaml.safe_load_all(text) if d]
+    return out
