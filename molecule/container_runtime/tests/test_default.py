@@ -14,7 +14,7 @@ def test_config_is_what_kubelet_needs(host):
     cri = config["plugins"]["io.containerd.grpc.v1.cri"]
     assert cri["containerd"]["runtimes"]["runc"]["options"]["SystemdCgroup"] is True
     assert cri["registry"]["config_path"] == "/etc/containerd/certs.d"
-    assert cri["cni"]["bin_dir"] == "/usr/lib/cni" and host.file("/usr/lib/cni/bridge").exists
+    assert cri["cni"]["bin_dir"] == "/opt/cni/bin"  # where Calico installs its plugins (issue 44, D9)
     dump = host.run("containerd config dump").stdout  # what containerd itself read
     assert "SystemdCgroup = true" in dump and "max_concurrent_downloads = 10" in dump
 
