@@ -47,6 +47,11 @@ LAB_CACHE_PORT = 5001
 # Lab-only timing, so a test sees an alert fire within seconds instead of the production `for:`
 # durations (minutes; roles/monitoring defaults and ufcctl/domain/monitoring/rules.py).
 LAB_ALERT_FOR = "10s"
+# ...except the etcd disk-latency alerts, which keep their production `for:` (10m). The lab's etcd members
+# share one VM disk with every other test: a deploy under CI's load held the core cluster's backend commit
+# p99 above 0.25 s past the main job's two-minute health window (CI at ff5d87a: EtcdHighCommitDurations on
+# all three members, so run.sh exited 1); no lab test injects disk latency, and production waits 10 minutes.
+LAB_PRODUCTION_FOR = frozenset({"EtcdHighCommitDurations", "EtcdHighFsyncDurations"})
 
 # Lab containers share this machine's disk; preflight's production minimums (70 GiB on a host
 # carrying the three etcd clusters, roles/preflight/defaults) would fail a laptop or CI runner for
@@ -198,7 +203,8 @@ def cluster_vars(layout: LabLayout) -> dict[str, Any]:
 
 def monitoring_vars() -> dict[str, Any]:
     return {
-        "monitoring_alert_for": {name: LAB_ALERT_FOR for name in ALERT_NAMES},
+        "monitoring_alert_for": {name: LAB_ALERT_FOR for name in ALERT_NAMES
+                                 if name not in LAB_PRODUCTION_FOR},
         # 10 s and one vmagent per target: the lab shares two cores with every other test
         "monitoring_rule_interval": "10s",
         "monitoring_scrape_interval": "10s",

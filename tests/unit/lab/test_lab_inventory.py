@@ -113,3 +113,14 @@ def test_marker_names_the_lab(tmp_path: Path) -> None:
     inv, _ = _write(tmp_path, lab="zz9")
     assert (inv / MARKER).read_text() == "zz9\n"
     assert "lab 'zz9'" in (inv / "hosts.yml").read_text().splitlines()[0]
+
+
+def test_the_lab_keeps_the_production_wait_of_the_etcd_disk_latency_alerts() -> None:
+    """The lab fires alerts within seconds, except the etcd disk-latency ones: its members share one loaded
+    disk, and a deploy's burst held EtcdHighCommitDurations past the main job's health window in CI."""
+    from ufcctl.domain.monitoring.rules import alert_for
+    from ufcctl.lab import inventory as lab_inventory
+
+    durations = alert_for(lab_inventory.monitoring_vars()["monitoring_alert_for"])
+    assert durations["EtcdHighCommitDurations"] == durations["EtcdHighFsyncDurations"] == "10m"
+    assert durations["EtcdNoLeader"] == durations["EtcdMemberDown"] == "10s"
