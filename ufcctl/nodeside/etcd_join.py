@@ -2,8 +2,9 @@
 back and caught up after a restart (wait-settled), take this member out of it (leave).
 
 `--probe` prints {"running": bool, ...}; `--join` adds this member (or reuses an unfinished add)
-and writes the bootstrap environment file with `ETCD_INITIAL_CLUSTER_STATE=existing`; the role
-starts the unit right after, one joining host at a time. `--wait-settled` (tasks/renew.yml, after
+and writes the bootstrap environment file with `ETCD_INITIAL_CLUSTER_STATE=existing`; with `--start
+UNIT` it then starts the unit and waits until it is active, committing a lease grant and revoke
+through the other members every NUDGE_SECONDS meanwhile (see start_joined); one joining host at a time. `--wait-settled` (tasks/renew.yml, after
 restarting this member) waits until every member answers under one leader and this member's raft
 index reaches the leader's as first seen then; exit 1 after --timeout seconds. `--leave`
 (tasks/leave.yml, `ufcctl remove-nodes --control-plane`) removes THIS member (the config's own name,
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -32,6 +34,12 @@ from ufcctl.nodeside.textfile import write_atomic
 
 EXIT_REFUSED = 2
 ADD_RETRY_SECONDS = 60.0
+# How often a joining member's cluster gets one entry while the member starts (start_joined), and
+# how long the lease of that entry lives if its revoke is lost (it then expires on its own).
+NUDGE_SECONDS = 2.0
+NUDGE_LEASE_TTL = 10
+# The unit's TimeoutStartSec (templates/etcd.service.j2) plus a margin: systemd gives up first.
+START_TIMEOUT = 330.0
 
 
 def bootstrap_env(cluster: str, initial: str) -> str:
@@ -58,6 +66,47 @@ def _add(client: ClusterClient, peer_url: str) -> list[dict[str, Any]]:
             if "unhealthy cluster" not in err.message or time.monotonic() > deadline:
                 raise
             time.sleep(2)
+
+
+def _systemctl(*args: str) -> str:
+    return subprocess.run(["systemctl", *args], capture_output=True, text=True, check=False, timeout=60).stdout.strip()
+
+
+def start_joined(others: ClusterClient, unit: str, timeout: float = START_TIMEOUT,
+                 systemctl: Callable[..., str] = _systemctl, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> str | None:
+    """Start the unit of a member just added and wait until systemd says active; None, or why not.
+
+    While it starts, one lease grant and its revoke go through `others` (the members already running)
+    every NUDGE_SECONDS. etcd 3.6 refuses every proposal of a member whose committed index is more than
+    5000 entries past its applied index ("etcdserver: too many requests", maxGapBetweenApplyAndCommitIndex
+    in etcdserver/v3_server.go), and a member that joins a cluster further ahead than that receives a
+    snapshot, which advances its committed index but not the applied index that guard reads (only an
+    applied entry does: applyEntries, not applySnapshot, in etcdserver/server.go). Its first proposal is
+    publishing itself, which systemd's READY waits for: in a cluster that commits nothing meanwhile (an
+    idle events or pods cluster, a lab) the member never gets ready and TimeoutStartSec fails the join.
+    One committed entry unblocks it; a lease grant and revoke touch no key.
+    """
+    systemctl("daemon-reload")
+    systemctl("enable", unit)
+    systemctl("start", "--no-block", unit)
+    deadline = clock() + timeout
+    last_nudge = float("-inf")
+    while True:
+        state = systemctl("show", "--property=ActiveState", "--value", unit)
+        if state == "active":
+            return None
+        if state == "failed":
+            return f"{unit} failed to start"
+        if clock() > deadline:
+            return f"{unit} not active within {timeout:.0f} s (state {state or 'unknown'})"
+        if clock() - last_nudge >= NUDGE_SECONDS:
+            last_nudge = clock()
+            try:
+                others.first("lease_revoke", others.first("lease_grant", NUDGE_LEASE_TTL))
+            except EtcdError:
+                pass  # the next round tries again; the unit's state decides
+        sleep(0.5)
 
 
 def wait_settled(client: ClusterClient, member: str, timeout: float, poll: float = 0.25) -> float | None:
@@ -139,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", help="this member's name (--join)")
     parser.add_argument("--peer-url", help="this member's peer URL (--join)")
     parser.add_argument("--bootstrap-env", help="file to write the initial-cluster settings to (--join)")
+    parser.add_argument("--start", metavar="UNIT",
+                        help="then start this systemd unit and wait until it is active (--join)")
     args = parser.parse_args(argv)
     cfg = load_config(args.config)
     # this member's own endpoint is among them and is refused quickly while it is not running
@@ -187,6 +238,13 @@ def main(argv: list[str] | None = None) -> int:
             return 1
     initial = initial_cluster(members, args.name, args.peer_url)
     write_atomic(args.bootstrap_env, bootstrap_env(cfg.cluster, initial))
+    if args.start:
+        others = [url for m in members if m.get("name") and m.get("name") != args.name
+                  for url in m.get("clientURLs", ())[:1]]
+        problem = start_joined(ClusterClient(cfg.cluster, others or cfg.endpoints, cfg.tls, timeout=5), args.start)
+        if problem:
+            print(f"error: cluster {cfg.cluster}: member {args.name} joined but {problem}", file=sys.stderr)
+            return 1
     print(json.dumps({"changed": True, "action": plan.action, "reason": plan.reason}))
     return 0
 

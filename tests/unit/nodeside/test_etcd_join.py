@@ -87,3 +87,71 @@ def test_wait_settled_waits_for_every_member_then_for_the_leaders_first_index() 
 
 def test_wait_settled_gives_up_after_the_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     assert etcd_join.wait_settled(Views([_view(9, 9, down=True)]), "cp2", timeout=-1) is None  # type: ignore[arg-type]
+
+
+# ---- --join --start (roles/etcd tasks/members.yml): start the joined member, nudging its cluster ----------
+
+class FakeUnit:
+    """systemctl of one unit: `show` answers the next state of `states` (the last one repeats)."""
+
+    def __init__(self, states: list[str]):
+        self.states = states
+        self.calls: list[tuple[str, ...]] = []
+
+    def __call__(self, *args: str) -> str:
+        self.calls.append(args)
+        if args[0] == "show":
+            return self.states.pop(0) if len(self.states) > 1 else self.states[0]
+        return ""
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class NudgedCluster:
+    def __init__(self, failures: int = 0):
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.failures = failures
+
+    def first(self, call: str, *args: Any) -> Any:
+        self.calls.append((call, args))
+        if self.failures:
+            self.failures -= 1
+            raise EtcdError("cp1", "connection refused")
+        return "7587" if call == "lease_grant" else None
+
+
+def test_start_joined_commits_a_lease_grant_and_revoke_every_two_seconds_until_the_unit_is_active() -> None:
+    unit, clock, cluster = FakeUnit(["inactive"] + ["activating"] * 11 + ["active"]), Clock(), NudgedCluster()
+    problem = etcd_join.start_joined(cluster, "etcd-events.service", systemctl=unit,  # type: ignore[arg-type]
+                                     sleep=clock.sleep, clock=clock)
+    assert problem is None
+    assert unit.calls[:3] == [("daemon-reload",), ("enable", "etcd-events.service"),
+                              ("start", "--no-block", "etcd-events.service")]  # --no-block: we wait, nudging
+    grants = [args for call, args in cluster.calls if call == "lease_grant"]
+    assert grants and all(args == (etcd_join.NUDGE_LEASE_TTL,) for args in grants)
+    assert ("lease_revoke", ("7587",)) in cluster.calls  # each lease it granted, it revokes
+    assert len(grants) == 3  # 12 polls of 0.5 s: at 0, 2 and 4 s, not on every poll
+
+
+def test_start_joined_keeps_going_when_a_nudge_fails_and_reports_a_failed_unit() -> None:
+    unit, clock, cluster = FakeUnit(["activating"] * 9 + ["failed"]), Clock(), NudgedCluster(failures=1)
+    problem = etcd_join.start_joined(cluster, "etcd-core.service", systemctl=unit,  # type: ignore[arg-type]
+                                     sleep=clock.sleep, clock=clock)
+    assert problem == "etcd-core.service failed to start"
+    assert [call for call, _ in cluster.calls].count("lease_grant") == 3  # the failed one, then at 2 and 4 s
+
+
+def test_start_joined_gives_up_after_its_timeout() -> None:
+    unit, clock = FakeUnit(["activating"]), Clock()
+    problem = etcd_join.start_joined(NudgedCluster(), "etcd-pods.service", timeout=10,  # type: ignore[arg-type]
+                                     systemctl=unit, sleep=clock.sleep, clock=clock)
+    assert problem == "etcd-pods.service not active within 10 s (state activating)"
