@@ -12,10 +12,11 @@ its proposal guard reads (committed > applied + 5000: "etcdserver: too many requ
 itself, the proposal READY waits for, is refused until an entry is applied. Whether the member's first
 publish slips in before the snapshot lands is a race: lost, an idle cluster leaves it unready for good
 (CI's lab twice, TimeoutStartSec; lost in 4 of 5 loopback runs without the nudge: 3 of 3 left idle for
-200 s, 1 of 2 left idle for 15 s by this test's first version); won, it is ready at once. So this test cannot fail every time without the nudge; the unit tests in
-tests/unit/nodeside/test_etcd_join.py pin the nudge itself. What this one proves with the real etcd: the
-joiner got a snapshot past the guard's gap, start_joined gets it ready through the cluster's other
-members within its deadline, and it then serves the data.
+200 s, 1 of 2 left idle for 15 s by this test's first version); won, it is ready at once. So this test
+cannot fail every time without the nudge; the unit tests in tests/unit/nodeside/test_etcd_join.py pin
+the nudge itself. What this one proves with the real etcd: the joiner got a snapshot past the guard's
+gap, start_joined gets it ready through the cluster's other members within its deadline, and it then
+serves the data.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ class Member:
                 "--heartbeat-interval", "250", "--election-timeout", "5000", "--snapshot-count", "100000",
                 "--log-level", "info"]
         log = (self.root / f"{self.name}.log").open("ab")
-        self.proc = subprocess.Popen(args, stdout=log, stderr=log, env={**os.environ, "NOTIFY_SOCKET": str(self.notify)})
+        env = {**os.environ, "NOTIFY_SOCKET": str(self.notify)}
+        self.proc = subprocess.Popen(args, stdout=log, stderr=log, env=env)
 
     def state(self) -> str:
         """systemd's view: activating until etcd sent READY=1, failed once it exited."""
@@ -143,7 +145,8 @@ def test_a_member_joining_by_snapshot_is_ready_only_once_start_joined_nudges_its
     took = time.monotonic() - began
     assert problem is None, (problem, (joiner.root / f"{joiner.name}.log").read_text()[-2000:])
     log = (joiner.root / f"{joiner.name}.log").read_text()
-    snapshots = [int(i) for i in re.findall(r'"applied snapshot".*?"incoming-leader-snapshot-index":(\d+)', log)]
+    applied = r'"applied snapshot".*?"incoming-leader-snapshot-index":(\d+)'
+    snapshots = [int(i) for i in re.findall(applied, log)]
     assert snapshots and snapshots[-1] > 5000, snapshots  # the case the guard blocks, not a log replay
     print(f"joined by a snapshot at index {snapshots[-1]}: active {took:.1f} s after start")
     assert Gateway(joiner.client_url, None).get("/itest/join/05999") == "v"  # it serves the data itself

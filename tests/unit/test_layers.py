@@ -43,7 +43,7 @@ SUBSYSTEM_LAYERS = {
                 "storedurations": "engine"},
     "lab": {"podman": "engine", "debootstrap": "engine", "sshkey": "engine",
             "hostlimits": "engine", "emulators": "engine"},
-    "nodeside": {"nfs_copy": "engine"},
+    "nodeside": {"nfs_copy": "engine", "systemctl": "engine"},
 }
 SUBSYSTEM_DEFAULT = {"rollout": "app", "lab": "app", "nodeside": "nodeside"}
 LAB_REGISTRATION = "cli/lab.py"

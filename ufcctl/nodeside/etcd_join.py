@@ -1,15 +1,15 @@
-"""Node CLI used by roles/etcd: is a cluster running (probe), add this member to it (join), is it
-back and caught up after a restart (wait-settled), take this member out of it (leave).
+"""Node CLI used by roles/etcd: is a cluster running (probe), add this member to it (join), is it back
+and caught up after a restart (wait-settled), take this member out of it (leave).
 
-`--probe` prints {"running": bool, ...}; `--join` adds this member (or reuses an unfinished add)
-and writes the bootstrap environment file with `ETCD_INITIAL_CLUSTER_STATE=existing`; with `--start
-UNIT` it then starts the unit and waits until it is active, committing a lease grant and revoke
-through the other members every NUDGE_SECONDS meanwhile (see start_joined); one joining host at a time. `--wait-settled` (tasks/renew.yml, after
-restarting this member) waits until every member answers under one leader and this member's raft
-index reaches the leader's as first seen then; exit 1 after --timeout seconds. `--leave`
-(tasks/leave.yml, `ufcctl remove-nodes --control-plane`) removes THIS member (the config's own name,
-never another) through another member: refused (exit 2, nothing done) unless the cluster is healthy
-and keeps a member; a leader first hands leadership to the most up-to-date other member; then it
+`--probe` prints {"running": bool, ...}; `--join` adds this member (or reuses an unfinished add) and
+writes the bootstrap environment file with `ETCD_INITIAL_CLUSTER_STATE=existing`; with `--start UNIT` it
+then starts the unit and waits until it is active, committing a lease grant and revoke through the other
+members every NUDGE_SECONDS meanwhile (start_joined); one host at a time. `--wait-settled`
+(tasks/renew.yml, after restarting this member) waits until every member answers under one leader and
+this member's raft index reaches the leader's as first seen then; exit 1 after --timeout seconds.
+`--leave` (tasks/leave.yml, `ufcctl remove-nodes --control-plane`) removes THIS member (the config's own
+name, never another) through another member: refused (exit 2, nothing done) unless the cluster is
+healthy and keeps a member; a leader first hands leadership to the most up-to-date other member; then it
 waits until the members that stay are healthy under one leader. A member already removed prints
 {"changed": false}: a rerun after a kill finishes the rest of the removal without a second remove.
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from ufcctl.domain.etcd.defrag import ClusterView, health_problems, settled_lead
 from ufcctl.domain.etcd.membership import initial_cluster, plan_join, plan_leave
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError
 from ufcctl.nodeside.etcd_defrag_config import load_config
+from ufcctl.nodeside.systemctl import systemctl as _systemctl
 from ufcctl.nodeside.textfile import write_atomic
 
 EXIT_REFUSED = 2
@@ -66,10 +66,6 @@ def _add(client: ClusterClient, peer_url: str) -> list[dict[str, Any]]:
             if "unhealthy cluster" not in err.message or time.monotonic() > deadline:
                 raise
             time.sleep(2)
-
-
-def _systemctl(*args: str) -> str:
-    return subprocess.run(["systemctl", *args], capture_output=True, text=True, check=False, timeout=60).stdout.strip()
 
 
 def start_joined(others: ClusterClient, unit: str, timeout: float = START_TIMEOUT,
@@ -241,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.start:
         others = [url for m in members if m.get("name") and m.get("name") != args.name
                   for url in m.get("clientURLs", ())[:1]]
-        problem = start_joined(ClusterClient(cfg.cluster, others or cfg.endpoints, cfg.tls, timeout=5), args.start)
+        running = ClusterClient(cfg.cluster, others or cfg.endpoints, cfg.tls, timeout=5)
+        problem = start_joined(running, args.start)
         if problem:
             print(f"error: cluster {cfg.cluster}: member {args.name} joined but {problem}", file=sys.stderr)
             return 1
