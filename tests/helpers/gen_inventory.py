@@ -172,10 +172,24 @@ def write_cluster_inventory(root: Path, shape: ClusterShape = ClusterShape(), st
                 "ufc_npu_firmware_version": "25.5.0",
                 "ufc_artifact_url": "http://artifacts.example.com/ufc",
                 "ansible_user": "root",
+                **_bgp_peers((n + per_tor - 1) // per_tor),
             }
         ),
     )
     return root
+
+
+def _bgp_peers(tors: int) -> dict[str, Any]:
+    """Calico tor mode's peers (ufcctl/domain/inventory/bgp_peers.py): one per ToR, one for the control
+    planes, on documentation-style private addresses."""
+    return {
+        "cni_calico_tor_peers": {
+            f"tor-{t + 1:04d}": {"ip": f"10.255.{t // 256}.{t % 256}", "as_number": 65001 + t % 1000}
+            for t in range(tors)
+        },
+        "cni_calico_extra_peers": [{"name": "spine-cp", "ip": "10.254.0.1", "as_number": 65000,
+                                    "node_selector": "has(node-role.kubernetes.io/control-plane)"}],
+    }
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,12 +13,19 @@ from ufcctl.domain.inventory.sources import InventorySources, SourceFile, VarsEn
 from ufcctl.domain.inventory.validate import validate
 
 CP = {"kube_control_plane": {"hosts": {f"cp{i}": {"ansible_host": f"10.0.0.1{i}"} for i in (1, 2, 3)}}}
+# Calico tor mode (the role's default): a BGP peer for the ToR and one for the control planes
+# (domain/inventory/bgp_peers.py; tests/unit/domain/test_inventory_bgp_peers.py)
+BGP = {
+    "cni_calico_tor_peers": {"tor-1": {"ip": "192.0.2.1", "as_number": 65001}},
+    "cni_calico_extra_peers": [{"name": "spine-cp", "ip": "192.0.2.254", "as_number": 65100,
+                                "node_selector": "has(node-role.kubernetes.io/control-plane)"}],
+}
 
 
 def base() -> dict[str, Any]:
     return {
         "all": {
-            "vars": {"ufc_vip": "10.0.0.10"},
+            "vars": {"ufc_vip": "10.0.0.10", **copy.deepcopy(BGP)},
             "children": {
                 **copy.deepcopy(CP),
                 "etcd_core": {"children": {"kube_control_plane": None}},

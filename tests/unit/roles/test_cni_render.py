@@ -117,7 +117,9 @@ def test_sample_renders_valid_calico(sample: Render) -> None:
         for o in objects
         if o["kind"] == "BGPPeer"
     )
-    assert peers == [(f"npu-tor-id == 'tor-0{i}'", f"10.0.255.{i}", 65000 + i) for i in range(1, 5)]
+    # one per ToR, and the sample's extra peer for the control planes (which have no npu_tor_id)
+    assert peers == [("has(node-role.kubernetes.io/control-plane)", "10.0.255.254", 65000),
+                     *((f"npu-tor-id == 'tor-0{i}'", f"10.0.255.{i}", 65000 + i) for i in range(1, 5))]
     service = _one(objects, "Service", "calico-typha")["spec"]["ports"]
     assert [p["port"] for p in service] == [5473]
 
@@ -153,7 +155,10 @@ def test_a_tor_without_a_peer_is_named(sample: Render) -> None:
 
 
 def test_no_peering_needs_no_peers_and_renders_none() -> None:
-    lab = Render(ROOT / "inventories" / "sample", cni_calico_bgp_peering="none", cni_calico_tor_peers={})
+    # the sample's extra peer (its control planes') dropped too: the template renders extra peers in
+    # either mode, and the lab inventory has none
+    lab = Render(ROOT / "inventories" / "sample", cni_calico_bgp_peering="none", cni_calico_tor_peers={},
+                 cni_calico_extra_peers=[])
     assert lab.check_passes(), lab.fail_msg()
     prepared = lab.prepare()
     assert prepared.ok, prepared.problems
@@ -195,4 +200,5 @@ def test_16k_nodes_give_82_typha_replicas(tmp_path: Path) -> None:
     assert prepared.ok, prepared.problems
     objects = _objects(prepared)
     print(f"\n16k: {len(tors)} ToRs, {prepared.objects} objects")
-    assert len([o for o in objects if o["kind"] == "BGPPeer"]) == len(tors) > 1
+    # one per ToR, plus the generated inventory's peer for the control planes
+    assert len([o for o in objects if o["kind"] == "BGPPeer"]) == len(tors) + 1 > 2

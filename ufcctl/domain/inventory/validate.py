@@ -15,6 +15,7 @@ from typing import Any
 from ufcctl.domain.etcd.topology import CLUSTER_KINDS
 from ufcctl.domain.images import mirrors
 from ufcctl.domain.inventory.addresses import RULES as ADDRESS_RULES
+from ufcctl.domain.inventory.bgp_peers import RULES as BGP_RULES
 from ufcctl.domain.inventory.config_values import RULES as VALUE_RULES
 from ufcctl.domain.inventory.connection import RULES as CONNECTION_RULES
 from ufcctl.domain.inventory.contradictions import RULES as CONTRADICTION_RULES
@@ -389,3 +390,5 @@ RULES: tuple[Rule, ...] = (
 RULES += ADDRESS_RULES + CONNECTION_RULES
 # Values that land in config files and kubelet flags, each checked as what it is (config_values.py).
 RULES += VALUE_RULES + CONTRADICTION_RULES
+# Calico's BGP peers in tor mode: a ToR peer per npu_tor_id, an extra peer per other node (bgp_peers.py).
+RULES += BGP_RULES
