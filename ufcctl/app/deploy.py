@@ -4,6 +4,8 @@
    load balancer, control planes, NFS server; `ufcctl/domain/inventory/phases.py`).
 2. The node phase: playbooks/deploy-nodes.yml on the workers through the fleet engine (the
    deploy-nodes rollout kind): batches, window, failure budget, pacing, state and resume.
+3. The readiness wait (D19), after the last phase run: every Node Ready and every workload of the
+   add-ons' namespaces available, read through the API (ufcctl/app/readiness.py), for a bounded time.
 
 `ufcctl add-nodes` is the node phase alone.
 """
@@ -20,11 +22,14 @@ from typing import Any
 
 from ufcctl.app import fleet
 from ufcctl.app.inventory import load_inventory, select_limit
+from ufcctl.app.readiness import DEFAULT_READY_TIMEOUT, api_client, namespaces_of, wait_ready
 from ufcctl.app.upgrade_plan import refuse_version_change
 from ufcctl.domain.inventory.model import KUBE_NODE, Inventory
 from ufcctl.domain.inventory.names import name_problem
 from ufcctl.domain.inventory.phases import split_phases
+from ufcctl.domain.readiness import ApiView
 from ufcctl.domain.rollout.summary import RolloutSummary
+from ufcctl.engine.kubectl import Kubectl
 from ufcctl.engine.locks import hold_nodes
 from ufcctl.engine.playbook_tags import SPECIAL_TAGS, playbook_tags, unknown_tags
 from ufcctl.engine.run_events import RunObserver
@@ -49,6 +54,7 @@ class DeployResult:
     cluster: RunResult | None = None
     nodes: RolloutSummary | None = None
     skipped: list[str] = field(default_factory=list)  # phases not run, each with its reason
+    ready: ApiView | None = None  # the readiness wait's last read, when it ran
 
     @property
     def skipped_steps(self) -> list[str]:
@@ -64,7 +70,7 @@ class DeployResult:
     def to_json(self) -> dict[str, Any]:
         return {"cluster": self.cluster.to_json() if self.cluster else None,
                 "nodes": self.nodes.to_json() if self.nodes else None, "skipped": self.skipped,
-                "skipped_steps": self.skipped_steps}
+                "skipped_steps": self.skipped_steps, "ready": self.ready.to_json() if self.ready else None}
 
 
 def is_lab_inventory(inventory_dir: Path) -> bool:
@@ -82,25 +88,34 @@ def deploy(
     store: StateStore | None = None,
     progress: Callable[[], AbstractContextManager[RunObserver | None]] = nullcontext,
     rollout_progress: fleet.Progress = nullcontext,
+    ready_timeout: float = DEFAULT_READY_TIMEOUT,
+    on_ready_read: Callable[[ApiView], None] | None = None,
+    client: Callable[[], tuple[Kubectl | None, str]] | None = None,
 ) -> DeployResult:
     """Validate the inventory (nothing is touched when it is bad), then run the phases in turn; the node
     phase starts only when the cluster phase succeeded. `nodes` is the node phase's rollout request
     (the command's fleet flags, --limit, --check; ufcctl/cli/fleet.py builds it); the state store is
     opened before anything runs when a node phase may follow (`store`: one the caller opened).
-    `progress` and `rollout_progress` make each phase's live display, one at a time."""
+    `progress` and `rollout_progress` make each phase's live display, one at a time. After the last
+    phase run, the readiness wait (`wait_ready`) for at most `ready_timeout` seconds (0: none);
+    `on_ready_read` sees each of its reads, `client` gives it kubectl with the operator's kubeconfig."""
     if phase not in PHASES:
         raise InputError(f"--phase {phase!r}: unknown phase", f"use one of: {', '.join(PHASES)}")
     opened: AbstractContextManager[StateStore | None] = nullcontext(store)
     if store is None and nodes is not None and phase != "cluster":
         opened = StateStore()
     with opened as node_store:
-        return _deploy(inventory_dir, options, limit, phase, nodes, node_store, progress, rollout_progress)
+        result, inventory = _deploy(inventory_dir, options, limit, phase, nodes, node_store, progress,
+                                    rollout_progress)
+    if phase != "cluster":  # --phase cluster alone: _deploy noted why it does not wait
+        _wait_ready(result, inventory, options, ready_timeout, on_ready_read, client or api_client)
+    return result
 
 
 def _deploy(inventory_dir: Path, options: RunOptions, limit: str | None, phase: str,
             nodes: RolloutRequest | None, store: StateStore | None,
             progress: Callable[[], AbstractContextManager[RunObserver | None]],
-            rollout_progress: fleet.Progress) -> DeployResult:
+            rollout_progress: fleet.Progress) -> tuple[DeployResult, Inventory]:
     path = playbook("deploy.yml")
     check_tags(path, options)
     inventory_name(inventory_dir, options)
@@ -118,7 +133,11 @@ def _deploy(inventory_dir: Path, options: RunOptions, limit: str | None, phase: 
         else:
             result.skipped.append("cluster phase: the selection holds no cluster host")
     if phase == "cluster":
-        return result
+        if result.cluster is not None:
+            result.skipped.append(
+                "readiness wait: not after --phase cluster alone (the workers join in the node phase, and a "
+                "Deployment that needs one cannot be available before; `--phase nodes` waits)")
+        return result, inventory
     if not phases.nodes:
         result.skipped.append("node phase: the selection holds no worker (kube_node, not a control plane)")
     elif options.tags or options.skip_tags:
@@ -130,7 +149,34 @@ def _deploy(inventory_dir: Path, options: RunOptions, limit: str | None, phase: 
     else:
         result.nodes = fleet.start(deploy_nodes.KIND, nodes, progress=rollout_progress, inventory=read,
                                    store=store)
-    return result
+    return result, inventory
+
+
+def _wait_ready(result: DeployResult, inventory: Inventory, options: RunOptions, timeout: float,
+                on_read: Callable[[ApiView], None] | None,
+                client: Callable[[], tuple[Kubectl | None, str]]) -> None:
+    """The readiness wait after the last phase run, when that phase succeeded (a failed phase is the
+    deploy's error already)."""
+    if result.nodes is None and result.cluster is None:
+        return
+    if options.check:  # check mode changed nothing, so there is nothing new to wait for; it never waits
+        result.skipped.append("readiness wait: not in check mode")
+        return
+    if timeout <= 0:
+        result.skipped.append("readiness wait: --ready-timeout 0")
+        return
+    last_ok = result.nodes.status == "done" if result.nodes is not None else bool(
+        result.cluster and result.cluster.succeeded and not result.cluster.nothing_ran)
+    if not last_ok:
+        return
+    kubectl, source = client()
+    if kubectl is None:
+        # Noted, not failed: on a first deploy this machine has no admin.conf yet (ufcctl keeps none);
+        # the operator copies it and runs `ufcctl health`, which reads the same through the API.
+        result.skipped.append(f"readiness wait: {source}; set KUBECONFIG to the cluster's admin.conf and "
+                              "run `ufcctl health` (or deploy again) to check")
+        return
+    result.ready = wait_ready(kubectl, source, namespaces_of(inventory), timeout, on_read=on_read)
 
 
 def inventory_name(inventory_dir: Path, options: RunOptions) -> str:

@@ -1,4 +1,5 @@
-"""Use case `ufcctl health`: ask the first monitoring host that answers and build the health report."""
+"""Use case `ufcctl health`: ask the first monitoring host that answers and build the health report, then
+add what the Kubernetes API says of Nodes and workloads (ufcctl/app/readiness.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from ufcctl.app.inventory import load_inventory
-from ufcctl.domain.monitoring.health import QUERIES, HealthReport, Sample, build_report
+from ufcctl.app.readiness import api_client, namespaces_of, read_once
+from ufcctl.domain.inventory.model import Inventory
+from ufcctl.domain.monitoring.health import QUERIES, HealthReport, Sample, build_report, with_api
 from ufcctl.domain.monitoring.scrape import url_host
+from ufcctl.engine.kubectl import Kubectl
 from ufcctl.engine.victoria import VictoriaError, query, query_url
 from ufcctl.errors import InputError, RunFailed
 
@@ -18,13 +22,17 @@ VM_PORT = 8428
 # Seconds each query has to answer. VictoriaMetrics answers these instant queries in milliseconds;
 # a host that is down costs at most this much before the next one is tried.
 HEALTH_TIMEOUT = 5.0
+# Seconds each API list (Nodes, then workloads) has: 16,000 Nodes are a few hundred MB of JSON that the
+# apiservers page out in well under a minute; an API behind a VIP nobody holds fails at kubectl's 30 s
+# connect timeout, long before this.
+API_TIMEOUT = 120
 
 Query = Callable[[str, str, float], list[Sample]]
 
 
-def monitoring_urls(inventory_dir: Path) -> list[str]:
+def monitoring_urls(inventory_dir: Path, inventory: Inventory | None = None) -> list[str]:
     """The base URL of VictoriaMetrics on every `monitoring` host, in inventory order."""
-    inventory = load_inventory(inventory_dir)
+    inventory = inventory or load_inventory(inventory_dir)
     names = inventory.group_hosts("monitoring")
     if not names:
         raise InputError(
@@ -34,16 +42,23 @@ def monitoring_urls(inventory_dir: Path) -> list[str]:
     return [f"http://{url_host(h.address)}:{_port(h.name, h.vars)}" for h in hosts]
 
 
-def health_report(inventory_dir: Path, timeout: float = HEALTH_TIMEOUT, ask: Query = query) -> HealthReport:
-    """The report from the first monitoring host whose VictoriaMetrics answers every query."""
+def health_report(inventory_dir: Path, timeout: float = HEALTH_TIMEOUT, ask: Query = query,
+                  client: Callable[[], tuple[Kubectl | None, str]] | None = None) -> HealthReport:
+    """The report from the first monitoring host whose VictoriaMetrics answers every query, with the
+    API's Nodes and workloads read through `client`'s kubectl (without one, the report says why)."""
+    inventory = load_inventory(inventory_dir)
     failures = []
-    for base in monitoring_urls(inventory_dir):
+    for base in monitoring_urls(inventory_dir, inventory):
         try:
             results = {name: ask(base, expr, timeout) for name, expr in QUERIES.items()}
         except VictoriaError as err:
             failures.append(f"{err.url}: {err.reason}")
             continue
-        return build_report(query_url(base), results)
+        report = build_report(query_url(base), results)
+        kubectl, source = (client or api_client)()
+        if kubectl is None:
+            return with_api(report, None, source)
+        return with_api(report, read_once(kubectl, source, namespaces_of(inventory), API_TIMEOUT))
     raise RunFailed(
         "no monitoring host answered: " + "; ".join(failures),
         "check that VictoriaMetrics runs on the `monitoring` hosts (`ufcctl deploy`) and that this "

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +12,11 @@ import click
 from ufcctl.app import fleet as fleet_app
 from ufcctl.app.deploy import PHASES, DeployResult, is_lab_inventory
 from ufcctl.app.deploy import deploy as run_deploy
+from ufcctl.app.readiness import DEFAULT_READY_TIMEOUT
 from ufcctl.cli.fleet import Fleet, fleet_options, progress, rollout_request
 from ufcctl.cli.numbers import MAX_NODE_TIMEOUT, MAX_SECONDS, integer, number
 from ufcctl.cli.options import forks_option, inventory_option, output_option
+from ufcctl.domain.readiness import ApiView
 from ufcctl.domain.rollout.pacing import paced_seconds
 from ufcctl.engine.runner import RunOptions
 from ufcctl.errors import InputError, RunFailed
@@ -76,34 +79,75 @@ def _node_timeout_option() -> Any:
               help="Exit 0 even when a step a production cluster needs was SKIPPED (no kubectl, no "
                    "kubeconfig, no join token, no NPU driver); they are still listed. Lab inventories allow "
                    "them.")
+@click.option("--ready-timeout", type=integer(0, int(MAX_SECONDS)), default=DEFAULT_READY_TIMEOUT,
+              show_default=True,
+              help="Seconds to wait, after the last phase, until every Node is Ready and every add-on "
+                   "workload has its pods available (read through KUBECONFIG or ~/.kube/config); "
+                   "0: do not wait.")
 @output_option()
 def deploy(
     inventory: Path, limit: str | None, phase: str, tags: tuple[str, ...], skip_tags: tuple[str, ...],
     check: bool, diff: bool, fleet: Fleet, node_timeout: int, full: bool, forks: int, verbose: int,
-    allow_skips: bool, output: str,
+    allow_skips: bool, ready_timeout: int, output: str,
 ) -> None:
     """Deploy the stack onto INVENTORY: the cluster phase (playbooks/deploy.yml: etcd, VIP, control
     plane, NFS, add-ons), then the node phase (playbooks/deploy-nodes.yml: every worker joins, through
-    the fleet engine: batches, window, failure budget, pacing; `ufcctl resume RUN_ID` after a stop)."""
+    the fleet engine: batches, window, failure budget, pacing; `ufcctl resume RUN_ID` after a stop),
+    then a wait until every Node is Ready and every add-on workload available (exit 1 when time runs
+    out, naming what is not; not in --check, not after --phase cluster)."""
     options = RunOptions(
         forks=forks, check=check, diff=diff, tags=_split(tags), skip_tags=_split(skip_tags),
         accelerate=fleet.accelerate, verbosity=verbose,
     )
     nodes = rollout_request(fleet, inventory, limit=limit, dry_run=check,
                             options=deploy_nodes.nodes_options(node_timeout=node_timeout, full=full))
+    quiet = output == "json"
     result = run_deploy(inventory, options, limit=limit, phase=phase, nodes=nodes,
-                        progress=lambda: RunProgress(quiet=output == "json"),
-                        rollout_progress=progress(output))
+                        progress=lambda: RunProgress(quiet=quiet),
+                        rollout_progress=progress(output),
+                        ready_timeout=ready_timeout, on_ready_read=_ready_progress(quiet))
     _report(result, limit, options, output)
-    _skipped_steps(result, inventory, check=check, allowed=allow_skips, output=output)
+    skipped = _skipped_steps(result, inventory, check=check, allowed=allow_skips, output=output)
+    _ready(result, inventory, output)
+    if skipped is not None:
+        raise skipped
 
 
-def _skipped_steps(result: DeployResult, inventory: Path, *, check: bool, allowed: bool, output: str) -> None:
+def _ready_progress(quiet: bool) -> Callable[[ApiView], None]:
+    """A line on stderr whenever the readiness wait's picture changes (not once per read: 30 min of them)."""
+    shown = [""]
+
+    def show(view: ApiView) -> None:
+        line = "; ".join(view.problems(3)) or (view.readiness.summary() if view.readiness else "")
+        if not quiet and line != shown[0]:
+            click.echo(f"waiting for the cluster ({view.seconds:.0f} s): {line}", err=True)
+        shown[0] = line
+    return show
+
+
+def _ready(result: DeployResult, inventory: Path, output: str) -> None:
+    """The readiness wait's verdict: a line when it worked, exit 1 naming what is not when time ran out."""
+    view = result.ready
+    if view is None:
+        return
+    if view.ok:
+        if output != "json" and view.readiness is not None:
+            click.echo(f"cluster ready: {view.readiness.summary()} (read through {view.source}, "
+                       f"{view.seconds:.0f} s)")
+        return
+    raise RunFailed(f"cluster not ready after {view.seconds:.0f} s: {'; '.join(view.problems(5))}",
+                    f"`kubectl describe` the objects named; `ufcctl health --inventory {inventory}` shows "
+                    "the whole list; a rollout still under way needs a larger --ready-timeout")
+
+
+def _skipped_steps(result: DeployResult, inventory: Path, *, check: bool, allowed: bool,
+                   output: str) -> RunFailed | None:
     """No silent success: list every step a role reported SKIPPED; a real (not --check) deploy that
-    skipped any exits 1, unless the inventory is a lab's or --allow-skips says the operator accepts it."""
+    skipped any fails (the error returned, raised by the caller), unless the inventory is a lab's or
+    --allow-skips says the operator accepts it."""
     steps = result.skipped_steps
     if not steps:
-        return
+        return None
     if output != "json":
         click.echo(f"SKIPPED steps ({len(steps)}): a production cluster needs each of them", err=True)
         for line in steps[:50]:
@@ -111,10 +155,10 @@ def _skipped_steps(result: DeployResult, inventory: Path, *, check: bool, allowe
         if len(steps) > 50:
             click.echo(f"  ... and {len(steps) - 50} more (--output json lists all)", err=True)
     if check or allowed or is_lab_inventory(inventory):
-        return
-    raise RunFailed(f"deploy skipped {len(steps)} step(s) a production cluster needs (listed above)",
-                    "give the control planes kubectl and a kubeconfig, the workers a join token and a "
-                    "driver, and rerun; or pass --allow-skips to accept them")
+        return None
+    return RunFailed(f"deploy skipped {len(steps)} step(s) a production cluster needs (listed above)",
+                     "give the control planes kubectl and a kubeconfig, the workers a join token and a "
+                     "driver, and rerun; or pass --allow-skips to accept them")
 
 
 def _report(result: DeployResult, limit: str | None, options: RunOptions, output: str) -> None:

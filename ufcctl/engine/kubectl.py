@@ -1,4 +1,5 @@
-"""The kubectl adapter for node maintenance: NPU pods on a node, nodes by label, cordon, drain, uncordon."""
+"""The kubectl adapter: node maintenance (NPU pods on a node, nodes by label, cordon, drain, uncordon) and
+the whole-cluster lists a readiness check reads (Nodes, workloads), one call each."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from ufcctl.errors import RunFailed
 
@@ -22,7 +24,14 @@ CORDON_MARK = "ufcctl.io/cordoned-for"
 
 
 def _run(argv: Sequence[str], timeout: int) -> tuple[int, str, str]:
-    proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)
+    try:
+        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        # a failure like any other (RunFailed from _call), never a traceback: an apiserver that does not
+        # answer is what a readiness check and `ufcctl health` must report
+        return 124, "", f"no answer within {timeout} s"
+    except OSError as err:  # the binary went away or cannot run
+        return 127, "", str(err)
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -74,6 +83,20 @@ class Kubectl:
         return {str(n.get("metadata", {}).get("name", "?")):
                 str(n.get("status", {}).get("nodeInfo", {}).get("kubeletVersion", ""))
                 for n in json.loads(out or "{}").get("items", [])}
+
+    def list_json(self, resources: str, *, all_namespaces: bool = False,
+                  timeout: int = 300) -> dict[str, Any]:
+        """One `kubectl get RESOURCES -o json` (kubectl pages through the apiserver itself, 500 at a time),
+        parsed: a dict with `items`. RunFailed when kubectl fails or its output is not a JSON object."""
+        out = self._call("get", resources, *(["--all-namespaces"] if all_namespaces else []), "-o", "json",
+                         f"--request-timeout={timeout}s", timeout=timeout + 30)
+        try:
+            found = json.loads(out or "{}")
+        except ValueError as err:
+            raise RunFailed(f"kubectl get {resources}: the output is not JSON ({err})") from err
+        if not isinstance(found, dict):
+            raise RunFailed(f"kubectl get {resources}: the output is not a JSON object")
+        return found
 
     def nodes_labelled(self, selector: str) -> set[str]:
         """Names of the nodes matching a label selector, filtered by the apiserver (names only come back)."""

@@ -1,5 +1,6 @@
 """`ufcctl health` for people: a headline, then one section per kind of finding (alerts, etcd
-clusters, VIP, nodes down, NPU chips), each a count and its table."""
+clusters, VIP, nodes down, NPU chips; from the API: Nodes NotReady, workloads unavailable), each a count
+and its table."""
 
 from __future__ import annotations
 
@@ -60,5 +61,26 @@ def print_health(report: HealthReport) -> None:
     _section(
         "NPU chips unhealthy", ["instance", "id"], [(c.instance, c.chip) for c in report.npu_unhealthy]
     )
+    _api(report)
     for problem in report.problems:
         print(f"problem: {problem}")
+
+
+def _api(report: HealthReport) -> None:
+    api = report.api
+    if api is None:
+        print(f"Kubernetes API: not read: {report.api_skipped or '-'}")
+        return
+    where = f"read through {api.source}"
+    if api.readiness is None:
+        print(f"Kubernetes API ({where}): no answer")
+        return
+    print(f"Kubernetes API ({where}): {api.readiness.nodes} Node(s), {api.readiness.workloads} add-on "
+          "workload(s)")
+    _section("Nodes NotReady", ["node"], [(n,) for n in report.nodes_not_ready])
+    _section(
+        "Workloads unavailable",
+        ["namespace", "kind", "name", "ready", "why"],
+        [(w.namespace, w.kind, w.name, f"{w.ready}/{w.desired}", w.why)
+         for w in report.workloads_unavailable],
+    )

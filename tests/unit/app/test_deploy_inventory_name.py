@@ -50,11 +50,11 @@ def test_deploy_runs_the_cluster_phase_on_cluster_hosts_then_the_workers_on_the_
     monkeypatch.setattr(deploy_app.fleet.runs, "start",
                         lambda kind, req, store, inventory, **kw: seen.update(request=req) or "nodes")
     result = deploy_app.deploy(SAMPLE, RunOptions(), nodes=RolloutRequest(SAMPLE, batch=8, rate=5.0),
-                               store=object())
+                               store=object(), ready_timeout=0)
     contacted = seen["limit"].split(",")
     assert "npu001" in seen["hosts"] and "npu001" not in contacted and "cp1" in contacted
     assert result.nodes == "nodes" and seen["request"].batch == 8 and seen["request"].rate == 5.0
-    assert seen["request"].limit is None and result.skipped == []
+    assert seen["request"].limit is None and result.skipped == ["readiness wait: --ready-timeout 0"]
 
 
 def test_a_failed_cluster_phase_starts_no_worker(monkeypatch, tmp_path: Path) -> None:

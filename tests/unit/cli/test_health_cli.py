@@ -18,6 +18,12 @@ from ufcctl.domain.monitoring.health import QUERIES
 Vectors = dict[str, list[tuple[dict[str, str], float]]]
 
 
+@pytest.fixture(autouse=True)
+def _no_kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No kubeconfig of this machine's reaches these tests (the API part is faked where it is tested)."""
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
+
+
 DEAD = "127.0.0.2"  # loopback too; nothing listens there (the inventory wants one address per host)
 
 
@@ -190,3 +196,72 @@ def test_the_default_port_is_8428(tmp_path: Path) -> None:
     from ufcctl.app.health import monitoring_urls
 
     assert monitoring_urls(inv) == ["http://127.0.0.1:8428"]
+
+
+# -- what the Kubernetes API says (D19) -------------------------------------------------------------
+
+
+def _with_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *states: Any,
+              args: tuple[str, ...] = ()) -> Result:
+    from tests.helpers.fake_api import FakeApi
+
+    monkeypatch.setattr("ufcctl.app.health.api_client", FakeApi(*states).client)
+    with victoria_standin(_healthy()) as vm:
+        inv = _inventory(tmp_path, {"mon1": {"ansible_host": "127.0.0.1", "monitoring_vm_port": vm.port}})
+        return _run("-i", str(inv), *args)
+
+
+def test_notready_nodes_and_unavailable_workloads_from_the_api_make_it_unhealthy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.helpers.fake_api import cluster
+
+    result = _with_api(tmp_path, monkeypatch, cluster(nodes=4, not_ready=1, unavailable=2))
+    assert result.exit_code == 1, result.output
+    out = result.stdout
+    assert "Kubernetes API (read through /kc/admin.conf): 4 Node(s), 3 add-on workload(s)" in out
+    assert "Nodes NotReady: 1" in out and "Workloads unavailable: 2" in out
+    assert "problem: API: 1 of 4 Node(s) NotReady: node3" in out
+    assert ("problem: API: 2 of 3 workload(s) unavailable: kube-system/DaemonSet/calico-node ready 3/4, "
+            "volcano-system/Deployment/volcano-scheduler ready 0/1") in out
+    assert "team-a" not in out  # a user's workload is not judged
+
+
+def test_json_carries_the_api_findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.helpers.fake_api import cluster
+
+    result = _with_api(tmp_path, monkeypatch, cluster(nodes=4, not_ready=1, unavailable=1),
+                       args=("-o", "json"))
+    data = json.loads(result.stdout)
+    assert data["healthy"] is False and data["nodes_not_ready"] == ["node3"]
+    assert [(w["namespace"], w["kind"], w["name"], w["ready"], w["desired"])
+            for w in data["workloads_unavailable"]] == [("kube-system", "DaemonSet", "calico-node", 3, 4)]
+    assert data["api"]["kubeconfig"] == "/kc/admin.conf" and data["api_skipped"] is None
+
+
+def test_a_healthy_api_keeps_the_cluster_healthy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.helpers.fake_api import cluster
+
+    result = _with_api(tmp_path, monkeypatch, cluster())
+    assert result.exit_code == 0, result.output
+    assert "Nodes NotReady: none" in result.stdout and "Workloads unavailable: none" in result.stdout
+
+
+def test_an_api_that_does_not_answer_is_a_problem_not_a_traceback(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    result = _with_api(tmp_path, monkeypatch, "The connection to the server 10.0.0.10:6443 was refused")
+    assert result.exit_code == 1
+    assert "Kubernetes API (read through /kc/admin.conf): no answer" in result.stdout
+    assert ("problem: API: the API did not answer through /kc/admin.conf: kubectl get nodes -o failed "
+            "(rc 1): The connection to the server 10.0.0.10:6443 was refused") in result.stdout
+    assert "Traceback" not in result.output
+
+
+def test_without_a_kubeconfig_the_api_is_noted_as_not_read(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    with victoria_standin(_healthy()) as vm:
+        inv = _inventory(tmp_path, {"mon1": {"ansible_host": "127.0.0.1", "monitoring_vm_port": vm.port}})
+        result = _run("-i", str(inv), "-o", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["api"] is None and data["api_skipped"].startswith("no kubeconfig (KUBECONFIG unset")

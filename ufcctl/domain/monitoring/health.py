@@ -1,11 +1,15 @@
-"""The health report of `ufcctl health`: firing alerts, etcd, VIP, nodes and NPU chips from metric samples."""
+"""The health report of `ufcctl health`: firing alerts, etcd, VIP, nodes and NPU chips from metric samples,
+and NotReady Nodes and unavailable workloads from the Kubernetes API (ufcctl/domain/readiness.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from ufcctl.domain.readiness import ApiView, Workload
 
 # The three etcd clusters, in the order every report lists them (docs/architecture.md).
 ETCD_CLUSTERS = ("core", "events", "pods")
@@ -95,10 +99,20 @@ class HealthReport:
     nodes_down: tuple[str, ...]
     npu_unhealthy: tuple[NpuChip, ...]
     problems: tuple[str, ...]  # every problem of every section, one line each
+    api: ApiView | None = None  # what the Kubernetes API said; None: not read (api_skipped says why)
+    api_skipped: str | None = None
 
     @property
     def healthy(self) -> bool:
         return not self.alerts and not self.problems
+
+    @property
+    def nodes_not_ready(self) -> tuple[str, ...]:
+        return self.api.readiness.not_ready if self.api and self.api.readiness else ()
+
+    @property
+    def workloads_unavailable(self) -> tuple[Workload, ...]:
+        return self.api.readiness.unavailable if self.api and self.api.readiness else ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -110,7 +124,19 @@ class HealthReport:
             "vip": [v.to_json() for v in self.vips],
             "nodes_down": list(self.nodes_down),
             "npu_unhealthy": [c.to_json() for c in self.npu_unhealthy],
+            "nodes_not_ready": list(self.nodes_not_ready),
+            "workloads_unavailable": [w.to_json() for w in self.workloads_unavailable],
+            "api": self.api.to_json() if self.api else None,
+            "api_skipped": self.api_skipped,
         }
+
+
+def with_api(report: HealthReport, api: ApiView | None, skipped: str | None = None) -> HealthReport:
+    """The report with what the API said: each NotReady Node, unavailable workload or failed read is a
+    problem (so `healthy` is false); an API not read (no kubeconfig) is only noted."""
+    problems = [f"API: {p}" for p in api.problems()] if api is not None else []
+    return dataclasses.replace(report, api=api, api_skipped=None if api is not None else skipped,
+                               problems=(*report.problems, *problems))
 
 
 def build_report(source: str, results: Mapping[str, Sequence[Sample]]) -> HealthReport:

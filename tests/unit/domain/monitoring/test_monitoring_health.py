@@ -66,7 +66,8 @@ def test_a_healthy_cluster_has_no_problem_and_every_section() -> None:
 def test_json_keys_are_stable() -> None:
     data = build_report("u", _healthy()).to_json()
     assert list(data) == [
-        "source", "healthy", "problems", "alerts", "etcd", "vip", "nodes_down", "npu_unhealthy"
+        "source", "healthy", "problems", "alerts", "etcd", "vip", "nodes_down", "npu_unhealthy",
+        "nodes_not_ready", "workloads_unavailable", "api", "api_skipped",
     ]
     assert list(data["etcd"][0]) == [
         "cluster", "members_up", "members_total", "leader", "db_size_max", "quota", "quota_percent",
