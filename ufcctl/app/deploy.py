@@ -119,7 +119,7 @@ def _deploy(inventory_dir: Path, options: RunOptions, limit: str | None, phase: 
     path = playbook("deploy.yml")
     check_tags(path, options)
     inventory_name(inventory_dir, options)
-    inventory = load_inventory(inventory_dir)
+    inventory = load_inventory(inventory_dir, deploy=True)
     # the node phase's run records the files read here, not as they are after the cluster phase
     read = fleet.loaded(inventory_dir, inventory, guarded=True) if phase != "cluster" else None
     phases = split_phases(inventory, select_limit(inventory, inventory_dir, limit))

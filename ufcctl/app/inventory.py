@@ -52,13 +52,14 @@ def _locate(problems: list[Problem], root: str, shown: str) -> tuple[Problem, ..
     return tuple(replace(p, file=shown if p.file == root else f"{shown}/{p.file}") for p in problems)
 
 
-def check_inventory(path: Path) -> CheckResult:
-    """Read, resolve and validate; every problem is collected, nothing is raised for a bad inventory."""
+def check_inventory(path: Path, deploy: bool = False) -> CheckResult:
+    """Read, resolve and validate (`deploy`: the rules of what a deploy builds too); every problem is
+    collected, nothing is raised for a bad inventory."""
     with cyclic_gc_paused():
-        return _check(Path(path))
+        return _check(Path(path), deploy)
 
 
-def _check(path: Path) -> CheckResult:
+def _check(path: Path, deploy: bool = False) -> CheckResult:
     shown = _shown(path)
     sources = read_inventory_dir(path)
     resolution = resolve(sources)
@@ -71,16 +72,17 @@ def _check(path: Path) -> CheckResult:
         inventory = None
         warnings = list(sources.warnings)
     else:
-        report = validate(resolution.inventory)
+        report = validate(resolution.inventory, deploy=deploy)
         problems += report.problems
         warnings += report.warnings
     root = str(Path(path))
     return CheckResult(shown, inventory, _locate(problems, root, shown), _locate(warnings, root, shown))
 
 
-def load_inventory(path: Path) -> Inventory:
-    """The resolved, valid inventory, or InputError (exit 2) listing every problem."""
-    result = check_inventory(path)
+def load_inventory(path: Path, deploy: bool = False) -> Inventory:
+    """The resolved, valid inventory, or InputError (exit 2) listing every problem (`deploy`: see
+    check_inventory)."""
+    result = check_inventory(path, deploy)
     if not result.valid or result.inventory is None:
         raise result.error()
     return result.inventory

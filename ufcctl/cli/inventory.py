@@ -31,7 +31,7 @@ def _problem_json(p: Problem) -> dict[str, str]:
 @click.pass_context
 def check(ctx: click.Context, inventory: Path, output: str) -> None:
     """Validate hosts, groups, vars and cluster rules; exit 2 listing every problem. Contacts no host."""
-    result = check_inventory(inventory)
+    result = check_inventory(inventory, deploy=True)  # the check before a deploy: its rules too
     if output == "json":
         print_json(_check_json(result))
         if not result.valid:

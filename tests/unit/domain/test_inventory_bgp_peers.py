@@ -55,7 +55,7 @@ def _sample_copy(tmp_path: Path, drop_extra: bool) -> Path:
 
 
 def test_the_sample_without_an_extra_peer_is_refused_naming_the_control_planes(tmp_path: Path) -> None:
-    result = check_inventory(_sample_copy(tmp_path, drop_extra=True))
+    result = check_inventory(_sample_copy(tmp_path, drop_extra=True), deploy=True)
     lines = [str(p) for p in result.problems]
     hits = [line for line in lines if "hosts cp[1:3]" in line]
     assert not result.valid and len(hits) == 1, lines
@@ -65,9 +65,17 @@ def test_the_sample_without_an_extra_peer_is_refused_naming_the_control_planes(t
 
 
 def test_the_sample_as_shipped_passes(tmp_path: Path) -> None:
-    result = check_inventory(_sample_copy(tmp_path, drop_extra=False))
+    result = check_inventory(_sample_copy(tmp_path, drop_extra=False), deploy=True)
     assert result.valid, [str(p) for p in result.problems]
     assert _bgp([str(w) for w in result.warnings]) == []
+
+
+def test_only_the_check_before_a_deploy_applies_the_rule(tmp_path: Path) -> None:
+    """A day-2 command (etcd status, certs check, health) reads the inventory without building the
+    network: the peers are the deploy's concern (`ufcctl inventory check` and deploy apply them)."""
+    inv = _sample_copy(tmp_path, drop_extra=True)
+    assert check_inventory(inv).valid
+    assert not check_inventory(inv, deploy=True).valid
 
 
 # ---- the two rules --------------------------------------------------------------------------------

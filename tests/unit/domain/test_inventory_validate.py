@@ -45,7 +45,8 @@ def base() -> dict[str, Any]:
     }
 
 
-def check(data: dict[str, Any], group_vars: dict[str, Any] | None = None) -> tuple[list[str], list[str]]:
+def check(data: dict[str, Any], group_vars: dict[str, Any] | None = None,
+          deploy: bool = True) -> tuple[list[str], list[str]]:
     src = InventorySources(
         "inv",
         (SourceFile("hosts.yml", data),),
@@ -56,7 +57,7 @@ def check(data: dict[str, Any], group_vars: dict[str, Any] | None = None) -> tup
     )
     resolution = resolve(src)
     assert not resolution.problems, resolution.problems
-    report = validate(resolution.inventory)
+    report = validate(resolution.inventory, deploy=deploy)
     return [str(p) for p in report.problems], [str(w) for w in report.warnings]
 
 

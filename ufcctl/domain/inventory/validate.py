@@ -62,11 +62,12 @@ class ValidationReport:
         return not self.problems
 
 
-def validate(inv: Inventory) -> ValidationReport:
-    """Check every rule; nothing is contacted and nothing stops at the first problem."""
+def validate(inv: Inventory, deploy: bool = False) -> ValidationReport:
+    """Check every rule (with `deploy`, DEPLOY_RULES too); nothing is contacted and nothing stops at the
+    first problem."""
     problems: list[Problem] = []
     warnings: list[Problem] = []
-    for rule in RULES:
+    for rule in RULES + (DEPLOY_RULES if deploy else ()):
         rule(inv, problems, warnings)
     return ValidationReport(tuple(fold(problems)), tuple(fold(warnings)))
 
@@ -390,5 +391,7 @@ RULES: tuple[Rule, ...] = (
 RULES += ADDRESS_RULES + CONNECTION_RULES
 # Values that land in config files and kubelet flags, each checked as what it is (config_values.py).
 RULES += VALUE_RULES + CONTRADICTION_RULES
-# Calico's BGP peers in tor mode: a ToR peer per npu_tor_id, an extra peer per other node (bgp_peers.py).
-RULES += BGP_RULES
+# Rules of what a deploy builds, checked by `ufcctl inventory check` and before a deploy, not by every
+# command that reads the inventory (a day-2 command on a running cluster does not build its network):
+# Calico's BGP peers in tor mode, a ToR peer per npu_tor_id and an extra peer per other node (bgp_peers.py).
+DEPLOY_RULES: tuple[Rule, ...] = BGP_RULES
