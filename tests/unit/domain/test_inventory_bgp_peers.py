@@ -182,7 +182,7 @@ CP_LABELS = {"node-role.kubernetes.io/control-plane": "", "kubernetes.io/hostnam
     ("kubernetes.io/hostname == 'cp1'", True),
     ('kubernetes.io/hostname == "cp2"', False),
     ("masterselector != 'x'", True),
-    ("npu-tor-id != 'tor-1'", True),  # Calico: != also matches a node without the label
+    ("npu-tor-id != 'tor-1'", False),  # a node without the label: not counted as covered
     ("masterselector != 'dls-master-node'", False),
     ("kubernetes.io/hostname in {'cp1', 'cp2'}", True),
     ("kubernetes.io/hostname in {'cp3'}", False),

@@ -59,11 +59,14 @@ def parse_selector(text: Any) -> tuple[Term, ...] | None:
 
 
 def selects(terms: Sequence[Term], labels: Mapping[str, str]) -> bool:
-    """Calico's meaning: `!=` also holds where the label is absent; `==`, `in` and has() need it."""
+    """Whether the node with `labels` is selected. Every term but all() needs its label: Calico's selector
+    documentation says `k != 'v'` matches a resource with label k and another value; whether its code
+    also matches a node without k was not checked, so a node without it counts as not covered (a
+    refusal the operator can answer with has(), never an unreachable node passed as peered)."""
     for op, key, values in terms:
         value = labels.get(key)
-        held = (op == "all" or (op == "has" and value is not None)
-                or (op in ("==", "in") and value in values) or (op == "!=" and value not in values))
+        wanted = op in ("==", "in")  # the value must be among `values`; for !=, must not be
+        held = op == "all" or (value is not None and (op == "has" or wanted == (value in values)))
         if not held:
             return False
     return True
