@@ -155,10 +155,8 @@ def test_a_tor_without_a_peer_is_named(sample: Render) -> None:
 
 
 def test_no_peering_needs_no_peers_and_renders_none() -> None:
-    # the sample's extra peer (its control planes') dropped too: the template renders extra peers in
-    # either mode, and the lab inventory has none
-    lab = Render(ROOT / "inventories" / "sample", cni_calico_bgp_peering="none", cni_calico_tor_peers={},
-                 cni_calico_extra_peers=[])
+    # the sample's extra peer (its control planes') stays: `none` renders no BGPPeer, extra ones neither
+    lab = Render(ROOT / "inventories" / "sample", cni_calico_bgp_peering="none", cni_calico_tor_peers={})
     assert lab.check_passes(), lab.fail_msg()
     prepared = lab.prepare()
     assert prepared.ok, prepared.problems
