@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.ports import free_ports
 from tests.lab_build.build import build
 from tests.lab_build.components import ETCD
 from ufcctl.engine.etcd_client import ClusterClient, Gateway
@@ -40,16 +41,6 @@ from ufcctl.nodeside import etcd_join
 pytestmark = pytest.mark.integration
 
 ENTRIES = 6000  # past etcd's maxGapBetweenApplyAndCommitIndex (5000): the joiner gets a snapshot
-
-
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 class Member:
@@ -97,7 +88,7 @@ class Member:
 @pytest.fixture()
 def members(tmp_path: Path) -> Iterator[list[Member]]:
     etcd = build(ETCD, say=lambda _: None).binary("etcd")
-    ports = _free_ports(6)
+    ports = free_ports(6)
     group = [Member(etcd, tmp_path, f"m{i}", ports[2 * i], ports[2 * i + 1]) for i in range(3)]
     try:
         yield group

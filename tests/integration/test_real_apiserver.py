@@ -22,7 +22,6 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import re
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -34,6 +33,7 @@ import yaml
 
 from tests.helpers import kcp_render
 from tests.helpers.addon_render import render_addons
+from tests.helpers.ports import free_ports
 from tests.lab_build.build import build
 from tests.lab_build.components import ETCD, KUBERNETES
 from ufcctl.domain.addons.apicalls import ADDON_CALLS
@@ -44,16 +44,6 @@ SAMPLE = kcp_render.ROOT / "inventories" / "sample"
 PKI = "/etc/kubernetes/pki"
 NODES = 1000  # 111x what the lab's API stand-in ever held (9 nodes)
 ETCD_TLS = ("--etcd-cafile=", "--etcd-certfile=", "--etcd-keyfile=")
-
-
-def _ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def _wait(what: str, done, seconds: float) -> None:  # type: ignore[no-untyped-def]
@@ -120,7 +110,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, di
     overrides = next(a.split("=", 1)[1] for a in command if a.startswith("--etcd-servers-overrides="))
     lists = list(dict.fromkeys(entry.split("#", 1)[1] for entry in overrides.split(",")))
     assert len(lists) == 2, overrides  # events+leases and pods: ufcctl's three-cluster design
-    port, *etcd_ports = _ports(1 + 2 * 3)
+    port, *etcd_ports = free_ports(1 + 2 * 3)
     names = ["core", "events", "pods"]
     procs: list[subprocess.Popen[bytes]] = []
     clusters: dict[str, Etcd] = {}
