@@ -10,7 +10,7 @@ from typing import Any
 
 from ufcctl.domain.inventory.model import Inventory
 from ufcctl.domain.readiness import ApiView, Readiness, addon_namespaces, readiness
-from ufcctl.engine.kubectl import Kubectl, find_kubeconfig, find_kubectl
+from ufcctl.engine.kubectl import Kubectl, operator_kubectl
 from ufcctl.errors import RunFailed
 
 # Seconds between two reads: each read is two whole lists (Nodes; Deployments, DaemonSets and
@@ -34,14 +34,7 @@ Clock = Callable[[], float]
 
 def api_client() -> tuple[Kubectl | None, str]:
     """kubectl with the operator's kubeconfig, and that kubeconfig's path; or None and why not."""
-    kubeconfig = find_kubeconfig()
-    if kubeconfig is None:
-        return None, ("no kubeconfig (KUBECONFIG unset or missing, no ~/.kube/config): "
-                      "the cluster's Nodes and workloads were not read")
-    binary = find_kubectl()
-    if binary is None:
-        return None, f"kubectl is not installed (a kubeconfig exists: {kubeconfig})"
-    return Kubectl(binary, kubeconfig), str(kubeconfig)
+    return operator_kubectl(": the cluster's Nodes and workloads were not read")
 
 
 def namespaces_of(inventory: Inventory) -> frozenset[str]:

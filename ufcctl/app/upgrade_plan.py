@@ -25,7 +25,7 @@ from ufcctl.domain.controlplane import skew
 from ufcctl.domain.inventory.model import Inventory
 from ufcctl.engine.http_get import HttpError
 from ufcctl.engine.http_get import request as http_request
-from ufcctl.engine.kubectl import Kubectl, find_kubeconfig, find_kubectl
+from ufcctl.engine.kubectl import operator_kubectl
 from ufcctl.errors import InputError, RunFailed
 from ufcctl.paths import state_dir
 
@@ -82,16 +82,13 @@ def apiserver_versions(inventory: Inventory, hosts: list[str]) -> dict[str, str 
 
 
 def _kubelet_versions() -> tuple[dict[str, str], str]:
-    kubeconfig = find_kubeconfig()
-    if kubeconfig is None:
-        return {}, "no kubeconfig (KUBECONFIG unset or missing, no ~/.kube/config)"
-    binary = find_kubectl()
-    if binary is None:
-        return {}, f"kubectl is not installed (a kubeconfig exists: {kubeconfig})"
+    kubectl, source = operator_kubectl()
+    if kubectl is None:
+        return {}, source
     try:
-        return Kubectl(binary, kubeconfig).kubelet_versions(), str(kubeconfig)
+        return kubectl.kubelet_versions(), source
     except (RunFailed, ValueError) as err:
-        return {}, f"the Node list could not be read with {kubeconfig}: {err}"
+        return {}, f"the Node list could not be read with {source}: {err}"
 
 
 def plan_upgrade_cluster(inventory_dir: Path, version: str,

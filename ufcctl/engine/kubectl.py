@@ -51,6 +51,18 @@ def find_kubectl() -> str | None:
     return shutil.which("kubectl")
 
 
+def operator_kubectl(unread: str = "") -> tuple[Kubectl | None, str]:
+    """kubectl with the operator's kubeconfig and that kubeconfig's path; or None and why not (`unread`
+    appended when there is no kubeconfig: what the caller could therefore not read)."""
+    kubeconfig = find_kubeconfig()
+    if kubeconfig is None:
+        return None, "no kubeconfig (KUBECONFIG unset or missing, no ~/.kube/config)" + unread
+    binary = find_kubectl()
+    if binary is None:
+        return None, f"kubectl is not installed (a kubeconfig exists: {kubeconfig})"
+    return Kubectl(binary, kubeconfig), str(kubeconfig)
+
+
 class Kubectl:
     def __init__(self, binary: str, kubeconfig: Path, *, command: Command = _run, timeout: int = 600):
         self.base = [binary, "--kubeconfig", str(kubeconfig)]
