@@ -91,10 +91,9 @@ class Kubectl:
 
     def kubelet_versions(self) -> dict[str, str]:
         """node name -> the kubelet version its Node object reports."""
-        out = self._call("get", "nodes", "-o", "json", timeout=120)
         return {str(n.get("metadata", {}).get("name", "?")):
                 str(n.get("status", {}).get("nodeInfo", {}).get("kubeletVersion", ""))
-                for n in json.loads(out or "{}").get("items", [])}
+                for n in self.list_json("nodes", timeout=120).get("items", [])}
 
     def list_json(self, resources: str, *, all_namespaces: bool = False,
                   timeout: int = 300) -> dict[str, Any]:
