@@ -6,6 +6,8 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
+from ufcctl.domain.inventory.values import literal
+
 
 class AddressError(ValueError):
     """A host has no usable IP address; the message names the host and the variable to set."""
@@ -19,11 +21,6 @@ def is_ip(value: Any) -> bool:
     return True
 
 
-def _literal(value: Any) -> Any:
-    """Values that are still Jinja templates cannot be resolved here: treat them as unset."""
-    return None if isinstance(value, str) and "{{" in value else value
-
-
 def host_address(host: str, values: Mapping[str, Any], explicit_var: str) -> str:
     """`explicit_var`, else `ansible_host` when it is an IP, else the gathered `fact_address`.
 
@@ -31,7 +28,7 @@ def host_address(host: str, values: Mapping[str, Any], explicit_var: str) -> str
     resolving differently on two hosts would split the VIP or the backend list silently.
     """
     for key in (explicit_var, "ansible_host", "fact_address"):
-        value = _literal(values.get(key))
+        value = literal(values.get(key))
         if value and is_ip(value):
             return str(value)
         if value and key == explicit_var:

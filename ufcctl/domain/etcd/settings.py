@@ -14,6 +14,7 @@ from typing import Any
 
 from ufcctl.domain.etcd.defrag import DefragSettings
 from ufcctl.domain.etcd.rule import DEFAULT_RULE, RuleError, parse_rule
+from ufcctl.domain.inventory.values import literal
 
 # roles/etcd/defaults/main.yml, the keys the controller needs (name without the etcd_ prefix).
 ROLE_DEFAULTS: dict[str, Any] = {
@@ -39,15 +40,11 @@ class ClusterDefragConfig:
     leader_wait_seconds: float
 
 
-def _literal(value: Any) -> Any:
-    return None if isinstance(value, str) and "{{" in value else value
-
-
 def _value(hostvars: Mapping[str, Any], cluster: str, key: str) -> Any:
-    overrides = _literal(hostvars.get("etcd_cluster_overrides")) or {}
+    overrides = literal(hostvars.get("etcd_cluster_overrides")) or {}
     if isinstance(overrides, Mapping) and key in (overrides.get(cluster) or {}):
         return overrides[cluster][key]
-    value = _literal(hostvars.get(f"etcd_{key}"))
+    value = literal(hostvars.get(f"etcd_{key}"))
     return ROLE_DEFAULTS[key] if value is None else value
 
 
@@ -81,8 +78,8 @@ def defrag_config(hostvars: Mapping[str, Any], cluster: str) -> ClusterDefragCon
 
 def controller_pki_dir(hostvars: Mapping[str, Any], state_dir: Path) -> Path:
     """Where the role put the CA and ufcctl's client certificate (role default, or the inventory's)."""
-    explicit = _literal(hostvars.get("etcd_pki_controller_dir"))
+    explicit = literal(hostvars.get("etcd_pki_controller_dir"))
     if explicit:
         return Path(str(explicit))
-    name = _literal(hostvars.get("ufc_cluster_name")) or "default"
+    name = literal(hostvars.get("ufc_cluster_name")) or "default"
     return state_dir / "pki" / str(name) / "etcd"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ufcctl.domain.inventory.model import ETCD_GROUPS, Inventory
+from ufcctl.domain.inventory.values import literal
 
 
 @dataclass(frozen=True)
@@ -84,15 +85,10 @@ def _host_part(address: str) -> str:
     return f"[{address}]" if ":" in address and not address.startswith("[") else address
 
 
-def _literal(value: Any) -> Any:
-    """Inventory values that are still Jinja templates cannot be resolved here: treat them as unset."""
-    return None if isinstance(value, str) and "{{" in value else value
-
-
 def member_address(hostvars: Mapping[str, Any], host: str) -> str:
     """`etcd_address`, else `ansible_host`, else the inventory name (the role uses the same order)."""
     for key in ("etcd_address", "ansible_host"):
-        value = _literal(hostvars.get(key))
+        value = literal(hostvars.get(key))
         if value:
             return str(value)
     return host
@@ -112,9 +108,9 @@ def clusters_from_groups(
         members = []
         for host in groups.get(kind.group, ()):
             hv = hostvars.get(host, {})
-            client = _literal(hv.get(port_var(kind.name, "client"))) or kind.client_port
-            peer = _literal(hv.get(port_var(kind.name, "peer"))) or kind.peer_port
-            metrics = _literal(hv.get(port_var(kind.name, "metrics"))) or kind.metrics_port
+            client = literal(hv.get(port_var(kind.name, "client"))) or kind.client_port
+            peer = literal(hv.get(port_var(kind.name, "peer"))) or kind.peer_port
+            metrics = literal(hv.get(port_var(kind.name, "metrics"))) or kind.metrics_port
             members.append(EtcdMember(host, member_address(hv, host), int(client), int(peer), int(metrics)))
         if members:
             clusters.append(EtcdCluster(kind, tuple(members)))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ufcctl.domain.inventory.model import REGISTRY_CACHE
+from ufcctl.domain.inventory.values import literal
 from ufcctl.domain.urls import mask
 
 TIERS = {"tor": "npu_tor_id", "super_pod": "npu_super_pod_id"}  # tier -> the node var it matches
@@ -67,11 +68,6 @@ class CacheIndex:
     """Caches by (tier, domain id), each list in inventory order."""
 
     by_domain: Mapping[tuple[str, str], tuple[Cache, ...]] = field(default_factory=dict)
-
-
-def _literal(value: Any) -> Any:
-    """An unrendered Jinja string counts as unset (the domain never templates)."""
-    return None if isinstance(value, str) and "{{" in value else value
 
 
 def url_host(address: str) -> str:
@@ -159,24 +155,24 @@ def parse_caches(groups: Mapping[str, Iterable[str]],
     problems: list[str] = []
     for host in groups.get(REGISTRY_CACHE, ()):
         hv = hostvars[host]
-        tier = str(_literal(hv.get("registry_cache_tier")) or DEFAULT_TIER)
+        tier = str(literal(hv.get("registry_cache_tier")) or DEFAULT_TIER)
         if tier not in TIERS:
             problems.append(f"host {host}: registry_cache_tier {tier!r} is unknown; "
                             f"use one of {', '.join(TIERS)}")
             continue
-        raw = _literal(hv.get("registry_cache_serves"))
+        raw = literal(hv.get("registry_cache_serves"))
         serves = _serves(raw)
         if raw is not None and serves is None:
             problems.append(f"host {host}: registry_cache_serves must be a list of {TIERS[tier]} values")
             continue
         if serves is None:
-            own = _literal(hv.get(TIERS[tier]))
+            own = literal(hv.get(TIERS[tier]))
             serves = [] if own in (None, "") else [str(own)]
         if not serves:
             problems.append(f"host {host}: registry cache (tier {tier}) serves nothing; set "
                             f"registry_cache_serves or the host's own {TIERS[tier]}")
             continue
-        address = str(_literal(hv.get("registry_cache_address")) or _literal(hv.get("ansible_host")) or host)
+        address = str(literal(hv.get("registry_cache_address")) or literal(hv.get("ansible_host")) or host)
         caches.append(Cache(host, address, tier, tuple(dict.fromkeys(serves))))
     return caches, problems
 
@@ -231,7 +227,7 @@ def caches_for(node_vars: Mapping[str, Any], index: CacheIndex) -> list[Cache]:
     found: list[Cache] = []
     seen: set[str] = set()
     for tier, var in TIERS.items():
-        value = _literal(node_vars.get(var))
+        value = literal(node_vars.get(var))
         if value in (None, ""):
             continue
         for cache in index.by_domain.get((tier, str(value)), ()):

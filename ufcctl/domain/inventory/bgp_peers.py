@@ -19,6 +19,7 @@ from typing import Any
 
 from ufcctl.domain.inventory.model import CONTROL_PLANE, KUBE_NODE, NPU_NODE, Inventory
 from ufcctl.domain.inventory.sources import Problem
+from ufcctl.domain.inventory.values import templated
 from ufcctl.domain.manifests.preapply import planned_nodes
 from ufcctl.errors import shown
 
@@ -72,10 +73,6 @@ def selects(terms: Sequence[Term], labels: Mapping[str, str]) -> bool:
     return True
 
 
-def _templated(value: Any) -> bool:
-    return isinstance(value, str) and "{{" in value  # rendered by Ansible: the role's own check applies
-
-
 def _unset(value: Any) -> bool:
     return value is None or value == ""
 
@@ -87,7 +84,7 @@ def check_bgp_peers(inv: Inventory, problems: list[Problem], warnings: list[Prob
         return  # check_control_plane says so; the role reads these settings on the first control plane
     first = inv.hosts[control[0]].vars
     mode = first.get(MODE, "tor")
-    if _templated(mode) or mode == "none":
+    if templated(mode) or mode == "none":
         return
     # a setting not written yet belongs beside the Calico settings that are (group_vars/all/addons.yml)
     written = [inv.var_origin(control[0], v) for v in (TOR_PEERS, EXTRA_PEERS, MODE) if v in first]
@@ -107,7 +104,7 @@ def _main_file(inv: Inventory) -> str:
 
 
 def _check_tor_peers(inv: Inventory, peers: Any, where: str, problems: list[Problem]) -> None:
-    if _templated(peers):
+    if templated(peers):
         return
     if not isinstance(peers, Mapping):
         problems.append(Problem(where, TOR_PEERS, f"is {type(peers).__name__}, not a mapping",
@@ -117,7 +114,7 @@ def _check_tor_peers(inv: Inventory, peers: Any, where: str, problems: list[Prob
     known = {str(k) for k in peers}
     for name in inv.group_hosts(KUBE_NODE):
         tor = inv.hosts[name].vars.get("npu_tor_id")
-        if _unset(tor) or _templated(tor) or str(tor) in known:
+        if _unset(tor) or templated(tor) or str(tor) in known:
             continue
         problems.append(Problem(where, f"host {name}",
                                 f"npu_tor_id {shown(tor)} has no entry in {TOR_PEERS}: "
@@ -129,14 +126,14 @@ def _check_tor_peers(inv: Inventory, peers: Any, where: str, problems: list[Prob
 def _check_extra_peers(inv: Inventory, control: list[str], first: Mapping[str, Any], where: str,
                        problems: list[Problem], warnings: list[Problem]) -> None:
     extra = first.get(EXTRA_PEERS, [])
-    if _templated(extra):
+    if templated(extra):
         return
     if not isinstance(extra, list):
         problems.append(Problem(where, EXTRA_PEERS, f"is {type(extra).__name__}, not a list",
                                 f"write [{{name, ip, as_number, node_selector}}, ...]; {README}"))
         return
     label = first.get(TOR_LABEL, DEFAULT_TOR_LABEL)
-    label = DEFAULT_TOR_LABEL if _templated(label) or _unset(label) else str(label)
+    label = DEFAULT_TOR_LABEL if templated(label) or _unset(label) else str(label)
     cps = set(control)
     # the nodes that carry no ToR label: the control planes (kubeadm labels them, roles/kube_node
     # does not) and the workers without npu_tor_id

@@ -17,6 +17,7 @@ from typing import Any
 from ufcctl.domain.etcd.topology import CLUSTER_KINDS
 from ufcctl.domain.inventory.model import Inventory
 from ufcctl.domain.inventory.sources import Problem
+from ufcctl.domain.inventory.values import templated
 from ufcctl.errors import shown
 
 # Linux's dev_valid_name (net/core/dev.c): under IFNAMSIZ (16) bytes, no '/', ':' or whitespace, not
@@ -67,14 +68,10 @@ _FIX: dict[Rule, str] = {_interface: "use the interface's name as `ip link` show
         _label: "use letters, digits, '-', '_' and '.', e.g. tor-01"}
 
 
-def _templated(value: Any) -> bool:
-    return isinstance(value, str) and "{{" in value  # rendered by Ansible; the role's own check applies
-
-
 def check_config_values(inv: Inventory, problems: list[Problem], warnings: list[Problem]) -> None:
     for name, host in inv.hosts.items():
         for var, rule in RULES_BY_VAR.items():
-            if var not in host.vars or _templated(host.vars[var]):
+            if var not in host.vars or templated(host.vars[var]):
                 continue
             why = rule(host.vars[var])
             if why:
@@ -83,7 +80,7 @@ def check_config_values(inv: Inventory, problems: list[Problem], warnings: list[
         extra = host.vars.get("kube_node_labels")
         if isinstance(extra, Mapping):
             for key, value in extra.items():
-                why = None if _templated(value) else _label(value)
+                why = None if templated(value) else _label(value)
                 if why:
                     problems.append(Problem(inv.var_origin(name, "kube_node_labels"), f"host {name}",
                                             f"kube_node_labels {shown(key)}: {shown(value)} {why}",
@@ -99,7 +96,7 @@ def check_etcd_data_dirs(inv: Inventory, problems: list[Problem], warnings: list
                 continue
             var = f"{kind.group}_data_dir"
             value = host.vars.get(var, f"/var/lib/etcd-{kind.name}")
-            if isinstance(value, str) and not _templated(value) and _path(value) is None:
+            if isinstance(value, str) and not templated(value) and _path(value) is None:
                 dirs[var] = value.rstrip("/") or "/"
         for var, path in dirs.items():
             for other, other_path in dirs.items():

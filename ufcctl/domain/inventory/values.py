@@ -8,6 +8,16 @@ from dataclasses import dataclass
 from typing import Any
 
 
+def templated(value: Any) -> bool:
+    """A string that is still a Jinja template: Ansible renders it, the domain never does."""
+    return isinstance(value, str) and "{{" in value
+
+
+def literal(value: Any) -> Any:
+    """The value as written, or None while it is a template (it cannot be resolved here: unset)."""
+    return None if templated(value) else value
+
+
 class UnsafeText(str):
     """A string written with `!unsafe`: Ansible never templates it, so ufcctl must keep the mark.
 

@@ -16,6 +16,7 @@ from typing import Any
 from ufcctl.domain.etcd.topology import CLUSTER_KINDS, member_address
 from ufcctl.domain.images.mirrors import parse_upstreams
 from ufcctl.domain.inventory.model import REGISTRY_CACHE
+from ufcctl.domain.inventory.values import literal
 
 NODE_EXPORTER_PORT = 9100
 HAPROXY_METRICS_PORT = 8405  # roles/apiserver_lb: apiserver_lb_metrics_port
@@ -43,10 +44,6 @@ class ScrapeSettings:
     apiserver_port: int = 6443
 
 
-def _literal(value: Any) -> Any:
-    return None if isinstance(value, str) and "{{" in value else value
-
-
 def url_host(address: str) -> str:
     """An address as the host part of a URL or host:port (an IPv6 literal in brackets)."""
     return f"[{address}]" if ":" in address and not address.startswith("[") else address
@@ -54,16 +51,16 @@ def url_host(address: str) -> str:
 
 def address(hostvars: Mapping[str, Any], host: str) -> str:
     """The address a host is reached at: ansible_host, else its inventory name."""
-    return str(_literal(hostvars.get("ansible_host")) or host)
+    return str(literal(hostvars.get("ansible_host")) or host)
 
 
 def monitoring_address(hostvars: Mapping[str, Any], host: str) -> str:
     """Where a monitoring host's components listen: monitoring_address when the inventory sets it."""
-    return str(_literal(hostvars.get("monitoring_address")) or address(hostvars, host))
+    return str(literal(hostvars.get("monitoring_address")) or address(hostvars, host))
 
 
 def _port(hostvars: Mapping[str, Any], var: str, default: int) -> int:
-    value = _literal(hostvars.get(var))
+    value = literal(hostvars.get(var))
     return int(value) if value not in (None, "") else default
 
 
@@ -78,7 +75,7 @@ def targets(groups: Mapping[str, Iterable[str]], hostvars: Mapping[str, Mapping[
 
     for host in groups.get("all", ()):
         add("node", host, _port(hostvars[host], "monitoring_agent_port", NODE_EXPORTER_PORT),
-            _literal(hostvars[host].get("monitoring_agent_address")))
+            literal(hostvars[host].get("monitoring_agent_address")))
     for kind in CLUSTER_KINDS:
         for host in groups.get(kind.group, ()):
             port = _port(hostvars[host], f"etcd_{kind.name}_metrics_port", kind.metrics_port)
@@ -89,8 +86,8 @@ def targets(groups: Mapping[str, Iterable[str]], hostvars: Mapping[str, Mapping[
             add("haproxy", host, port)
     for host in groups.get(REGISTRY_CACHE, ()):
         # one docker-registry instance per upstream, each with its own debug (metrics) port
-        upstreams, _ = parse_upstreams(_literal(hostvars[host].get("registry_cache_upstreams")))
-        via = _literal(hostvars[host].get("registry_cache_address"))
+        upstreams, _ = parse_upstreams(literal(hostvars[host].get("registry_cache_upstreams")))
+        via = literal(hostvars[host].get("registry_cache_address"))
         for upstream in upstreams:
             add("registry-cache", host, upstream.metrics_port, via, upstream=upstream.name)
     for job, port in settings.self_ports.items():
