@@ -9,8 +9,10 @@ and touches nothing; the removal exits 0 and then every etcd cluster
 lists 2 members and is healthy, cp3's etcd members, timers and kube-apiserver are stopped and disabled,
 its data directories are moved aside (never deleted), its Node is gone, every haproxy has it in MAINT in
 both backends, keepalived is stopped there (the VIP is elsewhere), and no request through the VIP failed;
-a second removal changes nothing; the deploy line joins it again: 3 healthy members per cluster (cp3 a
-new member), its Node back, every backend server UP again on every haproxy, keepalived running.
+a second removal changes nothing; the deploy line joins it again, after the kubeadm-certs Secret and the
+control-plane join token are deleted as two hours and a day after init would leave them (D17): 3 healthy
+members per cluster (cp3 a new member), its Node back, every backend server UP again on every haproxy,
+keepalived running, the Secret uploaded again and the token made again.
 
 A stack module (tests/helpers/lab.py STACK_MODULES): its file name sorts after test_workers_lab.py and
 before test_workers_remove_lab.py (file order on one worker), and it leaves the lab as it found it: three
@@ -89,6 +91,29 @@ def _newest(stack: Stack) -> tuple[str, list]:
         run = store.runs("remove-control-plane")[0]
         assert run.status == "done", (run.status, run.message)
         return run.run_id, store.nodes(run.run_id)
+
+
+def _control_plane_tokens(stack: Stack) -> list[str]:
+    """Ids of the bootstrap tokens kube_control_plane made (kubeadm.yaml's; not the workers' join token)."""
+    listed = _exec(stack, CONTROL_PLANES[0], "kubeadm", "token", "list", "-o", "json")
+    assert listed.returncode == 0, listed.stderr
+    decoder, text, at, ids = json.JSONDecoder(), listed.stdout, 0, []
+    while (at := len(text) - len(text[at:].lstrip())) < len(text):
+        obj, at = decoder.raw_decode(text, at)
+        if obj.get("description") == "ufcctl join token (control plane)":
+            ids.append(str(obj["token"]).split(".", 1)[0])
+    return ids
+
+
+def _expire_join_secrets(stack: Stack) -> None:
+    """What two hours (kubeadm-certs) and a day (the init token) after init leave: neither."""
+    gone = _exec(stack, CONTROL_PLANES[0], *KUBECTL, "-n", "kube-system", "delete", "secret", "kubeadm-certs")
+    assert gone.returncode == 0, gone.stderr
+    ids = _control_plane_tokens(stack)
+    assert ids, "kubeadm init made the control-plane join token"
+    for token_id in ids:
+        deleted = _exec(stack, CONTROL_PLANES[0], "kubeadm", "token", "delete", token_id)
+        assert deleted.returncode == 0, deleted.stderr
 
 
 def _units(stack: Stack, verb: str, *units: str) -> list[str]:
@@ -199,6 +224,9 @@ def test_remove_cp3_then_again_then_join_it_back(lab: Stack, monkeypatch: pytest
     assert second != run_id, second
     assert [(n.host, n.state, n.changed) for n in nodes] == [(HOST, "done", False)], nodes
 
+    # D17: the re-add comes more than two hours' worth of TTL later: kubeadm-certs (2 h) and the init token
+    # (24 h) are gone, as the garbage collector and the token cleaner would leave them
+    _expire_join_secrets(lab)
     started = time.time()
     back = ufcctl(READD[1:], lab.env)  # exactly the README's line: cp3 joins again
     readd = time.time() - started
@@ -217,5 +245,8 @@ def test_remove_cp3_then_again_then_join_it_back(lab: Stack, monkeypatch: pytest
         assert time.monotonic() < deadline, _servers(lab)
         time.sleep(1)
     print(f"re-add of {HOST} (`{' '.join(READD)}`): {readd:.1f} s")
+    assert _control_plane_tokens(lab), "the deploy made the control-plane join token again"
+    secret = _exec(lab, CONTROL_PLANES[0], *KUBECTL, "-n", "kube-system", "get", "secret", "kubeadm-certs")
+    assert secret.returncode == 0, secret.stderr  # uploaded again under the certificate key
     # the lab as it was: the operator deletes the directories moved aside once sure (README)
     assert _exec(lab, HOST, "sh", "-c", "rm -rf /var/lib/etcd-*.removed-*").returncode == 0

@@ -7,6 +7,7 @@ these wrappers translate Ansible's shapes and turn domain errors into problem li
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from ufcctl.domain.controlplane import addresses, flags, kubeadm, schema
@@ -146,6 +147,19 @@ def ufcctl_kcp_kubeadm_failure(result: Mapping[str, Any], secrets: Sequence[str]
     return kubeadm.failure_message(result, secrets)
 
 
+def ufcctl_kcp_joining(hosts: Sequence[str], hostvars: Any, play_hosts: Sequence[str], first: str) -> list[str]:
+    """The control planes of this run that kubeadm will join (their probe found no kubelet.conf)."""
+    return [
+        h for h in hosts if h != first and h in play_hosts
+        and not (_hostvar(hostvars, h, "__kube_control_plane_probe") or {}).get("joined", True)
+    ]
+
+
+def ufcctl_kcp_token_state(output: str, token: str, margin_seconds: Any) -> str:
+    """valid / expiring / missing: the cluster's view of the control-plane join token (D17)."""
+    return kubeadm.token_state(str(output or ""), str(token), datetime.now(UTC), float(margin_seconds))
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
@@ -160,4 +174,6 @@ class FilterModule:
             "ufcctl_kcp_schema_errors": ufcctl_kcp_schema_errors,
             "ufcctl_kcp_ca_hash": ufcctl_kcp_ca_hash,
             "ufcctl_kcp_kubeadm_failure": ufcctl_kcp_kubeadm_failure,
+            "ufcctl_kcp_joining": ufcctl_kcp_joining,
+            "ufcctl_kcp_token_state": ufcctl_kcp_token_state,
         }

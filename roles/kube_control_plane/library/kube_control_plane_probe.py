@@ -21,6 +21,9 @@ options:
     description: What a bootstrap needs, name -> path (C(unix://) is stripped from socket paths).
     type: dict
     default: {}
+  joined_mark:
+    description: A file kubeadm writes when this host has joined (or was initialised), e.g. kubelet.conf.
+    type: str
 """
 
 RETURN = r"""
@@ -28,6 +31,7 @@ address:
   {description: Default IPv4 source address ('' without an IPv4 default route)., type: str, returned: always}
 interface: {description: Interface of that route., type: str, returned: always}
 missing: {description: Names of I(paths) that do not exist, in the order given., type: list, returned: always}
+joined: {description: Whether I(joined_mark) exists (true without one)., type: bool, returned: always}
 """
 
 ROUTE = re.compile(r"\bdev\s+(?P<dev>\S+).*?\bsrc\s+(?P<src>\S+)")
@@ -43,13 +47,16 @@ def default_ipv4(module: AnsibleModule) -> tuple[str, str]:
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec={"paths": {"type": "dict", "default": {}}}, supports_check_mode=True)
+    module = AnsibleModule(argument_spec={"paths": {"type": "dict", "default": {}},
+                                          "joined_mark": {"type": "str"}}, supports_check_mode=True)
     address, interface = default_ipv4(module)
     missing = [
         name for name, path in module.params["paths"].items()
         if not os.path.exists(re.sub(r"^unix://", "", str(path)))
     ]
-    module.exit_json(changed=False, address=address, interface=interface, missing=missing)
+    mark = module.params["joined_mark"]
+    module.exit_json(changed=False, address=address, interface=interface, missing=missing,
+                     joined=not mark or os.path.exists(mark))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,11 @@ what the real one would need:
   the certificates it finds re-signed by the CA on disk with new keys, kubeconfigs' client certificates
   included; MISSING! for an absent one; what kubeadm refuses refused). The running apiserver keeps the
   certificate it loaded until it is restarted;
-- `token create`, `token list -o json`, `config validate`, `version`.
+- `init --upload-certs` and `init phase upload-certs --upload-certs`: the Secret kube-system/kubeadm-certs
+  with the certificate key's sha256 (not the certificates) and the 2-hour life kubeadm gives it; a
+  control-plane join with a certificateKey fails as kubeadm's download-certs phase does when the Secret is
+  gone or expired, or the key is not the one it was uploaded under;
+- `token create [TOKEN]`, `token delete ID`, `token list -o json`, `config validate`, `version`.
 It runs no control-plane component and signs no kubelet certificate; the API it serves is the LAB API
 STAND-IN's (apiserver.py: what it checks and what it does not). Every successful join appends a line to
 /var/lib/ufc-kube-emulator/joins.jsonl and counts the node in etcd (tests read both); faults from
@@ -106,6 +110,17 @@ TOKEN = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
 # the stand-in's flag (tests/lab_standins/apiserver_standin): /readyz answers 503 while it exists
 UNREADY = Path("/run/ufcctl-apiserver-standin/unready")
 JOIN_PATH = "/ufc-lab-emulator/join"
+# kubeadm's uploaded control-plane certificates (cmd/kubeadm/app/phases/copycerts): the Secret
+# kube-system/kubeadm-certs, owned by a token that lives 2 h (DefaultCertTokenDuration), so the token
+# cleaner and the garbage collector remove it then. The emulator keeps only the certificate key's
+# sha256 in it (the real one holds the certificates encrypted with the key) and counts it gone after
+# its expiry annotation, as it would be.
+CERTS_SECRET = "kubeadm-certs"
+CERTS_TTL = 2 * 3600.0
+CERTS_EXPIRES = "lab.ufcctl.io/expires"
+CERTS_MISSING = (f'Secret "{CERTS_SECRET}" was not found in the "kube-system" Namespace. This Secret might '
+                 "have expired. Please, run `kubeadm init phase upload-certs --upload-certs` on a control "
+                 "plane to generate a new one")
 HOST = socket.gethostname()
 
 
@@ -212,6 +227,9 @@ class Etcd:
     def put(self, key: str, value: str) -> None:
         self._run("put", PREFIX + key, value)
 
+    def delete(self, key: str) -> bool:
+        return self._run("del", PREFIX + key).strip() not in ("", "0")
+
     def prefix(self, key: str) -> dict[str, str]:
         out = self._run("get", PREFIX + key, "--prefix", "-w", "json")
         kvs = json.loads(out).get("kvs") or []
@@ -265,6 +283,8 @@ def _join_route(handler: Any, body: bytes) -> tuple[int, dict[str, Any]]:
                          "message": "Unauthorized: the bootstrap token has expired"}
         node = str(request["node"])
         control_plane = request.get("kind") == "control-plane"
+        if control_plane and request.get("certificate_key_sha256"):
+            _check_certs(handler.api, str(request["certificate_key_sha256"]))
         apiserver.register_node(handler.api, node, VERSION, dict(request.get("labels") or {}),
                                 request.get("taints"), control_plane)
         fields = ("kind", "labels", "taints", "endpoint")
@@ -401,6 +421,50 @@ def _local_sans(cluster: dict[str, Any], advertise: str | None) -> list[str]:
             advertise or "", HOST, "127.0.0.1", "localhost"]
 
 
+def _key_hash(certificate_key: str) -> str:
+    return hashlib.sha256(certificate_key.encode()).hexdigest()
+
+
+def _upload_certs(api: Any, certificate_key: str) -> None:
+    """kubeadm's upload-certs phase: kube-system/kubeadm-certs (made or replaced), valid for 2 h."""
+    if not re.fullmatch(r"[0-9a-f]{64}", certificate_key):
+        raise Failed("error execution phase upload-certs: the certificate key must be 32 bytes in hex "
+                     "(kubeadm certs certificate-key)")
+    import apiserver
+
+    res = apiserver.API._builtin("secrets")
+    key = api.key(res, "kube-system", CERTS_SECRET)
+    secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+              "metadata": {"name": CERTS_SECRET, "namespace": "kube-system", "uid": secrets.token_hex(16),
+                           "creationTimestamp": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                           "annotations": {CERTS_EXPIRES: str(time.time() + CERTS_TTL)}},
+              "data": {"lab-certificate-key-sha256": base64.b64encode(
+                  _key_hash(certificate_key).encode()).decode()}}
+    for _ in range(5):
+        live = api.store.get(key)
+        if api.store.put_if(key, json.dumps(secret), live[1] if live else 0) is not None:
+            print(f"[upload-certs] Storing the certificates in Secret \"{CERTS_SECRET}\" in the "
+                  "\"kube-system\" Namespace")
+            return
+    raise Failed(f"error execution phase upload-certs: Secret {CERTS_SECRET}: conflicting writes")
+
+
+def _check_certs(api: Any, key_sha256: str) -> None:
+    """A control-plane join's download-certs phase, against the uploaded Secret."""
+    import apiserver
+
+    live = api.store.get(api.key(apiserver.API._builtin("secrets"), "kube-system", CERTS_SECRET))
+    secret = json.loads(live[0]) if live else None
+    expires = float(((secret or {}).get("metadata", {}).get("annotations") or {}).get(CERTS_EXPIRES) or 0)
+    if secret is None or expires < time.time():
+        raise Failed(f"error execution phase control-plane-prepare/download-certs: error downloading certs: "
+                     f"error downloading the secret: {CERTS_MISSING}")
+    stored = base64.b64decode((secret.get("data") or {}).get("lab-certificate-key-sha256", "")).decode()
+    if not secrets.compare_digest(stored, key_sha256):
+        raise Failed("error execution phase control-plane-prepare/download-certs: error downloading certs: "
+                     "error decoding secret data with provided key: cipher: message authentication failed")
+
+
 # -- commands ------------------------------------------------------------------------------------
 
 
@@ -448,6 +512,8 @@ def cmd_init(config: str) -> int:
     labels = dict(kv.split("=", 1) for kv in _extra_args(registration).get("node-labels", "").split(",")
                   if "=" in kv)
     apiserver.register_node(api, _node_name(init), VERSION, labels, registration.get("taints"), True)
+    if "--upload-certs" in sys.argv[1:]:
+        _upload_certs(api, str(init.get("certificateKey") or ""))
     _register(etcd, _node_name(init), {"kind": "control-plane-init", "endpoint": endpoint})
     _systemctl("restart", "kubelet")
     _log_join(_node_name(init), endpoint, "control-plane", {}, [])
@@ -551,7 +617,9 @@ def cmd_join(config: str) -> int:
     taints = registration.get("taints")  # None: kubeadm's default (a control plane gets its taint)
     reply = _post_join(endpoint, ca, str(doc["discovery"].get("tlsBootstrapToken") or token),
                        {"node": node, "kind": "control-plane" if control_plane else "worker",
-                        "labels": labels, "taints": taints, "endpoint": endpoint})
+                        "labels": labels, "taints": taints, "endpoint": endpoint,
+                        "certificate_key_sha256": _key_hash(str(doc["controlPlane"].get("certificateKey")))
+                        if control_plane and (doc["controlPlane"] or {}).get("certificateKey") else None})
     if control_plane:
         local = (doc["controlPlane"].get("localAPIEndpoint") or {})
         if not reply.get("etcd"):
@@ -576,22 +644,62 @@ def cmd_join(config: str) -> int:
     return 0
 
 
-def cmd_token_create(ttl: str, description: str) -> int:
+def _initialised_etcd() -> Etcd:
     if not ADMIN_CONF.exists() or not CONF.exists():
         raise Failed(f"{ADMIN_CONF}: no such file (run on an initialised control plane)")
-    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-    token = "".join(secrets.choice(alphabet) for _ in range(6)) + "." + "".join(
-        secrets.choice(alphabet) for _ in range(16))
-    _store_token(Etcd(json.loads(CONF.read_text())["etcd"]), token, _duration(ttl), description)
+    return Etcd(json.loads(CONF.read_text())["etcd"])
+
+
+def cmd_token_create(token: str | None, ttl: str, description: str) -> int:
+    """`kubeadm token create [TOKEN]`: the given token (kubeadm refuses an id that exists) or a new one."""
+    etcd = _initialised_etcd()
+    if token is None:
+        alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+        token = "".join(secrets.choice(alphabet) for _ in range(6)) + "." + "".join(
+            secrets.choice(alphabet) for _ in range(16))
+    match = TOKEN.match(token)
+    if match and etcd.get(f"/tokens/{match.group(1)}") is not None:
+        raise Failed(f'failed to create bootstrap token with name "bootstrap-token-{match.group(1)}": '
+                     f'secrets "bootstrap-token-{match.group(1)}" already exists')
+    _store_token(etcd, token, _duration(ttl), description)
     print(token)
+    return 0
+
+
+def cmd_token_delete(names: list[str]) -> int:
+    """`kubeadm token delete ID|TOKEN...`."""
+    etcd = _initialised_etcd()
+    for name in names:
+        token_id = name.split(".", 1)[0]
+        if not re.fullmatch(r"[a-z0-9]{6}", token_id):
+            raise Failed(f"given token or token id {name[:6]!r} didn't match pattern [a-z0-9]{{6}}")
+        if not etcd.delete(f"/tokens/{token_id}"):
+            raise Failed(f'failed to delete bootstrap token "{token_id}": '
+                         f'secrets "bootstrap-token-{token_id}" not found')
+        print(f'bootstrap token "{token_id}" deleted')
+    return 0
+
+
+def cmd_upload_certs(argv: list[str]) -> int:
+    """`kubeadm init phase upload-certs --upload-certs [--config F] [--certificate-key K]` on an
+    initialised control plane (without a key kubeadm makes one and prints it)."""
+    if "--upload-certs" not in argv:
+        print("[upload-certs] Skipping phase. Please see --upload-certs")
+        return 0
+    _initialised_etcd()
+    config = _flag(argv, "--config")
+    key = _flag(argv, "--certificate-key") or (
+        str((_docs(config).get("InitConfiguration") or {}).get("certificateKey") or "") if config else "")
+    if not key:
+        key = secrets.token_hex(32)
+        print(f"[upload-certs] Using certificate key:\n{key}")
+    _upload_certs(_api(json.loads(CONF.read_text())["etcd"]), key)
     return 0
 
 
 def cmd_token_list() -> int:
     """`kubeadm token list -o json`: one BootstrapToken object per line (tokens of etcd, expired ones too)."""
-    if not ADMIN_CONF.exists() or not CONF.exists():
-        raise Failed(f"{ADMIN_CONF}: no such file (run on an initialised control plane)")
-    for key, value in sorted(Etcd(json.loads(CONF.read_text())["etcd"]).prefix("/tokens/").items()):
+    for key, value in sorted(_initialised_etcd().prefix("/tokens/").items()):
         record = json.loads(value)
         expires = (dt.datetime.fromtimestamp(record["expires"], dt.UTC).isoformat()
                    if record["expires"] else None)
@@ -1168,6 +1276,18 @@ def _flag(args: list[str], name: str, default: str | None = None) -> str | None:
     return default
 
 
+def _positional(args: list[str], value_flags: tuple[str, ...]) -> list[str]:
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in value_flags:
+            skip = True
+        elif not arg.startswith("-"):
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str]) -> int:
     try:
         if argv[:1] == ["version"]:
@@ -1179,6 +1299,8 @@ def main(argv: list[str]) -> int:
         config = _flag(argv, "--config")
         if argv[:2] == ["config", "validate"] and config:
             return cmd_validate(config)
+        if argv[:3] == ["init", "phase", "upload-certs"]:
+            return cmd_upload_certs(argv[3:])
         if argv[:1] == ["init"] and config:
             return cmd_init(config)
         if argv[:1] == ["join"] and config:
@@ -1196,13 +1318,17 @@ def main(argv: list[str]) -> int:
         if argv[:2] == ["token", "list"] and _flag(argv, "-o") == "json":
             return cmd_token_list()
         if argv[:2] == ["token", "create"]:
-            return cmd_token_create(_flag(argv, "--ttl", "24h0m0s") or "24h0m0s",
+            given = argv[2] if len(argv) > 2 and not argv[2].startswith("-") else None
+            return cmd_token_create(given, _flag(argv, "--ttl", "24h0m0s") or "24h0m0s",
                                     _flag(argv, "--description", "") or "")
+        if argv[:2] == ["token", "delete"]:
+            return cmd_token_delete([a for a in _positional(argv[2:], ("--kubeconfig",))])
     except Failed as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(f"kubeadm {' '.join(argv)}: not emulated (LAB KUBE EMULATOR: version, config validate, init, join, "
-          "reset, upgrade apply|node, certs renew|check-expiration, token create, token list -o json, each "
+          "reset, upgrade apply|node, certs renew|check-expiration, token create|delete, token list -o json, "
+          "init phase upload-certs, each "
           "with the flags the roles use)",
           file=sys.stderr)
     return 2

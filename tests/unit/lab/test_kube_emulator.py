@@ -110,6 +110,9 @@ class FakeEtcd:
     def put(self, key: str, value: str) -> None:
         self.data[key] = value
 
+    def delete(self, key: str) -> bool:
+        return self.data.pop(key, None) is not None
+
     def prefix(self, key: str) -> dict[str, str]:
         return {k: v for k, v in self.data.items() if k.startswith(key)}
 
@@ -188,6 +191,59 @@ def test_an_expired_token_is_401(apiserver: tuple) -> None:
     FakeEtcd.data["/tokens/abcdef"] = json.dumps({**record, "expires": time.time() - 1})
     with pytest.raises(emu.Failed, match="the bootstrap token has expired"):
         emu._post_join(endpoint, ca_file.read_bytes(), TOKEN, {"node": "w1"})
+
+
+KEY = "0123456789abcdef" * 4  # a certificate key: 32 bytes in hex
+
+
+def _cp_join(endpoint: str, ca_file: Path, key: str) -> dict:
+    body = {"node": "cp2", "kind": "control-plane", "labels": {}, "taints": None, "endpoint": endpoint,
+            "certificate_key_sha256": emu._key_hash(key)}
+    return emu._post_join(endpoint, ca_file.read_bytes(), TOKEN, body)
+
+
+def test_a_control_plane_join_downloads_the_certificates_under_their_key_within_two_hours(
+        apiserver: tuple) -> None:
+    endpoint, ca_file, api = apiserver
+    with pytest.raises(emu.Failed, match=r'500 .*download-certs.*Secret "kubeadm-certs" was not found in the '
+                                         r'"kube-system" Namespace. This Secret might have expired'):
+        _cp_join(endpoint, ca_file, KEY)  # never uploaded
+    emu._upload_certs(api, KEY)
+    assert _cp_join(endpoint, ca_file, KEY)["etcd"] == {}
+    with pytest.raises(emu.Failed, match="error decoding secret data with provided key"):
+        _cp_join(endpoint, ca_file, "f" * 64)
+    secrets = api.resource("", "v1", "secrets")
+    uploaded = api.get(secrets, "kube-system", "kubeadm-certs")
+    expires = float(uploaded["metadata"]["annotations"][emu.CERTS_EXPIRES])
+    assert 2 * 3600 - 60 < expires - time.time() <= 2 * 3600
+    key = api.key(secrets, "kube-system", "kubeadm-certs")
+    live = api.store.get(key)
+    uploaded["metadata"]["annotations"][emu.CERTS_EXPIRES] = str(time.time() - 1)  # two hours later
+    api.store.put_if(key, json.dumps(uploaded), live[1])
+    with pytest.raises(emu.Failed, match="This Secret might have expired"):
+        _cp_join(endpoint, ca_file, KEY)
+    emu._upload_certs(api, KEY)  # `kubeadm init phase upload-certs --upload-certs` again
+    assert _cp_join(endpoint, ca_file, KEY)["etcd"] == {}
+    with pytest.raises(emu.Failed, match="certificate key must be 32 bytes in hex"):
+        emu._upload_certs(api, "short")
+
+
+def test_token_create_with_a_given_token_and_delete(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("ADMIN_CONF", "CONF"):
+        (tmp_path / name).write_text(json.dumps({"etcd": {}}))
+        monkeypatch.setattr(emu, name, tmp_path / name)
+    monkeypatch.setattr(emu, "Etcd", FakeEtcd)
+    FakeEtcd.data = {}
+    assert emu.main(["token", "create", TOKEN, "--ttl", "24h0m0s", "--kubeconfig", "admin.conf"]) == 0
+    assert json.loads(FakeEtcd.data["/tokens/abcdef"])["secret"] == "0123456789abcdef"
+    assert emu.main(["token", "create", TOKEN, "--ttl", "1h"]) == 1  # kubeadm refuses an id that exists
+    assert 'bootstrap-token-abcdef" already exists' in capsys.readouterr().err
+    assert emu.main(["token", "delete", "abcdef", "--kubeconfig", "/etc/kubernetes/admin.conf"]) == 0
+    assert "/tokens/abcdef" not in FakeEtcd.data
+    assert emu.main(["token", "delete", "abcdef"]) == 1
+    assert emu.main(["token", "create", "--ttl", "1h"]) == 0  # no token given: a new one
+    assert re.fullmatch(r"[a-z0-9]{6}\.[a-z0-9]{16}", capsys.readouterr().out.splitlines()[-1])
 
 
 def test_an_injected_join_failure_stops_before_discovery(tmp_path: Path,

@@ -7,8 +7,10 @@ the join token) through their filter plugins.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 # Lines of kubeadm's output kept in a failure message: its error is at the end.
@@ -46,3 +48,41 @@ def failure_message(result: Mapping[str, Any], secrets: Sequence[str]) -> str:
 def token_secret(token: str) -> str:
     """The secret half of a bootstrap token (its id is public): what logs must never show."""
     return token.split(".", 1)[1] if TOKEN.match(token or "") else token
+
+
+def listed_tokens(output: str) -> dict[str, datetime | None]:
+    """`kubeadm token list -o json`: token id -> expiry (None: never expires). kubeadm prints one JSON
+    object per token, indented and concatenated; anything that is not a BootstrapToken is skipped."""
+    decoder, text, at = json.JSONDecoder(), str(output or ""), 0
+    found: dict[str, datetime | None] = {}
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at >= len(text):
+            return found
+        try:
+            obj, at = decoder.raw_decode(text, at)
+        except ValueError:
+            return found  # a warning line or cut output: what was read so far
+        token = str(obj.get("token") or "") if isinstance(obj, dict) else ""
+        if not TOKEN.match(token):
+            continue
+        expires = obj.get("expires")
+        try:
+            found[token.split(".", 1)[0]] = datetime.fromisoformat(str(expires)) if expires else None
+        except ValueError:
+            continue
+
+
+def token_state(output: str, token: str, now: datetime, margin_seconds: float) -> str:
+    """Whether the cluster still accepts `token` for longer than the margin, from `kubeadm token list -o
+    json`: "valid", "expiring" (listed, but expired or within the margin: delete it before making it
+    again, kubeadm refuses an id that exists) or "missing" (the token cleaner removed it, or never made)."""
+    tokens = listed_tokens(output)
+    token_id = str(token).split(".", 1)[0]
+    if token_id not in tokens:
+        return "missing"
+    expires = tokens[token_id]
+    if expires is None or (expires - now).total_seconds() > margin_seconds:
+        return "valid"
+    return "expiring"
