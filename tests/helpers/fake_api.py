@@ -71,5 +71,5 @@ class FakeApi:
     def kubectl(self) -> Kubectl:
         return Kubectl("kubectl", Path("/kc/admin.conf"), command=self)
 
-    def client(self) -> tuple[Kubectl | None, str]:
+    def client(self, inventory: object = None) -> tuple[Kubectl | None, str]:
         return self.kubectl(), "/kc/admin.conf"

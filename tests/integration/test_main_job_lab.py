@@ -3,7 +3,9 @@
 The shared lab of the integration tests is this job's lab (tests/helpers/lab.py `deployed_stack`), so
 if the README's first command breaks, this module and every module on the shared lab are red. Here:
 its exit code, that the deploy ran both phases on the lab's hosts, and that the health report it
-printed names the three etcd clusters and one VIP holder."""
+printed names the three etcd clusters and one VIP holder; that the deploy ended with its readiness wait
+(D19) read through the admin.conf it kept on the controller (0600) and found every Node Ready and every
+add-on workload available, and the health report read the same API."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import re
 
 import pytest
 
-from tests.helpers.lab import STACK_LAB, STACK_WORKERS, Stack
+from tests.helpers.lab import STACK_LAB, STACK_STATE, STACK_WORKERS, Stack
 from ufcctl.app.inventory import load_inventory
 
 pytestmark = pytest.mark.integration
@@ -61,3 +63,19 @@ def test_the_health_report_names_three_etcd_clusters_and_a_vip_holder(stack: Sta
     holders = set(re.findall(rf"\b{STACK_LAB}-cp\d\b", vip))
     assert len(holders) == 1, vip
     assert "Nodes down: none" in out
+
+
+def test_the_deploy_waited_for_every_node_ready_and_every_workload_available(stack: Stack) -> None:
+    out = " ".join(stack.main_job.stdout.split())
+    inventory = load_inventory(stack.inventory)
+    kept = STACK_STATE / "pki" / "default" / "kubernetes" / "admin.conf"
+    cluster = inventory.hosts[f"{STACK_LAB}-cp1"].vars.get("ufc_cluster_name")
+    if cluster:
+        kept = STACK_STATE / "pki" / str(cluster) / "kubernetes" / "admin.conf"
+    nodes = len({*inventory.group_hosts("kube_control_plane"), *inventory.group_hosts("kube_node")})
+    found = re.search(r"cluster ready: (\d+) Node\(s\) Ready, (\d+) workload\(s\) available "
+                      r"\(read through (\S+?)[,;)]", out)
+    assert found, out[-3000:]
+    assert int(found.group(1)) == nodes and int(found.group(2)) > 0, found.group(0)
+    assert found.group(3) == str(kept), found.group(0)
+    assert kept.stat().st_mode & 0o777 == 0o600

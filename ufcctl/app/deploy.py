@@ -108,7 +108,8 @@ def deploy(
         result, inventory = _deploy(inventory_dir, options, limit, phase, nodes, node_store, progress,
                                     rollout_progress)
     if phase != "cluster":  # --phase cluster alone: _deploy noted why it does not wait
-        _wait_ready(result, inventory, options, ready_timeout, on_ready_read, client or api_client)
+        _wait_ready(result, inventory, options, ready_timeout, on_ready_read,
+                    client or (lambda: api_client(inventory)))
     return result
 
 
@@ -171,8 +172,8 @@ def _wait_ready(result: DeployResult, inventory: Inventory, options: RunOptions,
         return
     kubectl, source = client()
     if kubectl is None:
-        # Noted, not failed: on a first deploy this machine has no admin.conf yet (ufcctl keeps none);
-        # the operator copies it and runs `ufcctl health`, which reads the same through the API.
+        # Noted, not failed: the role kept no admin.conf here (kube_control_plane_admin_conf_to_controller:
+        # false, or no kubeadm cluster); the operator points KUBECONFIG at one and runs `ufcctl health`.
         result.skipped.append(f"readiness wait: {source}; set KUBECONFIG to the cluster's admin.conf and "
                               "run `ufcctl health` (or deploy again) to check")
         return

@@ -55,7 +55,7 @@ def health_report(inventory_dir: Path, timeout: float = HEALTH_TIMEOUT, ask: Que
             failures.append(f"{err.url}: {err.reason}")
             continue
         report = build_report(query_url(base), results)
-        kubectl, source = (client or api_client)()
+        kubectl, source = client() if client is not None else api_client(inventory)
         if kubectl is None:
             return with_api(report, None, source)
         return with_api(report, read_once(kubectl, source, namespaces_of(inventory), API_TIMEOUT))

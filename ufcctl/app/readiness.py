@@ -1,17 +1,21 @@
-"""Use case: whether the cluster works, read from its API through the VIP with the operator's kubeconfig
-(KUBECONFIG or ~/.kube/config, as `plan upgrade-cluster` and the drains read it): once for `ufcctl
+"""Use case: whether the cluster works, read from its API through the VIP with the admin.conf deploy keeps
+beside the cluster's CA, else the operator's kubeconfig (KUBECONFIG or ~/.kube/config, as `plan
+upgrade-cluster` and the drains read it): once for `ufcctl
 health`, or until it works or time runs out at the end of `ufcctl deploy` (decision D19)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from ufcctl.app.certs import controller_dirs
 from ufcctl.domain.inventory.model import Inventory
 from ufcctl.domain.readiness import ApiView, Readiness, addon_namespaces, readiness
 from ufcctl.engine.kubectl import Kubectl, operator_kubectl
 from ufcctl.errors import RunFailed
+from ufcctl.paths import state_dir
 
 # Seconds between two reads: each read is two whole lists (Nodes; Deployments, DaemonSets and
 # StatefulSets of every namespace), a few MB per thousand nodes, so a 10 s pace keeps the apiservers'
@@ -32,9 +36,18 @@ NFS_NAMESPACE_VAR = "nfs_provisioner_namespace"
 Clock = Callable[[], float]
 
 
-def api_client() -> tuple[Kubectl | None, str]:
-    """kubectl with the operator's kubeconfig, and that kubeconfig's path; or None and why not."""
-    return operator_kubectl(": the cluster's Nodes and workloads were not read")
+def kept_kubeconfig(inventory: Inventory) -> Path | None:
+    """The admin.conf deploy keeps beside the cluster's CA (roles/kube_control_plane,
+    kube_control_plane_admin_conf_to_controller): this cluster's own, whatever the operator's points at."""
+    where = controller_dirs(inventory, state_dir()).get("kubernetes")
+    return Path(where) / "admin.conf" if where else None
+
+
+def api_client(inventory: Inventory | None = None) -> tuple[Kubectl | None, str]:
+    """kubectl with the inventory's kept admin.conf, else the operator's kubeconfig, and that kubeconfig's
+    path; or None and why not."""
+    kept = kept_kubeconfig(inventory) if inventory is not None else None
+    return operator_kubectl(": the cluster's Nodes and workloads were not read", kept)
 
 
 def namespaces_of(inventory: Inventory) -> frozenset[str]:

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,13 +49,19 @@ def find_kubeconfig(env: dict[str, str] | None = None, home: Path | None = None)
 
 
 def find_kubectl() -> str | None:
-    return shutil.which("kubectl")
+    """kubectl on PATH, else one installed beside ufcctl's Python (a kubectl wheel in its environment)."""
+    found = shutil.which("kubectl")
+    if found:
+        return found
+    beside = Path(sys.executable).parent / "kubectl"
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None
 
 
-def operator_kubectl(unread: str = "") -> tuple[Kubectl | None, str]:
-    """kubectl with the operator's kubeconfig and that kubeconfig's path; or None and why not (`unread`
-    appended when there is no kubeconfig: what the caller could therefore not read)."""
-    kubeconfig = find_kubeconfig()
+def operator_kubectl(unread: str = "", cluster: Path | None = None) -> tuple[Kubectl | None, str]:
+    """kubectl with the cluster's own kubeconfig (`cluster`, when that file exists: the admin.conf deploy
+    keeps beside the cluster's CA), else the operator's, and that kubeconfig's path; or None and why not
+    (`unread` appended when there is no kubeconfig: what the caller could therefore not read)."""
+    kubeconfig = cluster if cluster is not None and cluster.is_file() else find_kubeconfig()
     if kubeconfig is None:
         return None, "no kubeconfig (KUBECONFIG unset or missing, no ~/.kube/config)" + unread
     binary = find_kubectl()

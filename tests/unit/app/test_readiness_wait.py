@@ -108,3 +108,37 @@ def test_the_nfs_namespace_is_the_inventorys(value: str | None, wanted: str) -> 
     found = namespaces_of(Inventory("inv", {"cp1": cp1}, {}))
     assert wanted in found and {"kube-system", "volcano-system"} <= found
     assert len(found) == len(NAMESPACES)
+
+
+def test_the_admin_conf_deploy_kept_comes_before_the_operators_kubeconfig(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The readiness wait and `ufcctl health` read this cluster, whatever KUBECONFIG points at."""
+    from ufcctl.app.readiness import api_client, kept_kubeconfig
+
+    monkeypatch.setenv("UFC_STATE_DIR", str(tmp_path / "ufc"))
+    operators = tmp_path / "other-cluster.conf"
+    operators.write_text("apiVersion: v1\nkind: Config\n")
+    monkeypatch.setenv("KUBECONFIG", str(operators))
+    monkeypatch.setattr(kubectl_module, "find_kubectl", lambda: "/usr/bin/kubectl")
+    cp1 = Host("cp1", {"ufc_cluster_name": "blue"}, frozenset({"all", "kube_control_plane"}))
+    inventory = Inventory("inv", {"cp1": cp1}, {})
+    kept = kept_kubeconfig(inventory)
+    assert kept == tmp_path / "ufc" / "pki" / "blue" / "kubernetes" / "admin.conf"
+    assert api_client(inventory)[1] == str(operators)  # none kept yet: the operator's
+    kept.parent.mkdir(parents=True)
+    kept.write_text("apiVersion: v1\nkind: Config\n")
+    assert api_client(inventory)[1] == str(kept)
+    assert api_client()[1] == str(operators)  # no inventory: the operator's
+
+
+def test_kubectl_beside_ufcctls_python_is_found_without_path(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    python = tmp_path / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    monkeypatch.setattr(kubectl_module.sys, "executable", str(python))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert kubectl_module.find_kubectl() is None
+    binary = python.parent / "kubectl"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    assert kubectl_module.find_kubectl() == str(binary)

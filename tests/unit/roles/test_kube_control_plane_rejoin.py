@@ -91,3 +91,16 @@ def test_the_probe_reports_whether_kubeadm_already_ran_here() -> None:
     main = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
     probe = next(t for t in main if "kube_control_plane_probe" in t)
     assert probe["kube_control_plane_probe"]["joined_mark"] == "/etc/kubernetes/kubelet.conf"
+
+
+def test_the_first_control_planes_admin_conf_is_kept_on_the_controller_0600() -> None:
+    """D19: deploy's readiness wait and `ufcctl health` read the cluster with this copy."""
+    doc = yaml.safe_load((ROLE / "tasks" / "bootstrap.yml").read_text())
+    keep = next(t for t in doc if t["name"].startswith("Keep the first control plane's admin.conf"))
+    assert keep["run_once"] is True and "not ansible_check_mode" in keep["when"]
+    read, write = keep["block"]
+    assert read["ansible.builtin.slurp"]["src"] == "/etc/kubernetes/admin.conf"
+    assert read["delegate_to"] == "{{ __kube_control_plane_first }}"
+    copy = write["ansible.builtin.copy"]
+    assert copy["dest"] == "{{ kube_control_plane_pki_controller_dir }}/admin.conf" and copy["mode"] == "0600"
+    assert write["delegate_to"] == "localhost" and read["no_log"] is True and write["no_log"] is True
