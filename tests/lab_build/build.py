@@ -73,6 +73,12 @@ def module_hash(component: Component) -> str:
     for name in ("go.mod", "go.sum", "tools.go"):
         path = component.module_path / name
         digest.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b"") + b"\0")
+    # a program of our own in the wrapper module (kwok's stages): its source too; a module without one
+    # keeps the key it had
+    for path in sorted(component.module_path.rglob("*.go")):
+        if path.name != "tools.go":
+            name = path.relative_to(component.module_path).as_posix()
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:12]
 
 

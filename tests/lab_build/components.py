@@ -80,7 +80,9 @@ ETCD = Component(
 # scale rehearsal; built on demand (`--only kwok`)
 KWOK = Component(
     "kwok", "kwok", "sigs.k8s.io/kwok", "v0.8.0",
-    (Command("sigs.k8s.io/kwok/cmd/kwok", "kwok"), Command("sigs.k8s.io/kwok/cmd/kwokctl", "kwokctl")),
+    (Command("sigs.k8s.io/kwok/cmd/kwok", "kwok"), Command("sigs.k8s.io/kwok/cmd/kwokctl", "kwokctl"),
+     # ours: prints the module's embedded default Stages (kwok alone starts with none)
+     Command("ufcctl.lab/kwok/stages", "kwok-stages")),
     default=False,
 )
 
