@@ -147,7 +147,7 @@ options:
     type: str
     default: ""
   max_unavailable:
-    description: I(mode=rollout) - its C(rollingUpdate.maxUnavailable), a count (C(50)) or a percentage (C(10%)).
+    description: I(mode=rollout) - its C(rollingUpdate.maxUnavailable), a count (C(50)) or a percentage.
     type: str
     default: ""
 """

@@ -509,7 +509,7 @@ def test_a_replacement_stays_where_it_was_bound_when_its_old_node_comes_back(clu
 
 
 class _KubectlModule:
-    """roles/k8s_manifests' ufcctl_kubectl module's view of the host: the real kubectl against the stand-in."""
+    """roles/k8s_manifests' ufcctl_kubectl module's host: the real kubectl against the stand-in."""
 
     def __init__(self, cluster: Cluster, check: bool = False, **params: str) -> None:
         self.cluster, self.check_mode = cluster, check
@@ -518,8 +518,8 @@ class _KubectlModule:
 
     def run_command(self, argv: list[str], data: str | None = None) -> tuple[int, str, str]:
         self.calls.append(argv)
-        proc = subprocess.run(argv, input=data, capture_output=True, text=True, env=self.cluster.env, timeout=60,
-                              check=False)
+        proc = subprocess.run(argv, input=data, capture_output=True, text=True, env=self.cluster.env,
+                              timeout=60, check=False)
         return proc.returncode, proc.stdout, proc.stderr
 
     def fail_json(self, **kw: object) -> None:
@@ -542,7 +542,8 @@ def test_kubeadms_kube_proxy_rolls_one_node_at_a_time_until_ufcctl_widens_it(clu
             "updateStrategy": {"type": "RollingUpdate"},  # kubeadm's manifests.go
             "template": {"metadata": {"labels": {"k8s-app": "kube-proxy"}},
                          "spec": {"hostNetwork": True, "tolerations": [{"operator": "Exists"}],
-                                  "containers": [{"name": "kube-proxy", "image": "registry.k8s.io/kube-proxy:v1"}]}},
+                                  "containers": [{"name": "kube-proxy",
+                                                  "image": "registry.k8s.io/kube-proxy:v1"}]}},
         },
     }
     cluster.ok("create", "--filename=-", stdin=json.dumps(proxy))

@@ -63,7 +63,8 @@ def test_a_window_other_than_the_wanted_one_is_patched_once(strategy: dict, was:
     assert module.calls[0] == GET
     assert module.calls[1].startswith(PATCH) and len(module.calls) == 2
     patch = json.loads(module.calls[1].removeprefix(PATCH))
-    assert patch == {"spec": {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%"}}}}
+    assert patch == {"spec": {"updateStrategy": {"type": "RollingUpdate",
+                                                 "rollingUpdate": {"maxUnavailable": "10%"}}}}
 
 
 def test_a_count_is_sent_as_an_integer_and_compared_as_one() -> None:
@@ -85,7 +86,8 @@ def test_the_wanted_window_changes_nothing_and_check_mode_reads_only() -> None:
 
 
 def test_a_missing_daemonset_is_unchanged_and_other_errors_fail() -> None:
-    missing = FakeModule({GET: (1, "", 'Error from server (NotFound): daemonsets.apps "kube-proxy" not found\n')})
+    not_found = 'Error from server (NotFound): daemonsets.apps "kube-proxy" not found'
+    missing = FakeModule({GET: (1, "", not_found)})
     assert kubectl.rollout(missing) == {"changed": False, "exists": False, "max_unavailable_was": ""}
     refused = FakeModule({GET: (1, "", "The connection to the server 10.0.0.1:8443 was refused\n")})
     with pytest.raises(Failed, match="get daemonset kube-system/kube-proxy failed .*refused"):
@@ -115,7 +117,8 @@ def _window(task: dict) -> None:
 
 def test_the_window_is_set_after_kubeadm_init() -> None:
     block = _tasks("bootstrap.yml")[0]["block"]
-    init = next(i for i, t in enumerate(block) if "init" in str((t.get("ansible.builtin.command") or {}).get("argv")))
+    init = next(i for i, t in enumerate(block)
+                if "init" in str((t.get("ansible.builtin.command") or {}).get("argv")))
     found = _rollouts(block)
     assert len(found) == 1 and found[0][0] > init
     _window(found[0][1])
@@ -128,7 +131,7 @@ def test_the_window_is_set_after_each_control_planes_kubeadm_upgrade() -> None:
     and a run with nothing to upgrade still reads it (a killed run)."""
     tasks = _tasks("upgrade.yml")
     block = next(t for t in tasks if "block" in t)["block"]
-    upgrade = next(i for i, t in enumerate(block) if "upgrade" in str((t.get("ansible.builtin.command") or {})))
+    upgrade = next(i for i, t in enumerate(block) if "upgrade" in str(t.get("ansible.builtin.command") or {}))
     inside = _rollouts(block)
     assert len(inside) == 1 and inside[0][0] == upgrade + 1 and "when" not in inside[0][1]
     _window(inside[0][1])
