@@ -38,7 +38,8 @@ def test_an_architecture_that_is_the_hosts_passes(machine: str, values: dict[str
      ["container_runtime_ascend_arch is amd64"]),
     ("aarch64", {"ufc_arch": "arm64", "etcd_tarball_url": "http://m/etcd/etcd-v3.6.17-linux-amd64.tar.gz"},
      ["etcd_tarball_url is amd64"]),
-    ("x86_64", {"ufc_arch": "arm64", "kube_node_arch": "arm64"}, ["ufc_arch is arm64", "kube_node_arch is arm64"]),
+    ("x86_64", {"ufc_arch": "arm64", "kube_node_arch": "arm64"},
+     ["ufc_arch is arm64", "kube_node_arch is arm64"]),
     ("aarch64", {"ufc_arch": "aarch64"}, ["ufc_arch is aarch64"]),  # uname's name, not Kubernetes'
 ])
 def test_a_configured_architecture_other_than_the_hosts_is_one_line_naming_host_and_variables(
@@ -65,14 +66,15 @@ def _npu_vars(**values: Any) -> dict[str, Any]:
 
 def test_inventory_check_takes_arm64_npu_nodes_beside_amd64_control_planes() -> None:
     assert check(_npu_vars(ufc_arch="arm64")) == ([], [])
-    assert check(_npu_vars(ufc_arch="arm64", kube_node_arch="arm64", container_runtime_ascend_arch="aarch64")) \
-        == ([], [])
+    explicit = _npu_vars(ufc_arch="arm64", kube_node_arch="arm64", container_runtime_ascend_arch="aarch64")
+    assert check(explicit) == ([], [])
 
 
 @pytest.mark.parametrize("values, message", [
     ({"ufc_arch": "aarch64"}, "ufc_arch 'aarch64' is not amd64 or arm64 (that is arm64 in Kubernetes' name)"),
     ({"ufc_arch": "arm"}, "ufc_arch 'arm' is not amd64 or arm64 —"),
-    ({"ufc_arch": "arm64", "kube_node_arch": "amd64"}, "kube_node_arch 'amd64' names amd64, but ufc_arch is arm64"),
+    ({"ufc_arch": "arm64", "kube_node_arch": "amd64"},
+     "kube_node_arch 'amd64' names amd64, but ufc_arch is arm64"),
     ({"kube_node_arch": "arm64"}, "kube_node_arch 'arm64' names arm64, but ufc_arch is amd64"),
     ({"ufc_arch": "arm64", "container_runtime_ascend_arch": "x86_64"},
      "container_runtime_ascend_arch 'x86_64' names amd64, but ufc_arch is arm64 — remove "
