@@ -21,21 +21,28 @@ DIRECTORIES = {
     "volcano": ROLES / "volcano" / "templates" / "manifests",
     **{part: ROLES / "ascend_components" / "templates" / part
        for part in ("ascend-operator", "clusterd", "noded", "device-plugin")},
+    "nodelocaldns": ROLES / "nodelocaldns" / "templates" / "manifests",
+    "nfs-provisioner": ROLES / "nfs_provisioner" / "templates" / "manifests",
 }
 
 
 def render_addons(**overrides: Any) -> dict[str, list[dict[str, Any]]]:
-    """{component: its rendered objects} for cni, volcano and four MindCluster components."""
+    """{component: its rendered objects} for cni, volcano, four MindCluster components, nodelocaldns and the
+    NFS provisioner."""
     from tests.unit.roles.test_cni_render import Render
 
     init_plugin_loader()
     inv = load_inventory(ROOT / "inventories" / "sample")
     groups = {g: inv.group_hosts(g) for g in inv.groups}
     variables: dict[str, Any] = {}
-    for role in ("k8s_manifests", "volcano", "ascend_components"):
+    for role in ("k8s_manifests", "volcano", "ascend_components", "nodelocaldns", "nfs_provisioner"):
         variables.update(trusted(yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text())))
-    variables.update(trusted(yaml.safe_load((ROLES / "ascend_components" / "vars" / "main.yml").read_text())))
-    variables.update(groups=groups, inventory_hostname=groups["kube_control_plane"][0], **overrides)
+    for role in ("ascend_components", "nfs_provisioner"):
+        variables.update(trusted(yaml.safe_load((ROLES / role / "vars" / "main.yml").read_text())))
+    variables.update(trusted({k: v for k, v in inv.hosts[groups["kube_control_plane"][0]].vars.items()
+                              if isinstance(k, str)}))
+    variables.update(groups=groups, inventory_hostname=groups["kube_control_plane"][0],
+                     hostvars={name: dict(host.vars) for name, host in inv.hosts.items()}, **overrides)
     templar = Templar(loader=DataLoader(), variables=variables)
     out = {
         component: [d for p in sorted(directory.glob("*.yaml.j2"))

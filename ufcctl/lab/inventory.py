@@ -194,6 +194,9 @@ def cluster_vars(layout: LabLayout) -> dict[str, Any]:
         "ufc_lab_name": layout.lab,
         "preflight_disk_requirements": LAB_DISK_REQUIREMENTS,
         "cni_calico_bgp_peering": "none",  # no ToR switches to peer with (roles/cni README)
+        # the lab's nodes are containers of an x86_64 machine and its mirror publishes amd64 binaries
+        # (tests/lab_build/mirror.py): the default, written out; preflight refuses another machine
+        "ufc_arch": "amd64",
         # Lab containers lack CAP_SYS_MODULE, so modprobe cannot work there: br_netfilter is loaded or not
         # by the machine running the lab, and roles/node_tuning reports it (and its keys) as skipped when
         # it is absent instead of failing. A real node loads it.

@@ -22,6 +22,7 @@ _TOPOLOGY_KEYS = (
     "npu_slice_id",
     "npu_accelerator_type",
     "npu_host_arch",
+    "ufc_arch",
     "npu_node_name",
 )
 

@@ -68,11 +68,18 @@ description:
     I(mode=untaint) with I(labels) also sets those node labels where they differ (one C(kubectl label
     --overwrite)), and with I(release_mark) uncordons a node carrying C(ufcctl.io/cordoned-for=<release_mark>)
     and removes the mark (roles/ascend_driver: the driver labels, and a node its play drained).
+  - >-
+    I(mode=rollout) reads DaemonSet I(daemonset) (C(<namespace>/<name>)) and, when its update strategy is not
+    RollingUpdate with C(maxUnavailable) I(max_unavailable), sets both with one strategic-merge C(kubectl
+    patch) (roles/kube_control_plane: kubeadm's kube-proxy, which kubeadm creates and rewrites at the
+    apiserver's default of one node at a time). An absent C(maxUnavailable) counts as 1, the apiserver's
+    default. A DaemonSet that does not exist is unchanged (C(exists) false: the caller reports it). Check
+    mode reads only. Missing kubectl or kubeconfig: C(ready) false, nothing done.
 options:
   mode:
     description: What to do.
     type: str
-    choices: [probe, apply, label, untaint, drain, delete_node, release, hold]
+    choices: [probe, apply, label, untaint, drain, delete_node, release, hold, rollout]
     default: probe
   kubectl:
     {description: kubectl command (a name on the PATH or a path)., type: str, default: kubectl}
@@ -135,6 +142,14 @@ options:
     description: I(mode=drain) and I(mode=delete_node) - seconds kubectl may wait (C(--timeout)).
     type: int
     default: 900
+  daemonset:
+    description: I(mode=rollout) - the DaemonSet, C(<namespace>/<name>).
+    type: str
+    default: ""
+  max_unavailable:
+    description: I(mode=rollout) - its C(rollingUpdate.maxUnavailable), a count (C(50)) or a percentage.
+    type: str
+    default: ""
 """
 
 RETURN = r"""
@@ -163,7 +178,14 @@ unheld:
   description: A hold was lifted (annotation removed, or uncordoned by mark).
   type: bool
   returned: mode=untaint
-exists: {description: The node object existed before this run., type: bool, returned: mode=drain, delete_node}
+exists:
+  description: The node (mode=drain, delete_node) or the DaemonSet (mode=rollout) existed before this run.
+  type: bool
+  returned: mode=drain, delete_node, rollout
+max_unavailable_was:
+  description: The DaemonSet's maxUnavailable as read, before any patch (1 when the apiserver defaulted it).
+  type: str
+  returned: mode=rollout
 uncordoned:
   description: The node carried the mark and was uncordoned.
   type: bool
@@ -458,8 +480,42 @@ def release(module: AnsibleModule) -> dict:
     return {"changed": True, "uncordoned": True, "kubelet_version": seen}
 
 
+def _int_or_percent(value: str) -> int | str:
+    """maxUnavailable as the API takes it: an integer, or a string ending in %."""
+    return int(value) if value.isdigit() else value
+
+
+def rollout(module: AnsibleModule) -> dict:
+    namespace, _, name = module.params["daemonset"].partition("/")
+    wanted = str(module.params["max_unavailable"]).strip()
+    if not namespace or not name or not wanted:
+        module.fail_json(msg="mode=rollout needs daemonset (<namespace>/<name>) and max_unavailable")
+    rc, out, err = _kubectl(module, ["get", "daemonset", name, f"--namespace={namespace}", "--output=json"])
+    if rc != 0:
+        if "NotFound" in err:  # Error from server (NotFound): daemonsets.apps "x" not found
+            return {"changed": False, "exists": False, "max_unavailable_was": ""}
+        module.fail_json(msg=_failure(f"get daemonset {namespace}/{name}", rc, out, err))
+    try:
+        strategy = (json.loads(out).get("spec") or {}).get("updateStrategy") or {}
+    except ValueError:
+        module.fail_json(msg=f"kubectl get daemonset {namespace}/{name}: the answer is not JSON: {out[:200]}")
+    # apps/v1 defaulting: RollingUpdate, maxUnavailable 1 (what kubeadm's kube-proxy gets)
+    was = str((strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1))
+    if strategy.get("type", "RollingUpdate") == "RollingUpdate" and was == wanted:
+        return {"changed": False, "exists": True, "max_unavailable_was": was}
+    if not module.check_mode:
+        patch = {"spec": {"updateStrategy": {"type": "RollingUpdate",
+                                             "rollingUpdate": {"maxUnavailable": _int_or_percent(wanted)}}}}
+        rc, out, err = _kubectl(module, ["patch", "daemonset", name, f"--namespace={namespace}",
+                                         "--type=strategic", f"--patch={json.dumps(patch)}"])
+        if rc != 0:
+            module.fail_json(msg=_failure(f"patch daemonset {namespace}/{name}", rc, out, err),
+                             max_unavailable_was=was)
+    return {"changed": True, "exists": True, "max_unavailable_was": was}
+
+
 MODES = {"apply": apply, "label": label, "untaint": untaint, "drain": drain, "delete_node": delete_node,
-         "release": release, "hold": hold}
+         "release": release, "hold": hold, "rollout": rollout}
 
 
 def main() -> None:
@@ -482,6 +538,8 @@ def main() -> None:
             "reason": {"type": "str", "default": ""},
             "version": {"type": "str", "default": ""},
             "timeout": {"type": "int", "default": 900},
+            "daemonset": {"type": "str", "default": ""},
+            "max_unavailable": {"type": "str", "default": ""},
         },
         supports_check_mode=True,
     )
@@ -489,8 +547,8 @@ def main() -> None:
     result = {"changed": False, "ready": ready, "reason": reason}
     mode = module.params["mode"]
     one_node = ("untaint", "label", "drain", "delete_node", "release", "hold")
-    if mode in one_node and not ready and module.params["node"]:
-        module.exit_json(**result)  # one node's step with nothing to act with: the caller reports SKIPPED
+    if (mode in one_node and not ready and module.params["node"]) or (mode == "rollout" and not ready):
+        module.exit_json(**result)  # a step with nothing to act with: the caller reports SKIPPED
     if mode != "probe":
         if not ready:
             module.fail_json(msg=f"cannot {mode}: {reason}", **result)

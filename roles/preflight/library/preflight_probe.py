@@ -16,8 +16,8 @@ DOCUMENTATION = r"""
 module: preflight_probe
 short_description: Check one node against ufcctl's preflight requirements, changing nothing
 description:
-  - Reads /proc, statvfs and the kernel clock state in one module run (one SSH round trip per
-    host instead of one per check) and returns every problem found, each naming its fix.
+  - Reads the machine (uname), /proc, statvfs and the kernel clock state in one module run (one SSH
+    round trip per host instead of one per check) and returns every problem found, each naming its fix.
   - Gathers the distribution and virtualization facts itself (the same collectors and names as
     setup's C(distribution) and C(virtual) subsets) and returns them as facts, so preflight needs
     no separate setup run and later plays of the same run read them.
@@ -48,7 +48,7 @@ notes:
   type: list
   returned: always
 probe:
-  description: What was measured (clock, services, swap, filesystems, listeners).
+  description: What was measured (machine as uname -m, clock, services, swap, filesystems, listeners).
   type: dict
   returned: always
 ansible_facts:
@@ -361,7 +361,8 @@ def main() -> None:
     if not problems:
         problems = check_distribution(name, version, p["allowed_distributions"])
     notes: list[str] = []
-    probe: dict = {"container": container}
+    # the host's architecture as `uname -m` prints it: the role compares the inventory's with it
+    probe: dict = {"container": container, "machine": os.uname().machine}
 
     if p["require_time_sync"]:
         probe["services"] = service_states(module, p["time_sync_services"])

@@ -1073,7 +1073,12 @@ def _defaults(obj: dict[str, Any]) -> None:
     if kind == "Deployment":
         spec.setdefault("strategy", {}).setdefault("type", "RollingUpdate")
     if kind == "DaemonSet":
-        spec.setdefault("updateStrategy", {}).setdefault("type", "RollingUpdate")
+        strategy = spec.setdefault("updateStrategy", {})
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":  # apps/v1 SetDefaults_DaemonSet: one node at a time
+            rolling = strategy.setdefault("rollingUpdate", {})
+            rolling.setdefault("maxUnavailable", 1)
+            rolling.setdefault("maxSurge", 0)
     if kind == "StatefulSet":
         spec.setdefault("updateStrategy", {}).setdefault("type", "RollingUpdate")
         spec.setdefault("podManagementPolicy", "OrderedReady")

@@ -506,3 +506,69 @@ def test_a_replacement_stays_where_it_was_bound_when_its_old_node_comes_back(clu
     stayed = {p: n for p, n in drained.items() if n != "bw-2"}
     assert {p: n for p, n in after.items() if p in drained} == stayed
     cluster.ok("uncordon", "bw-2")
+
+
+class _KubectlModule:
+    """roles/k8s_manifests' ufcctl_kubectl module's host: the real kubectl against the stand-in."""
+
+    def __init__(self, cluster: Cluster, check: bool = False, **params: str) -> None:
+        self.cluster, self.check_mode = cluster, check
+        self.params = {"kubectl": str(_kubectl()), "kubeconfig": str(cluster.kubeconfig), **params}
+        self.calls: list[list[str]] = []
+
+    def run_command(self, argv: list[str], data: str | None = None) -> tuple[int, str, str]:
+        self.calls.append(argv)
+        proc = subprocess.run(argv, input=data, capture_output=True, text=True, env=self.cluster.env,
+                              timeout=60, check=False)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def fail_json(self, **kw: object) -> None:
+        raise AssertionError(kw["msg"])
+
+
+def test_kubeadms_kube_proxy_rolls_one_node_at_a_time_until_ufcctl_widens_it(cluster: Cluster) -> None:
+    """Issue 44, D20: kubeadm's kube-proxy DaemonSet says only `type: RollingUpdate`; the apiserver defaults
+    maxUnavailable 1 (and maxSurge 0), and a strategic-merge patch (what ufcctl_kubectl mode=rollout sends)
+    or a merge patch widens it as on the real apiserver; a second run reads and changes nothing."""
+    from tests.helpers.pyimports import load_file
+
+    module = load_file(Path(__file__).resolve().parents[3] / "roles" / "k8s_manifests" / "library"
+                       / "ufcctl_kubectl.py")
+    proxy = {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "kube-proxy", "namespace": "kube-system", "labels": {"k8s-app": "kube-proxy"}},
+        "spec": {
+            "selector": {"matchLabels": {"k8s-app": "kube-proxy"}},
+            "updateStrategy": {"type": "RollingUpdate"},  # kubeadm's manifests.go
+            "template": {"metadata": {"labels": {"k8s-app": "kube-proxy"}},
+                         "spec": {"hostNetwork": True, "tolerations": [{"operator": "Exists"}],
+                                  "containers": [{"name": "kube-proxy",
+                                                  "image": "registry.k8s.io/kube-proxy:v1"}]}},
+        },
+    }
+    cluster.ok("create", "--filename=-", stdin=json.dumps(proxy))
+
+    def strategy() -> dict:
+        found = json.loads(cluster.ok("get", "daemonset", "kube-proxy", "-n", "kube-system", "-o", "json"))
+        return found["spec"]["updateStrategy"]
+
+    assert strategy() == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
+    checked = _KubectlModule(cluster, check=True, daemonset="kube-system/kube-proxy", max_unavailable="10%")
+    assert module.rollout(checked) == {"changed": True, "exists": True, "max_unavailable_was": "1"}
+    assert strategy()["rollingUpdate"]["maxUnavailable"] == 1  # check mode reads only
+    run = _KubectlModule(cluster, daemonset="kube-system/kube-proxy", max_unavailable="10%")
+    assert module.rollout(run) == {"changed": True, "exists": True, "max_unavailable_was": "1"}
+    assert strategy() == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%", "maxSurge": 0}}
+    again = _KubectlModule(cluster, daemonset="kube-system/kube-proxy", max_unavailable="10%")
+    assert module.rollout(again) == {"changed": False, "exists": True, "max_unavailable_was": "10%"}
+    assert not any("patch" in argv for argv in again.calls)
+    # kubeadm upgrade rewrites the object (Update): the window falls back to the default
+    live = json.loads(cluster.ok("get", "daemonset", "kube-proxy", "-n", "kube-system", "-o", "json"))
+    live["spec"]["updateStrategy"] = {"type": "RollingUpdate"}
+    cluster.ok("replace", "--filename=-", stdin=json.dumps(live))
+    assert strategy()["rollingUpdate"]["maxUnavailable"] == 1
+    merge = '{"spec": {"updateStrategy": {"rollingUpdate": {"maxUnavailable": 50}}}}'
+    cluster.ok("patch", "daemonset", "kube-proxy", "-n", "kube-system", "--type=merge", f"--patch={merge}")
+    assert strategy()["rollingUpdate"] == {"maxUnavailable": 50, "maxSurge": 0}
+    missing = _KubectlModule(cluster, daemonset="kube-system/no-such-proxy", max_unavailable="10%")
+    assert module.rollout(missing) == {"changed": False, "exists": False, "max_unavailable_was": ""}

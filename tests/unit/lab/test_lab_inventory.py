@@ -74,6 +74,7 @@ def test_ansible_reads_the_same_hosts_groups_and_vars(tmp_path: Path) -> None:
         assert hv["ansible_user"] == "root"
         assert hv["ufc_vip"] == layout.vip and hv["ufc_vip_interface"] == "eth0" and hv["ufc_lab"] is True
         assert hv["cni_calico_bgp_peering"] == "none"
+        assert hv["ufc_arch"] == "amd64"  # x86_64 lab containers, amd64 mirror (issue 44, D12)
         assert hv["ansible_ssh_private_key_file"] == str((tmp_path / "state" / "id_ed25519").resolve())
         if node.topology is not None:
             t = node.topology

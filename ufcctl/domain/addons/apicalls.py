@@ -5,7 +5,9 @@ a call denied here is a 403 on a real apiserver, and for an informer a cache tha
 (docs/reference/components.md §9 lists the facts and why each one matters). An informer is a list and a
 watch over all namespaces. Releases: Calico v3.29.3, Volcano v1.9.0 with MindCluster v26.0.0's build,
 MindCluster v26.0.0 (Ascend Operator, ClusterD, NodeD, Device Plugin). Where a call is known from the
-release's own RBAC rather than from a read of its code, the source says so.
+release's own RBAC rather than from a read of its code, the source says so. Also calico-kube-controllers
+v3.29.3, NodeLocal DNSCache 1.26.4 with cluster-proportional-autoscaler v1.8.9, and
+nfs-subdir-external-provisioner v4.0.2, each read in its source at that tag.
 """
 
 from __future__ import annotations
@@ -164,11 +166,91 @@ DEVICE_PLUGIN = [
     ApiCall("create", "events", namespace="<ns>", source=f"{DEVICE_PLUGIN_YAML}:27-29"),
 ]
 
+KC = "calico v3.29.3 kube-controllers"
+KC_NODE = f"{KC}/pkg/controllers/node"
+
+# calico-kube-controllers v3.29.3 with ENABLED_CONTROLLERS=node (roles/cni): datastore initialisation, its
+# KubeControllersConfiguration, and the node controller's IPAM garbage collection and auto host endpoints.
+CALICO_KUBE_CONTROLLERS = [
+    # EnsureInitialized before anything else, looping 60 s then Fatal (cmd/kube-controllers/main.go:116-140)
+    ApiCall("get", "clusterinformations", CALICO, name="default",
+            source="calico v3.29.3 libcalico-go/lib/clientv3/client.go:278-300 (ensureClusterInformation)"),
+    ApiCall("create", "clusterinformations", CALICO,
+            source="calico v3.29.3 libcalico-go/lib/clientv3/client.go:278-300"),
+    ApiCall("update", "clusterinformations", CALICO, name="default",
+            source="calico v3.29.3 libcalico-go/lib/clientv3/client.go:278-300"),
+    # its configuration, created when missing, then listed and watched (pkg/config/runconfig.go)
+    ApiCall("get", "kubecontrollersconfigurations", CALICO, name="default",
+            source=f"{KC}/pkg/config/runconfig.go:285"),
+    ApiCall("create", "kubecontrollersconfigurations", CALICO, source=f"{KC}/pkg/config/runconfig.go:290"),
+    ApiCall("update", "kubecontrollersconfigurations", CALICO, name="default",
+            source=f"{KC}/pkg/config/runconfig.go:180,245 (status)"),
+    *_informers([("kubecontrollersconfigurations", CALICO)], f"{KC}/pkg/config/runconfig.go:191,210"),
+    # the node controller's informers and its Calico data feed (KDD: Calico Nodes are Kubernetes Nodes)
+    *_informers([("nodes", ""), ("pods", "")], f"{KC}/cmd/kube-controllers/main.go:431-432; "
+                f"{KC_NODE}/controller.go:162-167 (cache sync)"),
+    *_informers([("clusterinformations", CALICO), ("ipamblocks", CALICO), ("ippools", CALICO)],
+                f"{KC_NODE}/syncer.go:36-49"),
+    # IPAM garbage collection: a leaked address released, a gone node's blocks and affinities freed
+    *[ApiCall(verb, resource, CALICO, name="<name>", source=f"{KC_NODE}/ipam.go:683,1039,1068 (libcalico-go)")
+      for resource in ("ipamblocks", "blockaffinities", "ipamhandles")
+      for verb in ("get", "update", "delete")],
+    ApiCall("list", "blockaffinities", CALICO, source=f"{KC_NODE}/ipam.go:1068 (ReleaseHostAffinities)"),
+    ApiCall("get", "pods", name="<pod>", namespace="<ns>", source=f"{KC_NODE}/ipam.go:882"),
+    # auto host endpoints: always started, even when disabled, to remove what an earlier setting created;
+    # at in-sync it lists every HostEndpoint and, refused five times, exits (hostendpoints.go:63-70,145-175)
+    ApiCall("list", "hostendpoints", CALICO, source=f"{KC_NODE}/controller.go:108-111, hostendpoints.go:222"),
+    ApiCall("delete", "hostendpoints", CALICO, name="<hep>", source=f"{KC_NODE}/hostendpoints.go:242"),
+]
+
+CPA = "cluster-proportional-autoscaler v1.8.9 pkg/autoscaler/k8sclient/k8sclient.go"
+
+# NodeLocal DNSCache's node-cache (k8s-dns-node-cache 1.26.4) makes no API call: it reads kube-dns-upstream's
+# ClusterIP from the Service environment variable (kubernetes/dns cmd/node-cache/app/cache_app.go:280-292)
+# and its Corefile from the mounted ConfigMap. The CoreDNS autoscaler the role runs beside it:
+COREDNS_AUTOSCALER = [
+    *_informers([("nodes", "")], f"{CPA}:86-97"),
+    ApiCall("get", "configmaps", name="coredns-autoscaler", namespace="kube-system", source=f"{CPA}:131-132"),
+    # the scale subresource of --target=Deployment/coredns through apps/v1 (GET, then PUT)
+    ApiCall("get", "deployments/scale", "apps", name="coredns", namespace="kube-system",
+            source=f"{CPA}:260-285"),
+    ApiCall("update", "deployments/scale", "apps", name="coredns", namespace="kube-system",
+            source=f"{CPA}:260-285"),
+]
+
+NFS_LIB = "sig-storage-lib-external-provisioner v6.0.0 controller/controller.go"
+NFS_CMD = "nfs-subdir-external-provisioner v4.0.2 cmd/nfs-subdir-external-provisioner/provisioner.go"
+
+# nfs-subdir-external-provisioner v4.0.2 on its provisioner library v6.0.0 (its go.mod).
+NFS_PROVISIONER = [
+    *_informers([("persistentvolumeclaims", ""), ("persistentvolumes", ""),
+                 ("storageclasses", "storage.k8s.io")], f"{NFS_LIB}:692,716,727"),
+    # leader election on an Endpoints lock named after the provisioner, in the pod's namespace
+    *[ApiCall(verb, "endpoints", name="<provisioner>", namespace="nfs-system", source=f"{NFS_LIB}:877-880")
+      for verb in ("get", "update")],
+    ApiCall("create", "endpoints", namespace="nfs-system", source=f"{NFS_LIB}:877-880"),
+    ApiCall("create", "persistentvolumes", source="sig-storage-lib-external-provisioner v6.0.0 "
+                                                  "controller/volume_store.go:155,214"),
+    ApiCall("get", "persistentvolumes", name="<pv>", source=f"{NFS_LIB}:1323,1456"),
+    ApiCall("delete", "persistentvolumes", name="<pv>", source=f"{NFS_LIB}:1481"),
+    ApiCall("update", "persistentvolumeclaims", name="<pvc>", namespace="<ns>", source=f"{NFS_LIB}:1291"),
+    ApiCall("get", "storageclasses", "storage.k8s.io", name="<class>", source=f"{NFS_CMD}:196"),
+    # a claim of a WaitForFirstConsumer class names the scheduler's node; refused, provisioning fails
+    # ("failed to get target node"); the project's chart and deploy/rbac.yaml grant it since 2cad8da
+    ApiCall("get", "nodes", name="<node>", source=f"{NFS_LIB}:1362-1370"),
+    *[ApiCall(verb, "events", namespace="<ns>", source=f"{NFS_LIB}:620 (event recorder)")
+      for verb in ("create", "patch")],
+]
+
 # (component, ServiceAccount namespace, ServiceAccount, calls)
 ADDON_CALLS: tuple[tuple[str, str, str, list[ApiCall]], ...] = (
     ("cni", "kube-system", "calico-node", CALICO_NODE),
     ("cni", "kube-system", "calico-cni-plugin", CALICO_CNI_PLUGIN),
     ("cni", "kube-system", "calico-typha", CALICO_TYPHA),
+    ("cni", "kube-system", "calico-kube-controllers", CALICO_KUBE_CONTROLLERS),
+    ("nodelocaldns", "kube-system", "node-local-dns", []),
+    ("nodelocaldns", "kube-system", "coredns-autoscaler", COREDNS_AUTOSCALER),
+    ("nfs-provisioner", "nfs-system", "nfs-subdir-external-provisioner", NFS_PROVISIONER),
     ("volcano", "volcano-system", "volcano-scheduler", VOLCANO_SCHEDULER),
     ("volcano", "volcano-system", "volcano-controllers", VOLCANO_CONTROLLERS),
     ("ascend-operator", "mindx-dl", "ascend-operator-manager", ASCEND_OPERATOR),

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ufcctl.domain.inventory.arch import ARCH_VAR, HOST_ARCH_LABELS
+
 # Label values: at most 63 characters, alphanumerics at both ends, '-', '_' and '.' inside.
 _VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 HOST_ARCHS = ("huawei-arm", "huawei-x86")
@@ -48,7 +50,9 @@ def node_labels(hostvars: Mapping[str, Any], master: bool, worker: bool, host_ar
         accel_type = str(hostvars.get("npu_accelerator_type") or "")
         labels["node-role.kubernetes.io/worker"] = "worker"
         labels["workerselector"] = "dls-worker-node"
-        labels["host-arch"] = str(hostvars.get("npu_host_arch") or host_arch)
+        # npu_host_arch, else the host's ufc_arch (as roles/kube_node labels it), else the add-on's default
+        labels["host-arch"] = str(hostvars.get("npu_host_arch")
+                                  or HOST_ARCH_LABELS.get(str(hostvars.get(ARCH_VAR))) or host_arch)
         if accel_type:
             labels["accelerator"] = accelerator_for(accel_type)
             labels["accelerator-type"] = accel_type

@@ -15,6 +15,7 @@ from typing import Any
 from ufcctl.domain.etcd.topology import CLUSTER_KINDS
 from ufcctl.domain.images import mirrors
 from ufcctl.domain.inventory.addresses import RULES as ADDRESS_RULES
+from ufcctl.domain.inventory.arch import RULES as ARCH_RULES
 from ufcctl.domain.inventory.bgp_peers import RULES as BGP_RULES
 from ufcctl.domain.inventory.config_values import RULES as VALUE_RULES
 from ufcctl.domain.inventory.connection import RULES as CONNECTION_RULES
@@ -391,6 +392,8 @@ RULES: tuple[Rule, ...] = (
 RULES += ADDRESS_RULES + CONNECTION_RULES
 # Values that land in config files and kubelet flags, each checked as what it is (config_values.py).
 RULES += VALUE_RULES + CONTRADICTION_RULES
+# ufc_arch and the role variables that name an architecture agree (arch.py; issue 44, D12).
+RULES += ARCH_RULES
 # Rules of what a deploy builds, checked by `ufcctl inventory check` and before a deploy, not by every
 # command that reads the inventory (a day-2 command on a running cluster does not build its network):
 # Calico's BGP peers in tor mode, a ToR peer per npu_tor_id and an extra peer per other node (bgp_peers.py).

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ufcctl.domain.addons.labels import node_labels, worker_labels
+from ufcctl.domain.inventory.arch import ARCH_VAR, HOST_ARCH_LABELS
 from ufcctl.domain.manifests.crds import CRD_KIND, custom_kinds
 from ufcctl.domain.manifests.objects import K8sObject, Problem
 
@@ -82,7 +83,8 @@ def planned_nodes(
         if host in control_planes:
             continue
         hv = hostvars.get(host) or {}
-        arch = str(hv.get("npu_host_arch") or hv.get("kube_node_host_arch") or host_arch)
+        arch = str(hv.get("npu_host_arch") or hv.get("kube_node_host_arch")
+                   or HOST_ARCH_LABELS.get(str(hv.get(ARCH_VAR))) or host_arch)
         extra = hv.get("kube_node_labels") if isinstance(hv.get("kube_node_labels"), Mapping) else {}
         labels = {**_base_labels(host, hv), **worker_labels(hv, host in npu, arch, tor_label, extra)}
         if host in npu:
