@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from ufcctl.domain.images.registries import DOCKER_HUB, HUAWEI, QUAY
+from ufcctl.domain.images.registries import VAR as IMAGE_REGISTRIES
 from ufcctl.domain.inventory.model import (
     APISERVER_LB,
     CONTROL_PLANE,
@@ -44,6 +46,12 @@ REGISTRY_CACHE_VARS = "group_vars/all/registry_cache.yml"
 # emulator's mirror container by the image tests or by hand) and the caches' instance port.
 LAB_UPSTREAM_PORT = 5000
 LAB_CACHE_PORT = 5001
+# The upstream registries whose images the lab takes from the LAB UPSTREAM REGISTRY, through its caches,
+# under their upstream paths (calico/node, ascendhub/vc-scheduler, ...; issue 44, D13): the lab has no
+# other source for them. registry.k8s.io is not among them: the lab builds those images itself under
+# their upstream names (tests/lab_build: pause, the control plane), so the sandbox image and kubeadm's
+# imageRepository, the DNS cache, its autoscaler and the NFS provisioner render as on a real site.
+LAB_MIRRORED = (QUAY, DOCKER_HUB, HUAWEI)
 # Lab-only timing, so a test sees an alert fire within seconds instead of the production `for:`
 # durations (minutes; roles/monitoring defaults and ufcctl/domain/monitoring/rules.py).
 LAB_ALERT_FOR = "10s"
@@ -164,6 +172,7 @@ def registry_cache_vars(layout: LabLayout) -> dict[str, Any]:
         # no certificates in the lab: the caches and their upstream speak plain http
         "registry_cache_scheme": "http",
         "registry_cache_insecure": True,
+        IMAGE_REGISTRIES: {registry: upstream for registry in LAB_MIRRORED},
         "registry_cache_max_gib": 2,
         "registry_cache_front_max_gib": 2,
         # fetch the content, do not unpack it: the pre-heat tests count bytes, and unpacking every image on
