@@ -65,6 +65,9 @@ LAB_PRODUCTION_FOR = frozenset({"EtcdHighCommitDurations", "EtcdHighFsyncDuratio
 # carrying the three etcd clusters, roles/preflight/defaults) would fail a laptop or CI runner for
 # no reason. The lab asks for what its components really use.
 LAB_DISK_REQUIREMENTS = [{"path": "/", "min_free_gib": 4}]
+# roles/preflight's default preflight_npu_distributions, and the lab image's OS (ufcctl/lab/image: bookworm).
+NPU_OS = ("Ubuntu 22.04", "Ubuntu 24.04")
+LAB_OS = "Debian 12"
 
 
 @dataclass(frozen=True)
@@ -203,6 +206,12 @@ def cluster_vars(layout: LabLayout) -> dict[str, Any]:
         "ufc_lab_name": layout.lab,
         "preflight_disk_requirements": LAB_DISK_REQUIREMENTS,
         "cni_calico_bgp_peering": "none",  # no ToR switches to peer with (roles/cni README)
+        # The lab's nodes are Debian 12 containers and their NPU driver is the lab NPU emulator's, which has
+        # no OS list: preflight's NPU-node list (Huawei's, Ubuntu 22.04/24.04) gets the lab's OS added, and
+        # the driver role builds nothing (the emulator's installer has no kernel module to build, and lab
+        # nodes have no package source for the host's kernel headers).
+        "preflight_npu_distributions": [*NPU_OS, LAB_OS],
+        "ascend_driver_build_toolchain": "never",
         # Lab containers lack CAP_SYS_MODULE, so modprobe cannot work there: br_netfilter is loaded or not
         # by the machine running the lab, and roles/node_tuning reports it (and its keys) as skipped when
         # it is absent instead of failing. A real node loads it.

@@ -147,3 +147,17 @@ def test_the_lab_takes_quay_docker_hub_and_huaweis_images_from_its_upstream_regi
         assert registries.mapped(unchanged, mapping) == unchanged
     result = check_inventory(inv, deploy=True)
     assert not [p for p in (*result.problems, *result.warnings) if registries.VAR in str(p)], result
+
+
+def test_the_lab_accepts_its_debian_npu_nodes_and_builds_no_driver_module(tmp_path: Path) -> None:
+    """issue 44, D18: preflight refuses Debian 12 on NPU nodes and the driver role installs DKMS and headers
+    on a kernel the driver has no modules for; the lab's NPU driver is the lab NPU emulator's."""
+    from ufcctl.lab.inventory import LAB_OS, NPU_OS
+
+    inv, _ = _write(tmp_path)
+    cluster = yaml.safe_load((inv / "group_vars" / "all" / "cluster.yml").read_text())
+    defaults = yaml.safe_load((Path(__file__).resolve().parents[3] / "roles" / "preflight" / "defaults"
+                               / "main.yml").read_text())
+    assert list(NPU_OS) == defaults["preflight_npu_distributions"]
+    assert cluster["preflight_npu_distributions"] == [*NPU_OS, LAB_OS]
+    assert cluster["ascend_driver_build_toolchain"] == "never"
