@@ -174,7 +174,7 @@ CHECKER_CASES = [
     pytest.param("# docs/capacity.md)", ["docs/capacity.md does not exist"], id="unknown-top-level-page"),
     pytest.param("# docs/reference/scale.md §9", ["docs/reference/scale.md has no section 9"],
                  id="missing-section"),
-    pytest.param("# docs/reference/ascend.md §2, §8", ["docs/reference/ascend.md has no section 8"],
+    pytest.param("# docs/reference/ascend.md §2, §19", ["docs/reference/ascend.md has no section 19"],
                  id="second-section-missing"),
     pytest.param("# docs/architecture.md, decision 42", ["docs/architecture.md has no decision 42"],
                  id="missing-decision"),

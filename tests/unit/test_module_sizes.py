@@ -23,7 +23,7 @@ ANSIBLE_DOCS = {"DOCUMENTATION", "EXAMPLES", "RETURN"}
 # bar (then it leaves this list). Every entry is work left, not an exception by design.
 ALLOWED: dict[str, int] = {
     # the package fetch/verify and the fabric step into roles/ascend_driver/module_utils/
-    "roles/ascend_driver/library/ufc_ascend_driver.py": 532,
+    "roles/ascend_driver/library/ufc_ascend_driver.py": 527,
     # _build_document per node kind (scalars, sequences, mappings)
     "ufcctl/engine/yaml_loader.py": 444,
     # the gateway's member calls apart from the client's transport (node-side: NODESIDE_ALLOWED)

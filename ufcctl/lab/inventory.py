@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from ufcctl.domain.images.registries import DOCKER_HUB, HUAWEI, QUAY
+from ufcctl.domain.images.registries import VAR as IMAGE_REGISTRIES
 from ufcctl.domain.inventory.model import (
     APISERVER_LB,
     CONTROL_PLANE,
@@ -44,6 +46,12 @@ REGISTRY_CACHE_VARS = "group_vars/all/registry_cache.yml"
 # emulator's mirror container by the image tests or by hand) and the caches' instance port.
 LAB_UPSTREAM_PORT = 5000
 LAB_CACHE_PORT = 5001
+# The upstream registries whose images the lab takes from the LAB UPSTREAM REGISTRY, through its caches,
+# under their upstream paths (calico/node, ascendhub/vc-scheduler, ...; issue 44, D13): the lab has no
+# other source for them. registry.k8s.io is not among them: the lab builds those images itself under
+# their upstream names (tests/lab_build: pause, the control plane), so the sandbox image and kubeadm's
+# imageRepository, the DNS cache, its autoscaler and the NFS provisioner render as on a real site.
+LAB_MIRRORED = (QUAY, DOCKER_HUB, HUAWEI)
 # Lab-only timing, so a test sees an alert fire within seconds instead of the production `for:`
 # durations (minutes; roles/monitoring defaults and ufcctl/domain/monitoring/rules.py).
 LAB_ALERT_FOR = "10s"
@@ -57,6 +65,9 @@ LAB_PRODUCTION_FOR = frozenset({"EtcdHighCommitDurations", "EtcdHighFsyncDuratio
 # carrying the three etcd clusters, roles/preflight/defaults) would fail a laptop or CI runner for
 # no reason. The lab asks for what its components really use.
 LAB_DISK_REQUIREMENTS = [{"path": "/", "min_free_gib": 4}]
+# roles/preflight's default preflight_npu_distributions, and the lab image's OS (ufcctl/lab/image: bookworm).
+NPU_OS = ("Ubuntu 22.04", "Ubuntu 24.04")
+LAB_OS = "Debian 12"
 
 
 @dataclass(frozen=True)
@@ -164,6 +175,7 @@ def registry_cache_vars(layout: LabLayout) -> dict[str, Any]:
         # no certificates in the lab: the caches and their upstream speak plain http
         "registry_cache_scheme": "http",
         "registry_cache_insecure": True,
+        IMAGE_REGISTRIES: {registry: upstream for registry in LAB_MIRRORED},
         "registry_cache_max_gib": 2,
         "registry_cache_front_max_gib": 2,
         # fetch the content, do not unpack it: the pre-heat tests count bytes, and unpacking every image on
@@ -197,6 +209,12 @@ def cluster_vars(layout: LabLayout) -> dict[str, Any]:
         # the lab's nodes are containers of an x86_64 machine and its mirror publishes amd64 binaries
         # (tests/lab_build/mirror.py): the default, written out; preflight refuses another machine
         "ufc_arch": "amd64",
+        # The lab's nodes are Debian 12 containers and their NPU driver is the lab NPU emulator's, which has
+        # no OS list: preflight's NPU-node list (Huawei's, Ubuntu 22.04/24.04) gets the lab's OS added, and
+        # the driver role builds nothing (the emulator's installer has no kernel module to build, and lab
+        # nodes have no package source for the host's kernel headers).
+        "preflight_npu_distributions": [*NPU_OS, LAB_OS],
+        "ascend_driver_build_toolchain": "never",
         # Lab containers lack CAP_SYS_MODULE, so modprobe cannot work there: br_netfilter is loaded or not
         # by the machine running the lab, and roles/node_tuning reports it (and its keys) as skipped when
         # it is absent instead of failing. A real node loads it.

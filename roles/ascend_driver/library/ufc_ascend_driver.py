@@ -18,6 +18,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.ufcctl_files import read_text, replace, write_atomically, write_text_if_changed
 from ansible.module_utils.ufcctl_hccn import METRICS_FILE, Fabric, merge_conf, metrics, ping_line, summary
+from ansible.module_utils.ufcctl_kernel_build import MODES, BuildFailure, ensure
+from ansible.module_utils.ufcctl_packages import checksum_from_file
 from ansible.module_utils.urls import fetch_url
 
 DOCUMENTATION = r"""
@@ -134,6 +136,23 @@ options:
       Seconds one installer may run before it is killed and the node fails; also how long the run
       waits for the lock (required for I(mode)=install).
     type: int
+  build_toolchain:
+    description: >-
+      auto - before a driver install on a kernel not in I(prebuilt_kernels), install what is missing of
+      I(build_packages) (DKMS, gcc, make, the running kernel's headers: the driver builds its modules with
+      DKMS there); always - on every kernel; never - leave them to the site.
+    type: str
+    choices: [auto, always, never]
+    default: auto
+  prebuilt_kernels:
+    description: Kernels (C(uname -r)) the driver package carries prebuilt modules for.
+    type: list
+    elements: str
+    default: []
+  build_packages:
+    description: Per OS family (Debian, RedHat), the toolchain's package names; C({kernel}) is C(uname -r).
+    type: dict
+    default: {}
   force:
     description: Reinstall even at the target versions (read by the action's plan).
     type: bool
@@ -243,6 +262,12 @@ drain_needed:
   description: With I(undrained) - the node needs a package, so nothing ran (drain it, then run again).
   type: bool
   returned: always
+toolchain:
+  description: >-
+    kernel, needed (the driver may build its modules here), family, packages (the missing ones),
+    installed (check mode - would be).
+  type: dict
+  returned: when a driver install is planned
 fabric_problems:
   description: One line naming every failing chip and fault; empty when none.
   type: str
@@ -323,20 +348,6 @@ def health_problems(rc, out, err, expected, version, version_deferred):
     if not version_deferred and found != version:
         problems.append(f"driver version {found}, expected {version}")
     return problems
-
-
-def checksum_from_file(text, package):
-    """The sha256 of `package` in a sha256sum-format file (text or binary mode, optional ./), or ''."""
-    for line in text.splitlines():
-        parts = line.strip().split(None, 1)
-        if len(parts) != 2 or not re.fullmatch(r"[0-9a-fA-F]{64}", parts[0]):
-            continue
-        name = parts[1].strip().lstrip("*")
-        if name.startswith("./"):
-            name = name[2:]
-        if name == package:
-            return parts[0].lower()
-    return ""
 
 
 def steps_for(plan, driver, firmware, want_driver, want_firmware):
@@ -661,6 +672,8 @@ def converge_locked(node, result, lock_fd):
     if packages and p.get("undrained"):  # never install under running pods: the play drains first
         result["drain_needed"] = True
         return
+    if "driver" in [step[0] for step in steps]:  # a kernel without prebuilt modules: DKMS builds them (D18)
+        result["toolchain"] = ensure(node.module, p, node.check)
     result["user_created"] = node.run_user()
     if node.check:
         result["installed"] = packages
@@ -715,6 +728,9 @@ def main():
             reboot=dict(type="str", default="auto", choices=["auto", "never"]),
             install_timeout=dict(type="int"),
             force=dict(type="bool", default=False),
+            build_toolchain=dict(type="str", default="auto", choices=list(MODES)),
+            prebuilt_kernels=dict(type="list", elements="str", default=[]),
+            build_packages=dict(type="dict", default={}),
             undrained=dict(type="bool", default=False),
             health_gate=dict(type="bool", default=True),
             expected_chips=dict(type="int", default=0),
@@ -747,11 +763,13 @@ def main():
               "drain_needed": False}
     try:
         converge(Node(module), result)
-    except Failure as exc:
+    except (Failure, BuildFailure) as exc:
         result.update(exc.extra)
-        result["changed"] = bool(result["installed"] or result["user_created"])
+        result["changed"] = bool(result["installed"] or result["user_created"]
+                                 or result.get("toolchain", {}).get("installed"))
         module.fail_json(msg=exc.msg, **result)
-    result["changed"] = bool(result["installed"] or result["user_created"] or result["fabric_changed"])
+    result["changed"] = bool(result["installed"] or result["user_created"] or result["fabric_changed"]
+                             or result.get("toolchain", {}).get("installed"))
     module.exit_json(**result)
 
 

@@ -30,6 +30,11 @@ options:
     elements: dict
     default: []
     description: "{family, distributions}: OS families the roles can install on (as ansible_os_family)."
+  npu_distributions:
+    type: list
+    elements: str
+    default: []
+    description: "'Name Version' an npu_node host must run (Huawei's OS list for the NPU driver); [] - any."
   host_groups: {type: list, elements: str, default: [], description: The host's group_names.}
   require_time_sync: {type: bool, default: true, description: Check time sync service and clock.}
   time_sync_services: {type: list, elements: str, default: [], description: Units, one must be active.}
@@ -321,6 +326,24 @@ def check_distribution(name: str, version: str, allowed: list[str]) -> list[str]
     ]
 
 
+def check_npu_os(name: str, version: str, allowed: list[str], groups: list[str]) -> list[str]:
+    """An NPU node runs an OS Huawei lists for the driver: 'Ubuntu 22.04' matches 22.04 and 22.04.4,
+    'Debian 12' matches 12 and 12.5 (docs/reference/ascend.md §8)."""
+    if "npu_node" not in groups or not allowed:
+        return []
+    for entry in allowed:
+        want_name, _, want_version = entry.partition(" ")
+        if name == want_name and (not want_version or version == want_version
+                                  or version.startswith(want_version + ".")):
+            return []
+    return [
+        f"{name} {version} is not on Huawei's OS list for the NPU driver on this NPU node (accepted: "
+        f"{', '.join(allowed)}): the driver is neither built nor supported there -> fix: install one of "
+        "those, or add it to preflight_npu_distributions if you have validated the driver on it "
+        "(README: supported operating systems)"
+    ]
+
+
 def service_states(module: AnsibleModule, names: list[str]) -> dict[str, str]:
     """unit -> its ActiveState ("active", "inactive", "failed", ...; systemd says "inactive" for a
     unit it does not know); {} without systemctl."""
@@ -342,6 +365,7 @@ def main() -> None:
         argument_spec={
             "allowed_distributions": {"type": "list", "elements": "str", "required": True},
             "supported_os_families": {"type": "list", "elements": "dict", "default": []},
+            "npu_distributions": {"type": "list", "elements": "str", "default": []},
             "host_groups": {"type": "list", "elements": "str", "default": []},
             "require_time_sync": {"type": "bool", "default": True},
             "time_sync_services": {"type": "list", "elements": "str", "default": []},
@@ -360,6 +384,8 @@ def main() -> None:
     problems = check_os_family(name, version, facts.get("ansible_os_family", ""), p["supported_os_families"])
     if not problems:
         problems = check_distribution(name, version, p["allowed_distributions"])
+    if not problems:
+        problems = check_npu_os(name, version, p["npu_distributions"], groups)
     notes: list[str] = []
     # the host's architecture as `uname -m` prints it: the role compares the inventory's with it
     probe: dict = {"container": container, "machine": os.uname().machine}

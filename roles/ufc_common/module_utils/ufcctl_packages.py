@@ -1,4 +1,5 @@
-"""Package queries of the roles' node-side probes: dpkg's status file, apt's candidate, rpm.
+"""Package queries of the roles' node-side probes: dpkg's status file, apt's candidate, rpm; a package's
+sha256 in a sha256sum-format file.
 
 Node-side (ansible.module_utils.ufcctl_packages): standard library only, the node's python3.
 Reads only: installing is apt's (ansible.builtin.apt) or the role's own module's business.
@@ -7,6 +8,7 @@ Reads only: installing is apt's (ansible.builtin.apt) or the role's own module's
 from __future__ import annotations
 
 import os
+import re
 
 DPKG_STATUS = "/var/lib/dpkg/status"
 
@@ -68,3 +70,17 @@ def missing_packages(module, names, status=DPKG_STATUS):
     if rpm:
         return [n for n in names if module.run_command([rpm, "-q", n])[0] != 0]
     return None
+
+
+def checksum_from_file(text, package):
+    """The sha256 of `package` in a sha256sum-format file (text or binary mode, optional ./), or ''."""
+    for line in text.splitlines():
+        parts = line.strip().split(None, 1)
+        if len(parts) != 2 or not re.fullmatch(r"[0-9a-fA-F]{64}", parts[0]):
+            continue
+        name = parts[1].strip().lstrip("*")
+        if name.startswith("./"):
+            name = name[2:]
+        if name == package:
+            return parts[0].lower()
+    return ""

@@ -125,3 +125,40 @@ def test_the_lab_keeps_the_production_wait_of_the_etcd_disk_latency_alerts() -> 
     durations = alert_for(lab_inventory.monitoring_vars()["monitoring_alert_for"])
     assert durations["EtcdHighCommitDurations"] == durations["EtcdHighFsyncDurations"] == "10m"
     assert durations["EtcdNoLeader"] == durations["EtcdMemberDown"] == "10s"
+
+
+def test_the_lab_takes_quay_docker_hub_and_huaweis_images_from_its_upstream_registry(tmp_path: Path) -> None:
+    """issue 44, D13: ufc_image_registries sends the add-on images the lab cannot build to the LAB UPSTREAM
+    REGISTRY, through the same caches the preheat tests pull through (registry_cache_upstreams), under their
+    upstream paths; registry.k8s.io's (the lab builds those: tests/lab_build) and the test images' own
+    references are left as they are, so the lab pulls what it pulled before."""
+    from ufcctl.app.inventory import check_inventory
+    from ufcctl.domain.images import registries
+
+    inv, layout = _write(tmp_path)
+    cached = yaml.safe_load((inv / "group_vars" / "all" / "registry_cache.yml").read_text())
+    upstream = cached["registry_cache_upstreams"][0]["registry"]
+    assert upstream == f"{layout.npu_mirror.ip}:5000"
+    mapping = cached[registries.VAR]
+    assert mapping == {"quay.io": upstream, "docker.io": upstream, registries.HUAWEI: upstream}
+    assert registries.mapped("quay.io/calico/node:v3.29.3", mapping) == f"{upstream}/calico/node:v3.29.3"
+    assert registries.mapped(f"{registries.HUAWEI}/ascendhub/noded:v26.0.0", mapping) == \
+        f"{upstream}/ascendhub/noded:v26.0.0"
+    for unchanged in (f"{upstream}/lab/preheat-test:v1", "registry.k8s.io/pause:3.10.1"):
+        assert registries.mapped(unchanged, mapping) == unchanged
+    result = check_inventory(inv, deploy=True)
+    assert not [p for p in (*result.problems, *result.warnings) if registries.VAR in str(p)], result
+
+
+def test_the_lab_accepts_its_debian_npu_nodes_and_builds_no_driver_module(tmp_path: Path) -> None:
+    """issue 44, D18: preflight refuses Debian 12 on NPU nodes and the driver role installs DKMS and headers
+    on a kernel the driver has no modules for; the lab's NPU driver is the lab NPU emulator's."""
+    from ufcctl.lab.inventory import LAB_OS, NPU_OS
+
+    inv, _ = _write(tmp_path)
+    cluster = yaml.safe_load((inv / "group_vars" / "all" / "cluster.yml").read_text())
+    defaults = yaml.safe_load((Path(__file__).resolve().parents[3] / "roles" / "preflight" / "defaults"
+                               / "main.yml").read_text())
+    assert list(NPU_OS) == defaults["preflight_npu_distributions"]
+    assert cluster["preflight_npu_distributions"] == [*NPU_OS, LAB_OS]
+    assert cluster["ascend_driver_build_toolchain"] == "never"

@@ -174,3 +174,38 @@ def test_check_distribution(name, allowed, ok):
     problems = probe.check_distribution(name, "1", allowed)
     assert (problems == []) is ok
     assert all("preflight_allowed_distributions" in p for p in problems)
+
+
+@pytest.mark.parametrize(("name", "version", "groups", "ok"), [
+    pytest.param("Ubuntu", "22.04", ["npu_node"], True, id="ubuntu-22.04"),
+    pytest.param("Ubuntu", "24.04", ["npu_node", "kube_node"], True, id="ubuntu-24.04"),
+    pytest.param("Debian", "12.5", ["npu_node"], False, id="debian-12-npu"),
+    pytest.param("Ubuntu", "20.04", ["npu_node"], False, id="ubuntu-20.04-npu"),
+    pytest.param("Debian", "12.5", ["kube_control_plane"], True, id="debian-12-control-plane"),
+])
+def test_npu_nodes_run_an_os_on_huaweis_list(name, version, groups, ok):
+    """issue 44, D18: Debian 12 is not on Huawei's Atlas A2 OS list; an NPU node is refused there."""
+    allowed = ["Ubuntu 22.04", "Ubuntu 24.04"]
+    problems = probe.check_npu_os(name, version, allowed, groups)
+    assert (problems == []) == ok, problems
+    if not ok:
+        assert f"{name} {version} is not on Huawei's OS list for the NPU driver" in problems[0]
+        assert "preflight_npu_distributions" in problems[0] and "Ubuntu 22.04, Ubuntu 24.04" in problems[0]
+
+
+def test_a_validated_os_can_be_added_and_an_entry_matches_its_point_releases():
+    assert probe.check_npu_os("Debian", "12.5", ["Debian 12"], ["npu_node"]) == []
+    assert probe.check_npu_os("Ubuntu", "22.04", ["Ubuntu 22.04"], ["npu_node"]) == []
+    assert probe.check_npu_os("Ubuntu", "22.10", ["Ubuntu 22.04"], ["npu_node"]) != []
+    assert probe.check_npu_os("Debian", "12", [], ["npu_node"]) == []  # [] turns it off
+
+
+def test_the_role_passes_the_list_and_defaults_to_ubuntu():
+    import yaml
+
+    role = ROOT / "roles" / "preflight"
+    tasks = yaml.safe_load((role / "tasks" / "main.yml").read_text())
+    task = next(t for t in tasks if "preflight_probe" in t)
+    assert task["preflight_probe"]["npu_distributions"] == "{{ preflight_npu_distributions }}"
+    defaults = yaml.safe_load((role / "defaults" / "main.yml").read_text())
+    assert defaults["preflight_npu_distributions"] == ["Ubuntu 22.04", "Ubuntu 24.04"]

@@ -186,3 +186,30 @@ def test_answering_registries_share_one_deadline(store: StateStore) -> None:
 def test_registry_ports_are_1_to_65535(port: str) -> None:
     with pytest.raises(InputError, match=f"port {port[:6]} is not 1-65535"):
         request((f"registry.example:{port}/team/app:1",))
+
+
+def test_images_are_warmed_and_read_under_the_sites_mirror_of_their_registry(
+        store: StateStore, warms: list[tuple[list[str], Any]]) -> None:
+    """issue 44, D13: with ufc_image_registries the pods run quay.io's Calico as <mirror>/calico/node; the
+    caches warm that name (the nodes' role maps it the same way: test_image_preheat_mapping.py)."""
+    inv = cluster(2, {"cache-tor0": {"npu_tor_id": "tor-0"}})
+    for host in inv.hosts.values():
+        host.vars["ufc_image_registries"] = {"quay.io": "10.89.0.2:5000/quay"}
+    calico = ("quay.io/calico/node:v3.29.3",)
+    runs.start(preheat_images.KIND, request(calico), store, inv, run_fn=FakeAnsible())
+    assert warms[0][1].extravars == {"image_preheat_cache_images": [
+        {"image": "10.89.0.2:5000/quay/calico/node:v3.29.3", "repository": "quay/calico/node",
+         "reference": "v3.29.3", "port": 5001}]}
+    sizes = {"quay/calico/node": (10, "")}
+    plan = preheat_images.dry_run(request(calico), store, inv,
+                                  size_of=lambda url, repo, ref, timeout: sizes.get(repo, (None, repo)))
+    mirrored = "10.89.0.2:5000/quay/calico/node:v3.29.3"
+    assert [(t.image, t.via) for t in plan.traffic] == [(mirrored, "caches")]
+
+
+def test_a_malformed_mapping_is_an_input_error(store: StateStore) -> None:
+    inv = cluster(2)
+    for host in inv.hosts.values():
+        host.vars["ufc_image_registries"] = "one-prefix.example"
+    with pytest.raises(InputError, match="ufc_image_registries must be a mapping"):
+        preheat_images.dry_run(request(), store, inv, size_of=lambda *a, **k: (None, ""))

@@ -20,6 +20,7 @@ from ufcctl.domain.inventory.bgp_peers import RULES as BGP_RULES
 from ufcctl.domain.inventory.config_values import RULES as VALUE_RULES
 from ufcctl.domain.inventory.connection import RULES as CONNECTION_RULES
 from ufcctl.domain.inventory.contradictions import RULES as CONTRADICTION_RULES
+from ufcctl.domain.inventory.image_registries import RULES as IMAGE_REGISTRY_RULES
 from ufcctl.domain.inventory.model import (
     CONTROL_PLANE,
     ETCD_GROUPS,
@@ -394,6 +395,8 @@ RULES += ADDRESS_RULES + CONNECTION_RULES
 RULES += VALUE_RULES + CONTRADICTION_RULES
 # ufc_arch and the role variables that name an architecture agree (arch.py; issue 44, D12).
 RULES += ARCH_RULES
+# The site's mirror of each upstream registry, and the single prefix it replaced (image_registries.py).
+RULES += IMAGE_REGISTRY_RULES
 # Rules of what a deploy builds, checked by `ufcctl inventory check` and before a deploy, not by every
 # command that reads the inventory (a day-2 command on a running cluster does not build its network):
 # Calico's BGP peers in tor mode, a ToR peer per npu_tor_id and an extra peer per other node (bgp_peers.py).

@@ -22,6 +22,10 @@ from typing import Any
 # in roles/ascend_driver/library/ufc_ascend_driver.py tells them apart on the node)
 STATES = ("none", "current", "other")
 ARCH = "{arch}"  # in node_plan's package names: the node's `uname -m` when the settings name no arch
+# ascend_driver_build_toolchain (roles/ufc_common/module_utils/ufcctl_kernel_build.py), and a package name
+# of ascend_driver_build_packages: an argument of root's apt-get or dnf, so a plain name ({kernel}: uname -r)
+TOOLCHAIN_MODES = ("auto", "always", "never")
+PACKAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+_-]*(?:\{kernel\}[A-Za-z0-9.+_-]*)?")
 
 
 def settings_problem(args: Mapping[str, Any]) -> str | None:
@@ -54,11 +58,30 @@ def settings_problem(args: Mapping[str, Any]) -> str | None:
         if value and not re.fullmatch(pattern, value):
             return (f"{name} {json.dumps(value)} is not a plain word: use letters, digits, '.', '_' and '-', "
                     "starting with a letter or digit")
+    problem = toolchain_problem(args)
+    if problem:
+        return problem
     if args.get("health_gate") and int(args.get("expected_chips") or 0) <= 0:
         known = ", ".join(str(t) for t in args.get("known_types") or [])
         return (f"npu_accelerator_type '{args.get('accelerator_type') or ''}' has no chip count (known: "
                 f"{known}): use one of these types, set ascend_driver_expected_chips for this host, or add "
                 "the type to ascend_driver_chips_by_type")
+    return None
+
+
+def toolchain_problem(args: Mapping[str, Any]) -> str | None:
+    """ascend_driver_build_toolchain is a mode and every build package a plain name (issue 44, D18)."""
+    mode = args.get("build_toolchain", "auto")
+    if mode not in TOOLCHAIN_MODES:
+        return f"ascend_driver_build_toolchain {json.dumps(mode)} must be one of {', '.join(TOOLCHAIN_MODES)}"
+    table = args.get("build_packages") or {}
+    if not isinstance(table, Mapping):
+        return "ascend_driver_build_packages must map an OS family (Debian, RedHat) to package names"
+    for family, names in table.items():
+        plain = isinstance(names, list) and all(isinstance(n, str) and PACKAGE.fullmatch(n) for n in names)
+        if not plain:
+            return (f"ascend_driver_build_packages {family}: {json.dumps(names)[:80]} is not a list of "
+                    "package names (letters, digits, '.', '+', '_', '-', one {kernel}; no leading '-')")
     return None
 
 

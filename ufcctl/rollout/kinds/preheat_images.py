@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ufcctl.domain.images import registries
 from ufcctl.domain.images.mirrors import Upstream, caches_used, index_caches, parse_caches, parse_upstreams
 from ufcctl.domain.images.preheat import ImageRef, Traffic, parse_image, traffic, upstream_for, upstream_url
 from ufcctl.domain.inventory.model import KUBE_NODE, REGISTRY_CACHE, Host, Inventory
@@ -82,6 +83,19 @@ def _upstreams(inventory: Inventory, hosts: Sequence[Host]) -> list[Upstream]:
     return []
 
 
+def mapped_images(inventory: Inventory, hosts: Sequence[Host], images: Sequence[str]) -> list[ImageRef]:
+    """The images under the site's mirror of their registries (`ufc_image_registries`, a global var: the
+    first host that has it): the names the pods run, which roles/image_preheat pulls and the caches warm."""
+    mapping: dict[str, str] = {}
+    for host in hosts:
+        if registries.VAR in host.vars:
+            mapping, problems = registries.parse(host.vars[registries.VAR])
+            if problems:
+                raise InputError(f"{inventory.path}: {problems[0]}", CHECK_HINT)
+            break
+    return [parse_image(registries.mapped(i, mapping)) for i in images]
+
+
 @dataclass(frozen=True)
 class CachePlan:
     caches: list[str]  # registry_cache hosts serving at least one target node, super pod caches first
@@ -128,8 +142,9 @@ def _targets(request: RolloutRequest, inventory: Inventory) -> list[Host]:
 def prepare_caches(request: RolloutRequest, inventory: Inventory) -> str:
     """Fill the registry caches serving the targets (playbooks/preheat-caches.yml): once per run and
     on every resume, before any node pulls."""
-    images = [parse_image(i) for i in request.options.get("images", ())]
-    plan = cache_plan(inventory, _targets(request, inventory), images)
+    targets = _targets(request, inventory)
+    images = mapped_images(inventory, targets, request.options.get("images", ()))
+    plan = cache_plan(inventory, targets, images)
     if plan.all_caches == 0:
         return f"no registry caches (group {REGISTRY_CACHE} is empty): nodes pull from upstream directly"
     if not plan.warm:
@@ -204,7 +219,7 @@ def dry_run(request: RolloutRequest, store: StateStore, inventory: Inventory, *,
     never contacts a node or a cache."""
     report = planning.plan(KIND, request, store, inventory, node_seconds=node_seconds)
     targets = _targets(request, inventory)
-    images = [parse_image(i) for i in request.options["images"]]
+    images = mapped_images(inventory, targets, request.options["images"])
     caches = cache_plan(inventory, targets, images)
     rows, unknown = [], {}
     deadline = clock() + READ_DEADLINE
