@@ -115,3 +115,19 @@ def test_marginal_benchmark_runs_on_a_small_lab() -> None:
     for state in ("no-op", "upgrading"):
         assert re.search(rf"^  upgrade-drivers +{state} +this +marginal -?[0-9.]+ CPU-s/node", proc.stdout,
                          re.MULTILINE), proc.stdout
+
+
+def test_scale_rehearsal_runs_on_a_hundred_kwok_nodes() -> None:
+    # the real control plane on loopback (no container), 100 kwok nodes: registration until Ready,
+    # ufcctl's label plan with the real kubectl, the readiness read; the benchmark exits 1 when a Node
+    # is not Ready, a label is missing or the read finds fewer Nodes (tests/benchmarks/bench_scale.py)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "benchmarks" / "bench_scale.py"), "--nodes", "100"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    print(proc.stdout)
+    assert re.search(r"^--- 100 nodes$", proc.stdout, re.MULTILINE), proc.stdout
+    assert re.search(r"^labels: \d+ kubectl call\(s\) in [0-9.]+ s", proc.stdout, re.MULTILINE), proc.stdout
+    assert re.search(r"^readiness read [0-9.]+ s", proc.stdout, re.MULTILINE), proc.stdout
+    assert re.search(r"^SLO \(p99", proc.stdout, re.MULTILINE), proc.stdout

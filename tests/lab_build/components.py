@@ -77,13 +77,13 @@ ETCD = Component(
 )
 
 # kwok v0.8.0 (go 1.26.0, no replace directives): fake nodes against the real control plane, for the
-# scale rehearsal; built on demand (`--only kwok`)
+# scale rehearsal (tests/benchmarks/bench_scale.py, its CI smoke in tests/integration/
+# test_benchmarks_smoke.py); built by default since that smoke runs in CI (~12 min on a first build)
 KWOK = Component(
     "kwok", "kwok", "sigs.k8s.io/kwok", "v0.8.0",
     (Command("sigs.k8s.io/kwok/cmd/kwok", "kwok"), Command("sigs.k8s.io/kwok/cmd/kwokctl", "kwokctl"),
      # ours: prints the module's embedded default Stages (kwok alone starts with none)
      Command("ufcctl.lab/kwok/stages", "kwok-stages")),
-    default=False,
 )
 
 # CoreDNS v1.12.1: the release kubeadm 1.34 deploys (`kubeadm config images list`); the cluster DNS image

@@ -253,3 +253,24 @@ def test_images_are_reproducible_oci_images_under_the_upstream_names(tmp_path) -
         for image in (pause, *built):
             for digest in (image.digest, *image.blobs):
                 assert tar.extractfile(f"blobs/sha256/{digest[7:]}") is not None
+
+
+def test_a_program_of_ours_in_a_wrapper_is_part_of_its_cache_key(tmp_path) -> None:
+    """kwok's wrapper builds kwok-stages from its own source: editing it must rebuild; a wrapper with
+    only go.mod, go.sum and tools.go keeps the key it had before such programs were counted."""
+    module = tmp_path / "wrapper"
+    module.mkdir()
+    for name in ("go.mod", "go.sum", "tools.go"):
+        (module / name).write_text(f"{name}\n")
+    component = Component("x", str(module), "example.com/x", "v1.0.0", ())
+    plain = lab_build.module_hash(component)
+    digest = hashlib.sha256()
+    for name in ("go.mod", "go.sum", "tools.go"):
+        digest.update(name.encode() + b"\0" + f"{name}\n".encode() + b"\0")
+    assert plain == digest.hexdigest()[:12]  # the key of a wrapper without a program of ours
+    (module / "stages").mkdir()
+    (module / "stages" / "main.go").write_text("package main\n")
+    with_program = lab_build.module_hash(component)
+    assert with_program != plain
+    (module / "stages" / "main.go").write_text("package main // edited\n")
+    assert lab_build.module_hash(component) not in (plain, with_program)
