@@ -6,8 +6,9 @@ Today: the etcd defrag agent's command line (`etcd_agent`, run by the
 ufcctl.domain.etcd.defrag_result), and the member probe/join command (`etcd_join`, run by
 roles/etcd), and the snapshot program (`etcd_backup`, run by the `ufcctl-etcd-backup@<cluster>`
 timer and by `ufcctl etcd backup|restore` on the controller) with `nfs_copy` (its copy off the member
-through libnfs's nfs-cp, the one program a node-side module runs), and `textfile` (the one atomic write
-of their small files: metrics, checksums, settings). roles/etcd ships this package and
+through libnfs's nfs-cp, the one program a node-side module runs), and `files` (the one atomic writer
+of their files: metrics, checksums, snapshots, settings; the roles' modules use the same file as
+ansible.module_utils.ufcctl_files, through a symlink). roles/etcd ships this package and
 every ufcctl module it imports as one zip
 (roles/etcd/files/build_agent.py computes that set).
 
