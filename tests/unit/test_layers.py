@@ -147,6 +147,7 @@ NODESIDE_ALLOWED = {
     "ufcctl.domain.etcd.backup": "snapshot file names, .sha256 lines, retention: pure (re, time)",
     "ufcctl.engine": "package docstring",
     "ufcctl.engine.etcd_client": "client of etcd's JSON gateway: http.client, ssl, json",
+    "ufcctl.engine.etcd_wire": "the gateway's encoding and answers read into domain types: base64, json",
     "ufcctl.engine.http_get": "one HTTP(S) request under a deadline and a size cap: http.client, ssl",
     "ufcctl.domain.urls": "credentials in URLs, found and masked: re",
 }

@@ -26,8 +26,6 @@ ALLOWED: dict[str, int] = {
     "roles/ascend_driver/library/ufc_ascend_driver.py": 532,
     # _build_document per node kind (scalars, sequences, mappings)
     "ufcctl/engine/yaml_loader.py": 444,
-    # the gateway's member calls apart from the client's transport (node-side: NODESIDE_ALLOWED)
-    "ufcctl/engine/etcd_client.py": 416,
     # lock and settle, the per-member step, the record
     "ufcctl/nodeside/etcd_defrag.py:DefragRun": 297,
 }

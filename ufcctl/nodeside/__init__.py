@@ -19,7 +19,8 @@ from ufcctl, only these modules (each of which imports only the standard library
   grammar, defrag policy, join decision, the agent's textfile metrics (pure functions), what
   a defrag run did (pure data, which the controller's report prints too), and snapshot file names
   and retention;
-- ufcctl.engine.etcd_client: the HTTPS client of etcd's JSON gateway (http.client, ssl);
+- ufcctl.engine.etcd_client and .etcd_wire: the HTTPS client of etcd's JSON gateway (http.client, ssl)
+  and its encoding and answers (base64, json);
 - ufcctl.engine.http_get and ufcctl.domain.urls: one HTTP(S) request under a deadline and a size
   cap, and credentials in URLs masked (http.client, ssl, re);
 - the packages on the way (ufcctl, ufcctl.domain, ufcctl.domain.etcd, ufcctl.engine: docstrings).
