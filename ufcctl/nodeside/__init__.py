@@ -2,7 +2,7 @@
 
 Today: the etcd defrag agent's command line (`etcd_agent`, run by the
 `ufcctl-etcd-defrag@<cluster>` timer) over the defrag procedure (`etcd_defrag`, with its settings
-`etcd_defrag_config` and lock `etcd_defrag_lock`; its result types are in
+`etcd_defrag_config`, lock `etcd_defrag_lock` and compaction `etcd_compaction`; its result types are in
 ufcctl.domain.etcd.defrag_result), and the member probe/join command (`etcd_join`, run by
 roles/etcd), and the snapshot program (`etcd_backup`, run by the `ufcctl-etcd-backup@<cluster>`
 timer and by `ufcctl etcd backup|restore` on the controller) with `nfs_copy` (its copy off the member
