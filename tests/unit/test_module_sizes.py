@@ -12,8 +12,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 MODULE_LINES = 400
 CLASS_LINES = 250
@@ -68,6 +66,7 @@ def test_the_count_leaves_out_ansible_docs_only(tmp_path: Path) -> None:
     assert over_the_bar([module]) == {"m.py:C": 261}
 
 
-@pytest.mark.parametrize("name", sorted(ALLOWED))
-def test_each_allowed_entry_exists(name: str) -> None:
-    assert (ROOT / name.split(":")[0]).is_file(), name
+def test_each_allowed_entry_exists() -> None:
+    # one test over the list (empty now), not one per entry: an empty parameter set is a skip
+    missing = [name for name in sorted(ALLOWED) if not (ROOT / name.split(":")[0]).is_file()]
+    assert not missing, missing
