@@ -24,6 +24,7 @@ import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.ufcctl_files import write_atomically  # roles/ufc_common (every role of the play)
+from ansible.module_utils.ufcctl_systemd import unit_states
 
 DOCUMENTATION = r"""
 module: ufc_node_state
@@ -103,22 +104,18 @@ def package_versions(names: list[str], run=subprocess.run) -> dict[str, str | No
     return found
 
 
-def active_services(names: list[str], run=subprocess.run) -> dict[str, bool]:
-    """Whether each unit is active, one systemctl call (one answer line per unit, in order)."""
-    if not names:
-        return {}
-    proc = run(["systemctl", "is-active", *names], capture_output=True, text=True, check=False)
-    lines = proc.stdout.splitlines()
-    return {n: (lines[i].strip() == "active" if i < len(lines) else False) for i, n in enumerate(names)}
+def active_services(module, names: list[str]) -> dict[str, bool]:
+    """Whether each unit is active (ActiveState "active"), one systemctl call (ufcctl_systemd)."""
+    return {name: state["active"] == "active" for name, state in unit_states(module, names).items()}
 
 
-def observe(spec: dict, run=subprocess.run) -> dict:
-    """What the node looks like now, for the parts a record names."""
+def observe(spec: dict, module, run=subprocess.run) -> dict:
+    """What the node looks like now, for the parts a record names (`module`: its systemctl runs)."""
     return {
         "files": {p: file_sha256(p) for p in spec.get("files", {})},
         "stat": {p: file_stat(p) for p in spec.get("stat", {})},
         "packages": package_versions(sorted(spec.get("packages", {})), run),
-        "services": active_services(sorted(spec.get("services", [])), run),
+        "services": active_services(module, sorted(spec.get("services", []))),
         "modules": {m: module_loaded(m) for m in spec.get("modules", [])},
         "sysctl": {k: sysctl_value(k) for k in spec.get("sysctl", {})},
     }
@@ -157,7 +154,7 @@ def judge(record: dict | None, digest: str, now: dict | None) -> list[str]:
     return why
 
 
-def build_record(params: dict, run=subprocess.run) -> tuple[dict | None, list[str]]:
+def build_record(params: dict, module, run=subprocess.run) -> tuple[dict | None, list[str]]:
     """The record of this node now, or None and why not (a required path is missing, or a file,
     package or service the roles should have left in place is not there)."""
     missing = [p for p in params["require"] if not os.path.exists(p)]
@@ -166,7 +163,7 @@ def build_record(params: dict, run=subprocess.run) -> tuple[dict | None, list[st
     spec = {"files": params["files"], "stat": sorted(set(params["stat"]) | set(params["require"])),
             "packages": params["packages"], "services": params["services"], "modules": params["modules"],
             "sysctl": params["sysctl"]}
-    now = observe(spec, run)
+    now = observe(spec, module, run)
     absent = ([p for p, v in now["files"].items() if v is None]
               + [f"package {p}" for p, v in now["packages"].items() if v is None]
               + [f"{s} (not active)" for s, v in now["services"].items() if not v])
@@ -217,8 +214,8 @@ def main() -> None:
     path = p["path"]
     if p["mode"] == "probe":
         record = read_record(path)
-        why = judge(record, p["digest"], observe(record) if record and record.get("digest") == p["digest"]
-                    else None)
+        same_inputs = bool(record) and record.get("digest") == p["digest"]
+        why = judge(record, p["digest"], observe(record, module) if same_inputs else None)
         removed = False
         if why and os.path.lexists(path) and not module.check_mode:
             os.unlink(path)  # a full run that fails from here on leaves no record claiming the node
@@ -227,7 +224,7 @@ def main() -> None:
         recorded_parts = record.get("parts") if record and record.get("digest") != p["digest"] else None
         module.exit_json(changed=False, at_target=not why, why=why, record_removed=removed,
                          **({"recorded_parts": recorded_parts} if isinstance(recorded_parts, dict) else {}))
-    record, why = build_record(p)
+    record, why = build_record(p, module)
     if record is None:
         if os.path.lexists(path) and not module.check_mode:
             os.unlink(path)

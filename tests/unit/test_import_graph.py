@@ -1,5 +1,7 @@
-"""The package's import graph has no cycle, and the fleet engine never reaches up into the use cases
-(issue 27: rollout/ was one cycle of eight modules and imported app/).
+"""The package's import graph has no cycle, the fleet engine never reaches up into the use cases
+(issue 27: rollout/ was one cycle of eight modules and imported app/), and the domain's packages import
+each other one way only (issue 43: inventory/validate.py imported the etcd and image rules, which import
+inventory/model).
 
 Edges are every import the source names, at module level or inside a function (a lazy import is
 still a dependency; hiding a cycle in a function is what this test exists to refuse). An import of
@@ -49,6 +51,23 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str]:
     return []
 
 
+def package_graph(graph: dict[str, set[str]], parent: str) -> dict[str, set[str]]:
+    """The packages (and modules) directly under `parent` -> those of them they import, through any of
+    their modules."""
+    depth = parent.count(".") + 2
+
+    def member(name: str) -> str | None:
+        return ".".join(name.split(".")[:depth]) if name.startswith(parent + ".") else None
+
+    packages: dict[str, set[str]] = {}
+    for name, imports in graph.items():
+        own = member(name)
+        if own is not None:
+            packages.setdefault(own, set()).update(
+                other for other in map(member, imports) if other is not None and other != own)
+    return packages
+
+
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
     return sorted(
         f"{name} imports {other}"
@@ -67,6 +86,17 @@ def test_the_fleet_engine_never_imports_the_use_cases_or_the_cli() -> None:
     graph = import_graph(PACKAGE)
     assert "ufcctl.rollout.runs" in graph
     assert upward_imports(graph) == []
+
+
+def test_the_domain_packages_import_each_other_one_way() -> None:
+    """No two-way tie (nor a longer loop) between the packages of domain/: the inventory's validator does
+    not reach into the etcd and images rules while they use its model; the rules that span packages are
+    composed above them (domain/inventory_check.py)."""
+    packages = package_graph(import_graph(PACKAGE), "ufcctl.domain")
+    assert {"ufcctl.domain.inventory", "ufcctl.domain.etcd", "ufcctl.domain.images"} <= set(packages)
+    assert "ufcctl.domain.inventory" in packages["ufcctl.domain.etcd"]
+    cycle = find_cycle(packages)
+    assert not cycle, "two-way tie between domain packages: " + " -> ".join(cycle)
 
 
 def test_the_list_of_kinds_sits_on_top_of_the_fleet_engine() -> None:
@@ -95,6 +125,17 @@ def _package(tmp_path: Path, files: dict[str, str]) -> Path:
 ])
 def test_the_cycle_check_catches_cycles(tmp_path: Path, files: dict[str, str], cycle: bool) -> None:
     assert bool(find_cycle(import_graph(_package(tmp_path, files)))) is cycle
+
+
+def test_the_package_check_catches_a_two_way_tie(tmp_path: Path) -> None:
+    files = {"domain/__init__.py": "", "domain/a/__init__.py": "", "domain/b/__init__.py": "",
+             "domain/a/rules.py": "from ufcctl.domain.b.model import X\n", "domain/b/model.py": "",
+             "domain/b/check.py": "from ufcctl.domain.a import rules\n"}
+    graph = import_graph(_package(tmp_path, files))
+    assert not find_cycle(graph)  # no module cycle: only the packages tie
+    assert find_cycle(package_graph(graph, "ufcctl.domain"))
+    (tmp_path / "ufcctl" / "domain" / "b" / "check.py").write_text("")
+    assert not find_cycle(package_graph(import_graph(tmp_path / "ufcctl"), "ufcctl.domain"))
 
 
 def test_the_direction_check_catches_an_upward_import(tmp_path: Path) -> None:

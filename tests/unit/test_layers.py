@@ -147,6 +147,7 @@ NODESIDE_ALLOWED = {
     "ufcctl.domain.etcd.backup": "snapshot file names, .sha256 lines, retention: pure (re, time)",
     "ufcctl.engine": "package docstring",
     "ufcctl.engine.etcd_client": "client of etcd's JSON gateway: http.client, ssl, json",
+    "ufcctl.engine.etcd_wire": "the gateway's encoding and answers read into domain types: base64, json",
     "ufcctl.engine.http_get": "one HTTP(S) request under a deadline and a size cap: http.client, ssl",
     "ufcctl.domain.urls": "credentials in URLs, found and masked: re",
 }
@@ -291,12 +292,21 @@ def test_the_role_plugin_rules_catch_violations(tmp_path: Path, rel: str, text: 
     assert bool(role_plugin_violations(tmp_path)) is broken, role_plugin_violations(tmp_path)
 
 
-def test_module_utils_shared_with_the_package_are_domain_files() -> None:
-    """A module_utils file the controller needs too is a symlink to a pure ufcctl/domain module (one
-    implementation; the node-side rule above then holds for that domain module)."""
+# Where a module_utils file shared with the package may live: a pure domain module (the controller
+# needs it too), or a node-side program's helper (the node-side programs need it too).
+SHARED_MODULE_UTILS_HOMES = (PACKAGE / "domain", PACKAGE / "nodeside")
+
+
+def test_module_utils_shared_with_the_package_are_domain_or_nodeside_files() -> None:
+    """A module_utils file the package needs too is a symlink to a stdlib-only module of ufcctl/domain
+    (pure) or ufcctl/nodeside (the node-side programs' own helpers): one implementation; the node-side
+    rule above then holds for that module, and it imports nothing of ufcctl (the nodes have none)."""
     links = [p for p in (REPO / "roles").glob("*/module_utils/*.py") if p.is_symlink()]
-    assert links, "roles/ufc_common/module_utils/ufcctl_manifest.py is one"
+    names = {link.name for link in links}
+    assert {"ufcctl_manifest.py", "ufcctl_files.py", "ufcctl_cordon.py"} <= names, names
     for link in links:
         target = link.resolve()
-        assert target.is_relative_to(PACKAGE / "domain") and target.is_file(), (link, target)
+        assert any(target.is_relative_to(home) for home in SHARED_MODULE_UTILS_HOMES), (link, target)
+        assert target.is_file(), (link, target)
+        assert not [n for n in imported_names(target) if n.split(".")[0] == "ufcctl"], (link, target)
         assert not Path(link.readlink()).is_absolute(), f"{link}: a relative link survives a copy of the tree"

@@ -12,25 +12,15 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 MODULE_LINES = 400
 CLASS_LINES = 250
 ANSIBLE_DOCS = {"DOCUMENTATION", "EXAMPLES", "RETURN"}
 
 # Not split yet, each with its seam; the test fails when one of them grows, or shrinks under the
-# bar (then it leaves this list). Every entry is work left, not an exception by design.
-ALLOWED: dict[str, int] = {
-    # the package fetch/verify and the fabric step into roles/ascend_driver/module_utils/
-    "roles/ascend_driver/library/ufc_ascend_driver.py": 527,
-    # _build_document per node kind (scalars, sequences, mappings)
-    "ufcctl/engine/yaml_loader.py": 444,
-    # the gateway's member calls apart from the client's transport (node-side: NODESIDE_ALLOWED)
-    "ufcctl/engine/etcd_client.py": 416,
-    # lock and settle, the per-member step, the record
-    "ufcctl/nodeside/etcd_defrag.py:DefragRun": 297,
-}
+# bar (then it leaves this list). Every entry is work left, not an exception by design. Empty: every
+# product module is under the bar (issue 43).
+ALLOWED: dict[str, int] = {}
 
 
 def product_files(root: Path = ROOT) -> list[Path]:
@@ -76,6 +66,7 @@ def test_the_count_leaves_out_ansible_docs_only(tmp_path: Path) -> None:
     assert over_the_bar([module]) == {"m.py:C": 261}
 
 
-@pytest.mark.parametrize("name", sorted(ALLOWED))
-def test_each_allowed_entry_exists(name: str) -> None:
-    assert (ROOT / name.split(":")[0]).is_file(), name
+def test_each_allowed_entry_exists() -> None:
+    # one test over the list (empty now), not one per entry: an empty parameter set is a skip
+    missing = [name for name in sorted(ALLOWED) if not (ROOT / name.split(":")[0]).is_file()]
+    assert not missing, missing

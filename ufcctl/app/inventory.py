@@ -14,7 +14,7 @@ from ufcctl.domain.inventory.resolve import resolve
 from ufcctl.domain.inventory.sources import Problem
 from ufcctl.domain.inventory.summary import GroupSummary, InventorySummary
 from ufcctl.domain.inventory.topology import count_topology
-from ufcctl.domain.inventory.validate import validate
+from ufcctl.domain.inventory_check import validate
 from ufcctl.engine.inventory_files import read_inventory_dir
 from ufcctl.errors import InputError, shown
 

@@ -14,7 +14,8 @@ from ufcctl.app.gcpause import cyclic_gc_paused
 from ufcctl.domain.placement import DEFAULT_SUPER_POD_SIZE, ParseError, Report, validate_documents
 from ufcctl.domain.placement.parse import iter_objects
 from ufcctl.domain.placement.reader import position_text
-from ufcctl.engine.yaml_loader import DIGITS_FIX, HugeNumberError, LimitError, json_int, load_yaml_documents
+from ufcctl.engine.yaml_limits import DIGITS_FIX, HugeNumberError, LimitError, json_int
+from ufcctl.engine.yaml_loader import load_yaml_documents
 from ufcctl.errors import InputError, cut
 
 STDIN = "-"

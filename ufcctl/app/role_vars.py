@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from ufcctl.domain.placement.profiles import chips_by_type
+from ufcctl.domain.rollout.cordon import NPU_DRIVER
 from ufcctl.domain.versions import VERSION_PATTERN
 from ufcctl.paths import SHARE
 
@@ -28,11 +29,14 @@ def ascend_driver_vars() -> str:
         "# - chips per node by accelerator-type: ufcctl/domain/placement/profiles.py, the registry that\n"
         "#   `ufcctl inventory check` accepts npu_accelerator_type from (chip counts:\n"
         "#   docs/reference/npu-placement.md, \"Hardware profiles\");\n"
-        "# - the version pattern: ufcctl/domain/versions.py (also checks `upgrade-drivers --version`).\n"
+        "# - the version pattern: ufcctl/domain/versions.py (also checks `upgrade-drivers --version`);\n"
+        "# - the cordon mark of a drain in the play (ufcctl.io/cordoned-for=<it>): the engine's value,\n"
+        "#   ufcctl/domain/rollout/cordon.py, so the admission uncordons a node either one drained.\n"
     )
     data = {
         "__ascend_driver_registry_chips_by_type": chips_by_type(),
         "__ascend_driver_version_pattern": VERSION_PATTERN,
+        "__ascend_driver_drain_mark": NPU_DRIVER,
     }
     return header + yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
 

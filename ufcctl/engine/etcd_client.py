@@ -4,7 +4,8 @@ Used by ufcctl on the controller and, as a shipped copy, by the defrag agent on 
 it uses the standard library only. Endpoints were checked against etcd 3.4.23 (Debian bookworm):
 /v3/maintenance/{status,defragment,alarm,transfer-leadership}, /v3/kv/{range,put,deleterange,txn,
 compaction}, /v3/lease/{grant,keepalive,revoke}, /v3/cluster/member/list and GET /health.
-The gateway encodes keys and values as base64 and 64-bit integers as decimal strings.
+The gateway encodes keys and values as base64 and 64-bit integers as decimal strings; that encoding and
+the reading of its answers into the domain's types are etcd_wire.py, this module is the calls.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any, TypeVar
 
 from ufcctl.domain.etcd.defrag import Alarm, ClusterView, LastDefrag, Member, MemberStatus, last_prefix
 from ufcctl.domain.urls import mask
+from ufcctl.engine import etcd_wire as wire
+from ufcctl.engine.etcd_wire import b64, prefix_end, unb64
 from ufcctl.engine.http_get import HttpError, stream_lines
 from ufcctl.engine.http_get import request as http_request
 
@@ -57,25 +60,6 @@ class TlsFiles:
     ca: str
     cert: str
     key: str
-
-
-def _b64(text: str | bytes) -> str:
-    raw = text.encode() if isinstance(text, str) else text
-    return base64.b64encode(raw).decode("ascii")
-
-
-def _unb64(text: str) -> str:
-    return base64.b64decode(text).decode("utf-8", errors="replace")
-
-
-def prefix_end(prefix: str | bytes) -> str:
-    """The range end (base64) covering every key that starts with `prefix` (etcd's GetPrefixRangeEnd)."""
-    raw = bytearray(prefix.encode() if isinstance(prefix, str) else prefix)
-    for i in range(len(raw) - 1, -1, -1):
-        if raw[i] < 0xFF:
-            raw[i] += 1
-            return _b64(bytes(raw[: i + 1]))
-    return _b64(b"\0")  # every key
 
 
 class Gateway:
@@ -196,20 +180,11 @@ class Gateway:
 
     def status(self) -> MemberStatus:
         data = self.call("maintenance/status")
-        return self._shaped("maintenance/status", lambda: _status(data))
+        return self._shaped("maintenance/status", lambda: wire.status(data))
 
     def members(self) -> list[Member]:
         data = self.call("cluster/member/list")
-        return self._shaped("cluster/member/list", lambda: [
-            Member(
-                str(m.get("ID", "")),
-                str(m.get("name", "")),
-                tuple(_strings(m.get("clientURLs", ()))),
-                bool(m.get("isLearner", False)),
-                tuple(_strings(m.get("peerURLs", ()))),
-            )
-            for m in _list(data.get("members", ()))
-        ])
+        return self._shaped("cluster/member/list", lambda: wire.members(data))
 
     def member_add(self, peer_url: str) -> list[dict[str, Any]]:
         """Add a member by its peer URL; returns the new member list (the new one has no name yet)."""
@@ -224,10 +199,7 @@ class Gateway:
 
     def alarms(self) -> list[Alarm]:
         data = self.call("maintenance/alarm", {"action": "GET"})
-        return self._shaped("maintenance/alarm", lambda: [
-            Alarm(str(a.get("memberID", "0")), str(a.get("alarm", "NONE")))
-            for a in _list(data.get("alarms", ()))
-        ])
+        return self._shaped("maintenance/alarm", lambda: wire.alarms(data))
 
     def disarm(self, alarm: Alarm) -> None:
         self.call(
@@ -259,27 +231,27 @@ class Gateway:
 
     def put(self, key: str, value: str, lease_id: str | None = None) -> int:
         """Returns the revision the write created (answered once the serving member applied it)."""
-        body: dict[str, Any] = {"key": _b64(key), "value": _b64(value)}
+        body: dict[str, Any] = {"key": b64(key), "value": b64(value)}
         if lease_id:
             body["lease"] = lease_id
         return int(self.call("kv/put", body).get("header", {}).get("revision", 0))
 
     def get(self, key: str) -> str | None:
-        kvs = self.call("kv/range", {"key": _b64(key)}).get("kvs", ())
-        return _unb64(kvs[0].get("value", "")) if kvs else None
+        kvs = self.call("kv/range", {"key": b64(key)}).get("kvs", ())
+        return unb64(kvs[0].get("value", "")) if kvs else None
 
     def get_prefix(self, prefix: str) -> dict[str, str]:
-        data = self.call("kv/range", {"key": _b64(prefix), "range_end": prefix_end(prefix)})
-        return {_unb64(kv["key"]): _unb64(kv.get("value", "")) for kv in data.get("kvs", ())}
+        data = self.call("kv/range", {"key": b64(prefix), "range_end": prefix_end(prefix)})
+        return {unb64(kv["key"]): unb64(kv.get("value", "")) for kv in data.get("kvs", ())}
 
     def count_prefix(self, prefix: str) -> int:
         data = self.call(
-            "kv/range", {"key": _b64(prefix), "range_end": prefix_end(prefix), "count_only": True}
+            "kv/range", {"key": b64(prefix), "range_end": prefix_end(prefix), "count_only": True}
         )
         return int(data.get("count", 0))
 
     def delete_prefix(self, prefix: str) -> int:
-        data = self.call("kv/deleterange", {"key": _b64(prefix), "range_end": prefix_end(prefix)})
+        data = self.call("kv/deleterange", {"key": b64(prefix), "range_end": prefix_end(prefix)})
         return int(data.get("deleted", 0))
 
     def create(self, key: str, value: str, lease_id: str) -> tuple[bool, str | None]:
@@ -287,73 +259,27 @@ class Gateway:
         data = self.call(
             "kv/txn",
             {
-                "compare": [{"target": "CREATE", "key": _b64(key), "createRevision": "0"}],
-                "success": [{"requestPut": {"key": _b64(key), "value": _b64(value), "lease": lease_id}}],
-                "failure": [{"requestRange": {"key": _b64(key)}}],
+                "compare": [{"target": "CREATE", "key": b64(key), "createRevision": "0"}],
+                "success": [{"requestPut": {"key": b64(key), "value": b64(value), "lease": lease_id}}],
+                "failure": [{"requestRange": {"key": b64(key)}}],
             },
         )
         if data.get("succeeded"):
             return True, None
         responses = data.get("responses") or [{}]
         kvs = responses[0].get("response_range", {}).get("kvs", ())
-        return False, _unb64(kvs[0].get("value", "")) if kvs else None
+        return False, unb64(kvs[0].get("value", "")) if kvs else None
 
     def delete_if_value(self, key: str, value: str) -> bool:
         """Delete `key` only while it still holds `value` (release a lock we own, never another's)."""
         data = self.call(
             "kv/txn",
             {
-                "compare": [{"target": "VALUE", "key": _b64(key), "value": _b64(value)}],
-                "success": [{"requestDeleteRange": {"key": _b64(key)}}],
+                "compare": [{"target": "VALUE", "key": b64(key), "value": b64(value)}],
+                "success": [{"requestDeleteRange": {"key": b64(key)}}],
             },
         )
         return bool(data.get("succeeded"))
-
-
-def _status(data: dict[str, Any]) -> MemberStatus:
-    header = data.get("header", {})
-    if not isinstance(header, dict):
-        raise TypeError(f"header is {type(header).__name__}, not an object")
-    return MemberStatus(
-        member_id=str(header.get("member_id", "")),
-        leader_id=str(data.get("leader", "")),
-        db_size=_int(data, "dbSize"),
-        db_size_in_use=_int(data, "dbSizeInUse"),
-        revision=_int(header, "revision"),
-        raft_term=_int(data, "raftTerm"),
-        raft_index=_int(data, "raftIndex"),
-        version=str(data.get("version", "")),
-        errors=tuple(str(e) for e in _sequence(data.get("errors", ()))),
-    )
-
-
-def _int(data: dict[str, Any], key: str) -> int:
-    """A 64-bit field: the gateway sends a decimal string (or a number); anything else is an error."""
-    value = data.get(key, 0)
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise TypeError(f"{key} is {type(value).__name__}, not a number")
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{key} {str(value)[:40]!r} is not a number") from None
-
-
-def _list(value: Any) -> list[dict[str, Any]]:
-    if not isinstance(value, list | tuple) or not all(isinstance(v, dict) for v in value):
-        raise TypeError(f"expected a list of objects, got {json.dumps(value)[:80]}")
-    return list(value)
-
-
-def _sequence(value: Any) -> list[Any]:
-    if not isinstance(value, list | tuple):
-        raise TypeError(f"expected a list, got {json.dumps(value)[:80]}")
-    return list(value)
-
-
-def _strings(value: Any) -> list[str]:
-    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-        raise TypeError(f"expected a list of strings, got {json.dumps(value)[:80]}")
-    return list(value)
 
 
 class ClusterClient:

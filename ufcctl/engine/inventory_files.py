@@ -22,7 +22,7 @@ import yaml
 
 from ufcctl.domain.inventory.sources import InventorySources, Problem, SourceFile, VarsEntry
 from ufcctl.domain.inventory.values import VaultedValue
-from ufcctl.engine.yaml_loader import (
+from ufcctl.engine.yaml_limits import (
     DEPTH_FIX,
     DIGITS_FIX,
     MAX_DEPTH,
@@ -30,9 +30,8 @@ from ufcctl.engine.yaml_loader import (
     HugeNumberError,
     LimitError,
     json_int,
-    load_yaml,
-    mark_unsafe,
 )
+from ufcctl.engine.yaml_loader import load_yaml, mark_unsafe
 from ufcctl.errors import cut, shown
 
 YAML_SUFFIXES = (".yml", ".yaml", ".json")

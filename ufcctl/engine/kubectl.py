@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ufcctl.domain.rollout.cordon import CORDON_MARK  # the annotation, shared with roles/k8s_manifests
 from ufcctl.errors import RunFailed
 
 # Extended resources of the Ascend device plugin (docs/reference/ascend.md §3): a pod requesting any
@@ -19,9 +20,6 @@ from ufcctl.errors import RunFailed
 NPU_RESOURCE_PREFIX = "huawei.com/"
 
 Command = Callable[[Sequence[str], int], tuple[int, str, str]]  # argv, timeout -> rc, stdout, stderr
-# The annotation ufcctl leaves on a node it cordoned (value: why), so that only ufcctl uncordons it; the
-# same one roles/k8s_manifests' drain and release use (library/ufcctl_kubectl.py MARK).
-CORDON_MARK = "ufcctl.io/cordoned-for"
 
 
 def _run(argv: Sequence[str], timeout: int) -> tuple[int, str, str]:

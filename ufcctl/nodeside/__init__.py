@@ -2,12 +2,13 @@
 
 Today: the etcd defrag agent's command line (`etcd_agent`, run by the
 `ufcctl-etcd-defrag@<cluster>` timer) over the defrag procedure (`etcd_defrag`, with its settings
-`etcd_defrag_config` and lock `etcd_defrag_lock`; its result types are in
+`etcd_defrag_config`, lock `etcd_defrag_lock` and compaction `etcd_compaction`; its result types are in
 ufcctl.domain.etcd.defrag_result), and the member probe/join command (`etcd_join`, run by
 roles/etcd), and the snapshot program (`etcd_backup`, run by the `ufcctl-etcd-backup@<cluster>`
 timer and by `ufcctl etcd backup|restore` on the controller) with `nfs_copy` (its copy off the member
-through libnfs's nfs-cp, the one program a node-side module runs), and `textfile` (the one atomic write
-of their small files: metrics, checksums, settings). roles/etcd ships this package and
+through libnfs's nfs-cp, the one program a node-side module runs), and `files` (the one atomic writer
+of their files: metrics, checksums, snapshots, settings; the roles' modules use the same file as
+ansible.module_utils.ufcctl_files, through a symlink). roles/etcd ships this package and
 every ufcctl module it imports as one zip
 (roles/etcd/files/build_agent.py computes that set).
 
@@ -18,7 +19,8 @@ from ufcctl, only these modules (each of which imports only the standard library
   grammar, defrag policy, join decision, the agent's textfile metrics (pure functions), what
   a defrag run did (pure data, which the controller's report prints too), and snapshot file names
   and retention;
-- ufcctl.engine.etcd_client: the HTTPS client of etcd's JSON gateway (http.client, ssl);
+- ufcctl.engine.etcd_client and .etcd_wire: the HTTPS client of etcd's JSON gateway (http.client, ssl)
+  and its encoding and answers (base64, json);
 - ufcctl.engine.http_get and ufcctl.domain.urls: one HTTP(S) request under a deadline and a size
   cap, and credentials in URLs masked (http.client, ssl, re);
 - the packages on the way (ufcctl, ufcctl.domain, ufcctl.domain.etcd, ufcctl.engine: docstrings).

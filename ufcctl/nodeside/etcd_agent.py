@@ -23,7 +23,7 @@ from ufcctl.domain.etcd.rule import RuleError, parse_rule
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError
 from ufcctl.nodeside.etcd_defrag import DefragRun, Log
 from ufcctl.nodeside.etcd_defrag_config import AgentConfig, load_config
-from ufcctl.nodeside.textfile import read_text, write_atomic
+from ufcctl.nodeside.files import read_text_if_readable, write_atomic
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,7 +80,7 @@ def run_agent(
 
 
 def write_metrics(cfg: AgentConfig, started: float, duration: float, ok: bool, log: Log) -> None:
-    """Replace <textfile_dir>/ufcctl-etcd-defrag-<cluster>.prom whole (nodeside/textfile.py); never
+    """Replace <textfile_dir>/ufcctl-etcd-defrag-<cluster>.prom whole (nodeside/files.py); never
     raises. Metrics are a side channel: a missing directory or a full disk is one log line and leaves
     the exit code alone. A dry run changed nothing, so it reports nothing either. An unreadable
     previous file restarts the success time from the next success rather than blocking the write."""
@@ -88,9 +88,8 @@ def write_metrics(cfg: AgentConfig, started: float, duration: float, ok: bool, l
         return
     path = os.path.join(cfg.textfile_dir, defrag_metrics.file_name(cfg.cluster))
     try:
-        text = defrag_metrics.render(
-            cfg.cluster, cfg.member or socket.gethostname(), started, duration, ok, read_text(path)
-        )
+        member = cfg.member or socket.gethostname()
+        text = defrag_metrics.render(cfg.cluster, member, started, duration, ok, read_text_if_readable(path))
         write_atomic(path, text)
     except OSError as err:
         log(f"cluster={cfg.cluster} action=metrics-not-written path={path} error={err}")

@@ -7,7 +7,7 @@ Two callers run this same code:
   member other than the leader when there is one (the leader carries every write);
 - `ufcctl etcd backup` on the controller (ufcctl/app/etcd_backup.py), into the state directory.
 
-A snapshot is written beside its final name as `.<name>.<random>.part` (textfile.atomic_file: created
+A snapshot is written beside its final name as `.<name>.<random>.part` (files.atomic_file: created
 exclusively, never through a link; 0600: core's snapshot holds every Kubernetes Secret), its etcd trailer
 checked while it streams, flushed, linked into place (never over another snapshot), and only
 then is its `.sha256` written and older snapshots pruned: a crash leaves a `.part` file (removed by
@@ -38,7 +38,7 @@ from ufcctl.domain.etcd import backup, defrag_metrics
 from ufcctl.domain.etcd.defrag import ClusterView, status_errors
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError, TlsFiles
 from ufcctl.nodeside import nfs_copy
-from ufcctl.nodeside.textfile import atomic_file, private_dirs, read_text, write_atomic
+from ufcctl.nodeside.files import atomic_file, private_dirs, read_text_if_readable, write_atomic
 
 # a .part file this old is a crashed run's (a snapshot of the 8 GiB quota streams in minutes)
 STALE_PART_SECONDS = 6 * 3600
@@ -112,8 +112,7 @@ def take(client: ClusterClient, endpoint: str, member: str, directory: str, clus
                 raise SnapshotError(f"{endpoint}: the snapshot streamed ({digests.size} bytes) fails etcd's "
                                     "sha256 trailer: not kept")
         whole = digests.whole.hexdigest()
-        write_atomic(final + backup.SUM_SUFFIX, backup.sum_line(whole, name), 0o600)
-        _fsync_dir(directory)
+        write_atomic(final + backup.SUM_SUFFIX, backup.sum_line(whole, name), 0o600)  # the directory flushed
     except _LocalWrite as err:
         raise SnapshotError(f"snapshot of cluster {cluster}: writing {directory} on this machine failed: "
                             f"{err.__cause__} (member {member} is not at fault)") from err
@@ -205,14 +204,6 @@ def taker(view: ClusterView) -> str | None:
     followers = [name for name in healthy if not view.statuses[name].is_leader]
     chosen = followers or healthy
     return chosen[0] if chosen else None
-
-
-def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _remove(path: str) -> None:
@@ -319,7 +310,8 @@ def run_timer(raw: dict, client: ClusterClient, log: Callable[[str], None],
     textfile_dir = str(raw.get("textfile_dir") or "")
     if textfile_dir:
         path = os.path.join(textfile_dir, f"ufcctl-etcd-backup-{cluster}.prom")
-        previous = defrag_metrics.previous_success(read_text(path), METRIC + "last_success_timestamp_seconds")
+        previous = defrag_metrics.previous_success(read_text_if_readable(path),
+                                                   METRIC + "last_success_timestamp_seconds")
         try:
             write_atomic(path, metrics_text(cluster, member, started, ok, snapshot, previous, offsite_ok))
         except OSError as err:

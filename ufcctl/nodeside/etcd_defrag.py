@@ -1,4 +1,5 @@
-"""The defrag procedure: lock, compaction, defrag one member at a time, record, disarm.
+"""The defrag procedure: lock, compaction (etcd_compaction.py: once per run, then settled on each member
+before it is judged), defrag one member at a time, record, disarm.
 
 One procedure, two callers: the agent that a systemd timer runs on every etcd member
 (ufcctl.nodeside.etcd_agent, which acts on its own member only) and `ufcctl etcd defrag` on the
@@ -10,7 +11,6 @@ Runs on the nodes: imports follow the rule in ufcctl/nodeside/__init__.py.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 
@@ -18,7 +18,6 @@ from ufcctl.domain.etcd.defrag import (
     ClusterView,
     LastDefrag,
     MemberStatus,
-    compaction_revision,
     decide,
     defrag_order,
     disarm_ready,
@@ -26,18 +25,14 @@ from ufcctl.domain.etcd.defrag import (
     health_problems,
     last_key,
     move_leader_target,
-    settle_key,
 )
 from ufcctl.domain.etcd.defrag_result import MemberOutcome, RunReport, Sizes
-from ufcctl.engine.etcd_client import ClusterClient, EtcdError, Gateway
+from ufcctl.engine.etcd_client import ClusterClient, EtcdError
+from ufcctl.nodeside.etcd_compaction import Compaction
 from ufcctl.nodeside.etcd_defrag_config import AgentConfig
 from ufcctl.nodeside.etcd_defrag_lock import DefragLock
 
 Log = Callable[[str], None]
-
-# etcd commits its backend every --backend-batch-interval (100 ms by default; the etcd role keeps
-# the default), so a write is committed this long after the member applied it.
-BACKEND_COMMIT_WAIT = 0.3
 
 
 def _sizes_text(prefix: str, status: MemberStatus | None) -> str:
@@ -59,6 +54,7 @@ class DefragRun:
     ):
         self.cfg, self.client, self.log, self.clock, self.sleep = cfg, client, log, clock, sleep
         self.report = RunReport(cfg.cluster)
+        self.compaction = Compaction(cfg, client, log, sleep, self.report)
         self._records: list[tuple[str, LastDefrag]] = []
 
     def skip_all(self, names: list[str], reason: str, view: ClusterView | None = None) -> RunReport:
@@ -111,7 +107,7 @@ class DefragRun:
             return self.skip_all(targets, "cluster unhealthy: " + "; ".join(problems), view)
         if not self.cfg.dry_run:
             # compaction first, as etcd-defrag does: the rule then sees the space it freed
-            self.compact_once(view)
+            self.compaction.once(view)
             view = self.client.view()
         if view.nospace:
             return self.run_nospace(view, targets)
@@ -155,7 +151,7 @@ class DefragRun:
         if member is None or view.leader != member or self.cfg.settings.move_leader:
             return view
         # the followers' statuses must show what the compaction freed, or none looks due
-        view = self.settle_compaction(view, *(m.name for m in view.members if m.name != member))
+        view = self.compaction.settle(view, *(m.name for m in view.members if m.name != member))
         deadline = self.clock() + self.cfg.leader_wait_seconds
         while due := followers_due(view, self.cfg.settings, self.clock()):
             if self.clock() >= deadline:
@@ -187,7 +183,7 @@ class DefragRun:
                 view = self.client.view()
             if problems := health_problems(view):
                 return self.skip_all(order[index:], "cluster unhealthy: " + "; ".join(problems), view)
-            view = self.settle_compaction(view, name)
+            view = self.compaction.settle(view, name)
             decision = decide(view, name, self.cfg.settings, self.clock())
             status = view.statuses[name]
             if not decision.due:
@@ -199,83 +195,6 @@ class DefragRun:
             self.defrag_one(view, name, decision.reason, lock)
         self.disarm()
         return self.report
-
-    def compact_once(self, view: ClusterView) -> None:
-        if self.report.compacted_to is not None:
-            return
-        revision = max(s.revision for s in view.statuses.values())
-        target = compaction_revision(revision, self.cfg.settings.compaction_keep_revisions)
-        if target is None:
-            self.report.compacted_to = 0
-            return
-        try:
-            self.client.first("compact", target)
-            self.log(f"cluster={self.cfg.cluster} action=compacted revision={target} current={revision}")
-        except EtcdError as err:
-            if not err.compacted:  # a failed compaction does not stop the defrag (as etcd-defrag does)
-                self.log(f"cluster={self.cfg.cluster} action=compaction-failed revision={target} error={err}")
-                self.report.notes.append(f"compaction to {target} failed: {err.message}")
-        self.report.compacted_to = target
-
-    def settle_compaction(self, view: ClusterView, *names: str) -> ClusterView:
-        """Make the status of members `names` show the pages the compaction freed.
-
-        Two things hide them (CI saw two followers skipped with "rule false", and a leader that saw
-        no due follower and went first, that way):
-        - a physical compaction waits only on the member that served it; a follower may still be
-          deleting. etcd runs a member's compactions in order, so a further compaction served by
-          the member returns once every earlier one finished there (compact_through);
-        - etcd computes dbSizeInUse when a backend transaction begins, from bbolt's free-page
-          count, and pages freed by a commit stay pending until a later one. Measured on the lab
-          (pods cluster, 24 MB written then deleted): after a physical compaction every member
-          still showed 5.4-6.4 MiB free for 3 s of quiet; after one write, 29.9-30.4 MiB. So two
-          marker writes follow, each answered once the serving member applied it and followed by
-          a wait longer than etcd's backend commit interval.
-        """
-        if not self.report.compacted_to or self.cfg.dry_run:
-            return view
-        gateway, served_by = None, ""
-        for name in names:
-            member = view.member(name)
-            if member is None or name not in view.statuses:
-                continue
-            gateway, served_by = self.client.gateway(member.endpoint), name
-            if not self.compact_through(gateway, name):
-                return view
-        if gateway is None:
-            return view
-        for _ in range(2):
-            if self.mark(gateway, served_by) is None:
-                break
-            self.sleep(BACKEND_COMMIT_WAIT)
-        return self.client.view()
-
-    def mark(self, gateway: Gateway, name: str) -> int | None:
-        """The settle marker write served by member `name`: the revision it created, or None
-        when it was refused (e.g. NOSPACE refuses writes: then decide on what the status says)."""
-        try:
-            return gateway.put(settle_key(self.cfg.cluster), json.dumps({"by": self.cfg.by}))
-        except EtcdError as err:
-            self.log(f"cluster={self.cfg.cluster} member={name} settle write failed: {err}")
-            return None
-
-    def compact_through(self, gateway: Gateway, name: str) -> bool:
-        """A physical compaction to `revision - keep` as of now, served by member `name`, after a
-        marker write so there is a revision to go to. False when the write was refused (NOSPACE)."""
-        latest = self.mark(gateway, name)
-        if latest is None:
-            return False
-        target = compaction_revision(latest, self.cfg.settings.compaction_keep_revisions)
-        if target is None:
-            return True
-        try:
-            gateway.compact(target)
-        except EtcdError as err:  # compacted further by someone else: no proof this member is done
-            self.log(
-                f"cluster={self.cfg.cluster} member={name} could not settle the compaction through "
-                f"this member ({err.message}); its sizes may lag"
-            )
-        return True
 
     def defrag_one(self, view: ClusterView, name: str, reason: str, lock: DefragLock | None) -> None:
         member = view.member(name)

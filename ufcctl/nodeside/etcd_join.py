@@ -29,8 +29,8 @@ from ufcctl.domain.etcd.defrag import ClusterView, health_problems, settled_lead
 from ufcctl.domain.etcd.membership import initial_cluster, plan_join, plan_leave
 from ufcctl.engine.etcd_client import ClusterClient, EtcdError
 from ufcctl.nodeside.etcd_defrag_config import load_config
+from ufcctl.nodeside.files import write_atomic
 from ufcctl.nodeside.systemctl import systemctl as _systemctl
-from ufcctl.nodeside.textfile import write_atomic
 
 EXIT_REFUSED = 2
 ADD_RETRY_SECONDS = 60.0

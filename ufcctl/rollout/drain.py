@@ -6,14 +6,15 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ufcctl.domain.inventory.model import Host
 from ufcctl.domain.npu.driver_labels import selector
+from ufcctl.domain.rollout.cordon import NPU_DRIVER
 from ufcctl.engine.kubectl import Kubectl, find_kubeconfig, find_kubectl
 from ufcctl.errors import EnvironmentMissing
 from ufcctl.rollout.kind import NodeGuard
 
 DRAIN_TIMEOUT = 900  # seconds kubectl drain may wait for pods to leave one node
-# the value of ufcctl's cordon mark for a driver rollout: the same as roles/ascend_driver's in-play drain
-# (vars/main/main.yml __ascend_driver_drain_mark), so its admission uncordons a node either one drained
-DRAIN_MARK = "npu-driver"
+# the value of ufcctl's cordon mark for a driver rollout (domain/rollout/cordon.py): roles/ascend_driver's
+# in-play drain has it too (vars/main/generated.yml), so its admission uncordons a node either one drained
+DRAIN_MARK = NPU_DRIVER
 NODE_NAME_VAR = "ufc_kube_node_name"  # when the Kubernetes node name differs from the inventory name
 
 

@@ -32,7 +32,8 @@ class ActionModule(ActionBase):
         args = dict(self._task.args)
         # the health-only run after a reboot follows an install run whose settings passed; the
         # admission's probe and record, and the fabric check (npu check), install nothing
-        problem = None if args.get("mode") in ("health", "probe", "admitted", "fabric") else settings_problem(args)
+        installs = args.get("mode") not in ("health", "probe", "admitted", "fabric")
+        problem = settings_problem(args) if installs else None
         if problem:
             return {**result, "failed": True, "msg": problem}
         module_args = {key: value for key, value in args.items() if key not in CONTROLLER_ONLY}

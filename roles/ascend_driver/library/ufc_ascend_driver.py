@@ -3,24 +3,18 @@
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import grp
-import hashlib
 import json
 import os
 import pwd
 import re
 import subprocess
-import tempfile
-import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.ufcctl_files import read_text, replace, write_atomically, write_text_if_changed
-from ansible.module_utils.ufcctl_hccn import METRICS_FILE, Fabric, merge_conf, metrics, ping_line, summary
+from ansible.module_utils.ufcctl_ascend_fabric import FabricStep
+from ansible.module_utils.ufcctl_ascend_packages import Failure, Packages, lock
+from ansible.module_utils.ufcctl_files import read_text, write_atomically, write_text_if_changed
 from ansible.module_utils.ufcctl_kernel_build import MODES, BuildFailure, ensure
-from ansible.module_utils.ufcctl_packages import checksum_from_file
-from ansible.module_utils.urls import fetch_url
 
 DOCUMENTATION = r"""
 module: ufc_ascend_driver
@@ -280,16 +274,6 @@ REBOOT_TEXT = "Reboot needed"
 KILLED = (124, 137)
 # Lines of an installer's output returned on failure.
 TAIL_LINES = 20
-CHUNK = 1024 * 1024
-
-
-class Failure(Exception):
-    """The node fails; the message is the task's msg (its first line becomes the rollout's reason)."""
-
-    def __init__(self, msg, **extra):
-        super().__init__(msg)
-        self.msg = msg
-        self.extra = extra
 
 
 # --- pure parts (tests/unit/roles/test_ascend_driver_module.py) -----------------------------------
@@ -370,28 +354,13 @@ def install_failure(kind, package, rc, limit, output):
     return f"{kind} installer {package} failed (rc {rc}): {last[-600:]}"
 
 
-def lock(path, limit, sleep=time.sleep, clock=time.monotonic):
-    """An open file descriptor holding an exclusive flock on `path`, waiting up to `limit` s."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    deadline = clock() + limit
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                os.close(fd)
-                raise
-        if clock() >= deadline:
-            os.close(fd)
-            raise Failure(f"an installer still holds {path} after {limit} s")
-        sleep(0.5)
-
-
 # --- node work ------------------------------------------------------------------------------------
 
 
-class Node:
+class Node(Packages, FabricStep):
+    """This node: what it has, what it runs; packages (fetch, verify) and the fabric step are the role's
+    module_utils (ufcctl_ascend_packages, ufcctl_ascend_fabric)."""
+
     def __init__(self, module):
         self.module = module
         self.p = module.params
@@ -450,67 +419,6 @@ class Node:
         if rc != 0:
             raise Failure(f"{what} failed (rc {rc}): {(err or out).strip()}")
 
-    def base_url(self):
-        return self.p["artifact_url"].rstrip("/")
-
-    def fetch(self, url, dest_fd=None):
-        """GET url: its body as text, or streamed into dest_fd (returning its sha256)."""
-        response, info = fetch_url(self.module, url, timeout=60)
-        if response is None or info.get("status") != 200:
-            raise Failure(f"download of {url} failed: HTTP {info.get('status')} {info.get('msg', '')}")
-        if dest_fd is None:
-            return response.read().decode("utf-8", "replace")
-        digest = hashlib.sha256()
-        while True:
-            block = response.read(CHUNK)
-            if not block:
-                return digest.hexdigest()
-            digest.update(block)
-            os.write(dest_fd, block)
-
-    def expected_sums(self, packages):
-        """package -> (sha256, where it came from)."""
-        sums, listed = {}, None
-        checksum_url = f"{self.base_url()}/{self.p['checksum_file']}"
-        for package in packages:
-            if package in self.p["checksums"]:
-                given = str(self.p["checksums"][package])
-                sums[package] = (given.lower(), "sha256 " + given)
-                continue
-            if listed is None:
-                listed = self.fetch(checksum_url)
-            found = checksum_from_file(listed, package)
-            if not found:
-                raise Failure(f"no sha256 for {package} in {checksum_url}")
-            sums[package] = (found, "sha256 listed in " + checksum_url)
-        return sums
-
-    def download(self, package, sha256):
-        """The package's verified path in the download dir; a verified file there is not fetched again."""
-        directory = self.p["download_dir"]
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        os.chmod(directory, 0o700)
-        dest = os.path.join(directory, package)
-        if os.path.isfile(dest) and self.module.sha256(dest) == sha256:
-            os.chmod(dest, 0o700)
-            return dest
-        url = f"{self.base_url()}/{package}"
-        fd, tmp = tempfile.mkstemp(prefix=f".{package}.", dir=directory)
-        try:
-            got = self.fetch(url, fd)
-            os.close(fd)
-            fd = -1
-            if got != sha256:
-                raise Failure(f"checksum mismatch for {url}: sha256 {got}, expected {sha256}")
-            os.chmod(tmp, 0o700)
-            replace(tmp, dest)
-        finally:
-            if fd >= 0:
-                os.close(fd)
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        return dest
-
     def install(self, kind, installer, flags, lock_fd):
         """Run one installer; (rc, output). Its own session and the inherited lock fd keep it, and the
         lock, alive if this module dies with its SSH session; its output goes to a file for the same
@@ -556,56 +464,6 @@ class Node:
         want = admission_record(p["admission_taint"], mtime)
         flag = p["admission_flag"]
         return write_text_if_changed(flag, want, read_text(flag), 0o644, self.check)
-
-    def fabric(self, configure, result):
-        """Configure (unless not `configure`) and check the planned chips; result's fabric and
-        fabric_problems. Returns whether anything changed (or would, in check mode)."""
-        p = self.p
-        plan = p["fabric"] or []
-        if not plan:
-            return False
-        report = {"planned": len(plan), "changes": [], "chips": [], "pings": None}
-        result["fabric"] = report
-        if not os.access(p["hccn_tool"], os.X_OK):
-            report["chips"] = [{"chip": c["chip"], "problems": [f"{p['hccn_tool']} missing"]} for c in plan]
-            result["fabric_problems"] = result["fabric_summary"] = summary(report["chips"])
-            return False
-        fabric = Fabric(self.module.run_command, p["hccn_tool"], plan)
-        errors = {}
-        if configure:
-            report["changes"], errors = fabric.configure(self.check)
-            if self.conf(plan):
-                report["changes"].append(p["hccn_conf"])
-        report["chips"] = fabric.check(errors)
-        if p["fabric_peers"]:
-            report["pings"] = fabric.ping(p["fabric_peers"], p["fabric_ping_count"])
-        bad = [c for c in report["chips"] if c["problems"]]
-        lossy = [x for x in report["pings"] or [] if x["loss"] > p["fabric_max_loss"]]
-        problems = summary(report["chips"]) if bad else ""
-        if lossy:
-            pairs = ", ".join(f"chip {x['chip']} -> {x['peer']} {x['loss']:g}% loss" for x in lossy[:8])
-            problems = (problems + "; " if problems else "NPU fabric: ") + f"ping: {pairs}" + (
-                f" and {len(lossy) - 8} more" if len(lossy) > 8 else "")
-        result["fabric_problems"] = problems
-        if problems and p.get("admission_flag") and not self.check and os.path.exists(p["admission_flag"]):
-            os.unlink(p["admission_flag"])  # the node is held: the next run that passes admits it again
-        result["fabric_summary"] = problems or summary(report["chips"]) + ping_line(report["pings"])
-        self.textfile(report)
-        return bool(report["changes"])
-
-    def conf(self, plan):
-        """hccn.conf with the plan's keys (others kept); whether it changed (or would)."""
-        path = self.p["hccn_conf"]
-        existing = read_text(path)
-        return write_text_if_changed(path, merge_conf(existing, plan), existing, 0o644, self.check)
-
-    def textfile(self, report):
-        """The node exporter's textfile with this check's metrics (when a directory is given and exists)."""
-        directory = self.p["textfile_dir"]
-        if self.check or not directory or not os.path.isdir(directory):
-            return
-        path = os.path.join(directory, METRICS_FILE)
-        write_text_if_changed(path, metrics(report["chips"], report["pings"]), read_text(path), 0o644, False)
 
     def record(self, packages, sums):
         p = self.p

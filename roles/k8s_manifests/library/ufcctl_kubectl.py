@@ -9,6 +9,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.ufcctl_cordon import CORDON_MARK  # roles/k8s_manifests/module_utils
 
 DOCUMENTATION = r"""
 module: ufcctl_kubectl
@@ -200,7 +201,7 @@ FIELD_MANAGER = "ufcctl"
 # picking the CRD up, at 16,000 nodes as at 3, without hiding a CRD that never becomes served.
 CRD_WAIT_TIMEOUT = "60s"
 # The annotation a drain with a mark leaves on a node it cordoned: release uncordons only those.
-MARK = "ufcctl.io/cordoned-for"
+MARK = CORDON_MARK
 RELEASE_POLL = 2.0  # seconds between reads of the node while release waits for it
 
 

@@ -147,7 +147,8 @@ def ufcctl_kcp_kubeadm_failure(result: Mapping[str, Any], secrets: Sequence[str]
     return kubeadm.failure_message(result, secrets)
 
 
-def ufcctl_kcp_joining(hosts: Sequence[str], hostvars: Any, play_hosts: Sequence[str], first: str) -> list[str]:
+def ufcctl_kcp_joining(hosts: Sequence[str], hostvars: Any, play_hosts: Sequence[str],
+                       first: str) -> list[str]:
     """The control planes of this run that kubeadm will join (their probe found no kubelet.conf)."""
     return [
         h for h in hosts if h != first and h in play_hosts

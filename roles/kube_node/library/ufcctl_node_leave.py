@@ -8,6 +8,7 @@ import os
 import shutil
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.ufcctl_systemd import is_active, unit_states
 
 DOCUMENTATION = r"""
 module: ufcctl_node_leave
@@ -56,11 +57,15 @@ def _holds_something(path: str) -> bool:
     return os.path.lexists(path)
 
 
-def _unit_state(module: AnsibleModule, unit: str) -> tuple[bool, bool]:
-    """(active, enabled); a unit systemd does not know is neither."""
-    active = module.run_command(["systemctl", "is-active", "--quiet", unit])[0] == 0
-    _rc, out, _err = module.run_command(["systemctl", "is-enabled", unit])
-    return active, out.strip() in ("enabled", "enabled-runtime")  # static/indirect units cannot be disabled
+# the UnitFileStates `systemctl disable` changes (static, indirect, alias... units cannot be disabled)
+DISABLABLE = ("enabled", "enabled-runtime")
+
+
+def _unit_states(module: AnsibleModule, units: list[str]) -> list[tuple[str, bool, bool]]:
+    """(unit, active, enabled) of each, one `systemctl show` (ufcctl_systemd); a unit systemd does not
+    know is neither."""
+    states = unit_states(module, units)
+    return [(unit, is_active(states[unit]), states[unit]["enabled"] in DISABLABLE) for unit in units]
 
 
 def _remove(path: str) -> None:
@@ -77,7 +82,7 @@ def leave(module: AnsibleModule) -> dict:
         module.fail_json(msg=f"this host is a control plane ({ADMIN_CONF} or {APISERVER_MANIFEST} exists): "
                              "a worker's removal would take its apiserver down; nothing was touched")
     joined = [p for p in params["paths"] if _holds_something(p)]
-    units = [(u, *_unit_state(module, u)) for u in params["services"]]
+    units = _unit_states(module, params["services"])
     to_stop = [u for u, active, enabled in units if active or enabled]
     kubeadm = module.get_bin_path(params["kubeadm"])
     result = {"changed": bool(joined or to_stop), "reset": bool(joined and kubeadm), "stopped": to_stop,

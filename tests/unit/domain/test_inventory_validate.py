@@ -10,7 +10,7 @@ import pytest
 
 from ufcctl.domain.inventory.resolve import resolve
 from ufcctl.domain.inventory.sources import InventorySources, SourceFile, VarsEntry
-from ufcctl.domain.inventory.validate import validate
+from ufcctl.domain.inventory_check import validate
 
 CP = {"kube_control_plane": {"hosts": {f"cp{i}": {"ansible_host": f"10.0.0.1{i}"} for i in (1, 2, 3)}}}
 # Calico tor mode (the role's default): a BGP peer for the ToR and one for the control planes

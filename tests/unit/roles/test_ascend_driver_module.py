@@ -31,6 +31,7 @@ from ufcctl.domain.npu import driver_plan  # noqa: E402
 
 ROLE = ROOT / "roles" / "ascend_driver"
 mod = load_file(ROLE / "library" / "ufc_ascend_driver.py", "ufc_ascend_driver_module")
+packages = load_file(ROLE / "module_utils" / "ufcctl_ascend_packages.py", "ufcctl_ascend_packages_utils")
 action = load_file(ROLE / "action_plugins" / "ufc_ascend_driver.py", "ufc_ascend_driver_action")
 USER = ["--install-username=HwHiAiUser", "--install-usergroup=HwHiAiUser"]
 needs_timeout = pytest.mark.skipif(not shutil.which("timeout"), reason="needs coreutils timeout")
@@ -105,7 +106,7 @@ SUMS = "\n".join([
     ],
 )
 def test_checksum_file_lookup(package: str, digest: str) -> None:
-    assert mod.checksum_from_file(SUMS, package) == digest
+    assert packages.checksum_from_file(SUMS, package) == digest
 
 
 def _plan(driver: str, firmware: str, *, enabled: bool = True, force: bool = False) -> list[tuple[str, str]]:

@@ -256,7 +256,9 @@ def test_the_health_only_run_after_a_reboot_gates_on_chips_and_version(tmp_path:
         hosts[name] = {**GOOD, "npu_smi": str(fake)}
     report = _play(tmp_path, HEALTH_PLAY, hosts, env={
         "ANSIBLE_LIBRARY": str(ROLE / "library"), "ANSIBLE_ACTION_PLUGINS": str(ROLE / "action_plugins"),
-        "ANSIBLE_MODULE_UTILS": str(ROLE.parent / "ufc_common" / "module_utils")})
+        # the role's own module_utils and ufc_common's, as a play that loads the role ships them
+        "ANSIBLE_MODULE_UTILS": os.pathsep.join([str(ROLE / "module_utils"),
+                                                 str(ROLE.parent / "ufc_common" / "module_utils")])})
     failures = _failures(report)
     assert "healthy" not in failures and _results(report, "Health only")["healthy"]["health"]["checked"]
     assert failures["bad-chip"] == "health gate: chips not OK: 3 Critical"

@@ -353,3 +353,33 @@ def test_the_ca_certificate_goes_to_members_and_control_planes(role_vars) -> Non
     for dest in ("/etc/etcd/pki/ca.crt", "/etc/kubernetes/pki/etcd/ca.crt"):
         assert files[dest]["src"] == "/nonexistent/pki/ca.crt"
     assert "/etc/kubernetes/pki/apiserver-etcd-client.crt" in files
+
+
+def test_the_probe_reads_members_and_certificates_and_new_clusters_get_bootstrap_settings(role_vars) -> None:
+    """tasks/facts.yml's etcd_probe arguments and tasks/members.yml's bootstrap files (filters over
+    ufcctl/domain/etcd/member_plan.py, once Jinja namespace() loops)."""
+    import yaml
+
+    probe = next(t for t in yaml.safe_load((ROLE / "tasks" / "facts.yml").read_text()) if "etcd_probe" in t)
+    health = _evaluate(role_vars, probe["etcd_probe"]["health"], __etcd_clusters=["core", "pods"])
+    assert [(h["cluster"], h["url"], h["cert"]) for h in health] == [
+        ("core", "https://127.0.0.1:2379/health", "/etc/etcd/pki/agent.crt"),
+        ("pods", "https://127.0.0.1:2385/health", "/etc/etcd/pki/agent.crt")]
+    certs = _evaluate(role_vars, probe["etcd_probe"]["certs"])
+    assert {c["name"]: c["key"] for c in certs} == {
+        "member": "/etc/etcd/pki/member.key", "agent": "/etc/etcd/pki/agent.key",
+        "apiserver-etcd-client": "/etc/kubernetes/pki/apiserver-etcd-client.key"}
+    members = yaml.safe_load((ROLE / "tasks" / "members.yml").read_text())
+    boot = next(t for t in members if str(t.get("name", "")).startswith("Write the bootstrap"))
+    facts = {"__etcd_state": _state({"pods": False}), "__etcd_running": _probed(pods=False)}
+    assert _evaluate(role_vars, boot["ufc_files"]["files"], **facts) == [
+        {"dest": "/etc/etcd/etcd-pods-bootstrap.env", "template": "etcd-bootstrap.env.j2",
+         "vars": {"__etcd_cluster": "pods"}, "mode": "0644"}]
+
+
+def test_the_role_decides_in_filters_not_in_jinja_loops() -> None:
+    """No `namespace()` accumulation loop in the role's vars or tasks: a decision is a filter over
+    ufcctl/domain (roles/etcd/filter_plugins/ufcctl_etcd_member.py), tested as Python."""
+    texts = {p.relative_to(ROLE).as_posix(): p.read_text() for p in sorted(ROLE.glob("*/*.yml"))}
+    assert "vars/main.yml" in texts and "tasks/facts.yml" in texts
+    assert [name for name, text in texts.items() if "namespace(" in text] == []

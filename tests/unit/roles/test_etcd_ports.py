@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
+from ufcctl.domain.etcd.inventory_rules import ETCD_DEFAULT_PORTS
 from ufcctl.domain.etcd.topology import CLUSTER_KINDS
-from ufcctl.domain.inventory.validate import ETCD_DEFAULT_PORTS
 
 ROOT = Path(__file__).resolve().parents[3]
 PORT = re.compile(r"\b23(79|8[0-7])\b")

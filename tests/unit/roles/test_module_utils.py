@@ -125,6 +125,7 @@ def test_a_staged_file_sits_beside_its_destination_until_replaced(tmp_path: Path
     dest = tmp_path / "a.conf"
     tmp = ufcctl_files.stage_beside(str(dest), b"x", 0o600)
     assert Path(tmp).parent == tmp_path and Path(tmp).name.startswith(".a.conf.") and not dest.exists()
+    assert Path(tmp).name.endswith(".part")  # the node-side programs' scheme (one writer)
     assert stat.S_IMODE(os.stat(tmp).st_mode) == 0o600
     ufcctl_files.replace(tmp, str(dest))
     assert dest.read_bytes() == b"x" and not Path(tmp).exists()

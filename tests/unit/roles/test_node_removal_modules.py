@@ -50,8 +50,16 @@ def _leave_params(paths: list[str], **kw: Any) -> dict[str, Any]:
             "cri_socket": "unix:///run/containerd/containerd.sock", "allow_control_plane": False, **kw}
 
 
-RUNNING = {"systemctl is-active": (0, "", ""), "systemctl is-enabled": (0, "enabled\n", "")}
-STOPPED = {"systemctl is-active": (3, "", ""), "systemctl is-enabled": (1, "disabled\n", "")}
+def _show(active: str, enabled: str) -> dict[str, tuple[int, str, str]]:
+    """The one `systemctl show` of both units (roles/ufc_common/module_utils/ufcctl_systemd.py)."""
+    blocks = [f"Id={u}.service\nNames={u}.service\nActiveState={active}\nUnitFileState={enabled}\n"
+              for u in ("kubelet", "containerd")]
+    return {"/usr/bin/systemctl show": (0, "\n".join(blocks), "")}
+
+
+RUNNING = _show("active", "enabled")
+STOPPED = _show("inactive", "disabled")
+PROBE = " show --property="
 
 
 @pytest.fixture(autouse=True)
@@ -65,7 +73,7 @@ def test_a_joined_worker_is_reset_then_stopped_then_wiped(tmp_path: Path) -> Non
     module = FakeModule(_leave_params(paths), RUNNING)
     result = leave_module.leave(module)
     assert result["changed"] and result["reset"] and result["stopped"] == ["kubelet", "containerd"]
-    acted = [c for c in module.calls if "is-" not in c]
+    acted = [c for c in module.calls if PROBE not in c]
     assert acted == ["/usr/bin/kubeadm reset -f --cri-socket=unix:///run/containerd/containerd.sock",
                      "systemctl stop kubelet", "systemctl disable kubelet", "systemctl stop containerd",
                      "systemctl disable containerd"]  # reset while containerd still runs
@@ -77,14 +85,26 @@ def test_a_removed_worker_is_unchanged_and_check_mode_touches_nothing(tmp_path: 
     (tmp_path / "var-lib-kubelet").mkdir()  # an empty directory holds no join state
     module = FakeModule(_leave_params(paths), STOPPED)
     assert leave_module.leave(module) == {"changed": False, "reset": False, "stopped": [], "removed": []}
-    assert [c for c in module.calls if "is-" not in c] == []
+    assert [c for c in module.calls if PROBE not in c] == []
     other = tmp_path / "joined"
     other.mkdir()
     joined = _joined(other)
     checked = FakeModule(_leave_params(joined), RUNNING, check=True)
     assert leave_module.leave(checked)["changed"] is True
-    assert [c for c in checked.calls if "is-" not in c] == []  # nothing run
+    assert [c for c in checked.calls if PROBE not in c] == []  # nothing run
     assert Path(joined[0]).exists() and Path(joined[2]).exists()  # nothing wiped
+
+
+def test_units_are_read_in_one_call_and_only_what_can_be_disabled_is(tmp_path: Path) -> None:
+    """One `systemctl show` for every unit; a static unit (or one enabled only indirectly) is stopped but
+    not disabled, and a unit systemd does not know is left alone."""
+    show = ("Id=kubelet.service\nNames=kubelet.service\nActiveState=reloading\nUnitFileState=static\n\n"
+            "Id=containerd.service\nNames=containerd.service\nActiveState=inactive\nUnitFileState=\n")
+    module = FakeModule(_leave_params(_joined(tmp_path)), {"/usr/bin/systemctl show": (0, show, "")})
+    assert leave_module.leave(module)["stopped"] == ["kubelet"]
+    assert [c for c in module.calls if "systemctl" in c] == [
+        "/usr/bin/systemctl show --property=Id,Names,ActiveState,UnitFileState -- kubelet containerd",
+        "systemctl stop kubelet"]
 
 
 def test_a_control_plane_is_refused_unless_allowed(tmp_path: Path) -> None:

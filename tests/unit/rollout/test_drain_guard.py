@@ -151,7 +151,9 @@ def test_drain_guard_choices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 def test_the_engine_marks_as_the_role_and_its_kubectl_module_do() -> None:
     """The engine's drain and roles/ascend_driver's in-play drain share one mark (its admission uncordons
-    a node either drained), written under the annotation roles/k8s_manifests' module reads."""
+    a node either drained), written under the annotation roles/k8s_manifests' module reads: both defined
+    once in ufcctl/domain/rollout/cordon.py (generated into the role's vars, linked into the module's
+    module_utils); this holds the generation and the link to it."""
     import yaml
 
     from tests.helpers.pyimports import load_file
@@ -159,7 +161,9 @@ def test_the_engine_marks_as_the_role_and_its_kubectl_module_do() -> None:
     from ufcctl.rollout.drain import DRAIN_MARK
 
     root = Path(__file__).resolve().parents[3]
-    role_vars = yaml.safe_load((root / "roles" / "ascend_driver" / "vars" / "main" / "main.yml").read_text())
+    role_vars = {name: value for file in ("main.yml", "generated.yml")
+                 for name, value in yaml.safe_load((root / "roles" / "ascend_driver" / "vars" / "main" / file)
+                                                   .read_text()).items()}
     library = root / "roles" / "k8s_manifests" / "library"
     module = load_file(library / "ufcctl_kubectl.py", "ufcctl_kubectl_mark")
     assert role_vars["__ascend_driver_drain_mark"] == DRAIN_MARK

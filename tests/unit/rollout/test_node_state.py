@@ -62,15 +62,39 @@ def test_anything_else_takes_the_full_path(record: dict | None, digest: str, now
     assert reasons and any(why in r for r in reasons), reasons
 
 
+class _Systemd:
+    """What ufcctl_systemd asks of the module: systemctl's path and one `systemctl show` answer."""
+
+    def __init__(self, states: dict[str, str] | None = None) -> None:
+        self.states, self.calls = states or {}, []
+
+    def get_bin_path(self, name: str) -> str | None:
+        return "/usr/bin/systemctl" if name == "systemctl" else None
+
+    def run_command(self, argv: list[str]) -> tuple[int, str, str]:
+        self.calls.append(argv)
+        units = argv[argv.index("--") + 1:]
+        return 0, "\n".join(f"Id={u}\nNames={u}\nActiveState={self.states.get(u, 'inactive')}\n"
+                            f"UnitFileState=enabled\n" for u in units), ""
+
+
+def test_services_are_read_in_one_systemctl_show_and_only_active_counts() -> None:
+    systemd = _Systemd({"containerd.service": "active", "kubelet.service": "reloading"})
+    assert mod.active_services(systemd, ["containerd.service", "kubelet.service", "gone.service"]) == {
+        "containerd.service": True, "kubelet.service": False, "gone.service": False}
+    assert len(systemd.calls) == 1 and systemd.calls[0][1] == "show"
+    assert mod.active_services(systemd, []) == {} and len(systemd.calls) == 1
+
+
 def test_no_record_is_written_for_a_node_missing_what_the_roles_leave(tmp_path: Path) -> None:
     params = {"digest": "d", "files": [], "stat": [], "packages": [], "services": [], "modules": [],
               "sysctl": [], "require": [str(tmp_path / "kubelet.conf")]}
-    record, why = mod.build_record(params)
+    record, why = mod.build_record(params, _Systemd())
     assert record is None and why == [f"{tmp_path / 'kubelet.conf'} is missing"]
     (tmp_path / "kubelet.conf").write_text("x")
-    record, why = mod.build_record(params | {"files": [str(tmp_path / "gone")]})
+    record, why = mod.build_record(params | {"files": [str(tmp_path / "gone")]}, _Systemd())
     assert record is None and why == [f"{tmp_path / 'gone'} missing"]
-    record, why = mod.build_record(params)
+    record, why = mod.build_record(params, _Systemd())
     assert why == [] and record is not None and str(tmp_path / "kubelet.conf") in record["stat"]
 
 

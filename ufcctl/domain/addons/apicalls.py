@@ -1,6 +1,7 @@
 """The Kubernetes API calls each add-on's pinned release makes, per ServiceAccount, with their source.
 
-The RBAC that ufcctl renders must allow each of them (`ufcctl/domain/manifests/rbac.py` evaluates it):
+The RBAC that ufcctl renders must allow each of them (`ufcctl/domain/manifests/rbac.py` evaluates it,
+importing ApiCall from here: manifests reads the add-ons' facts, never the other way round):
 a call denied here is a 403 on a real apiserver, and for an informer a cache that never syncs
 (docs/reference/components.md §9 lists the facts and why each one matters). An informer is a list and a
 watch over all namespaces. Releases: Calico v3.29.3, Volcano v1.9.0 with MindCluster v26.0.0's build,
@@ -12,7 +13,28 @@ nfs-subdir-external-provisioner v4.0.2, each read in its source at that tag.
 
 from __future__ import annotations
 
-from ufcctl.domain.manifests.rbac import ApiCall
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ApiCall:
+    """One request a program makes: `verb` on `group`/`resource` (`pods/status` for a subresource),
+    naming the object `name` (a get, update, patch or subresource create), in `namespace` ("" for a
+    cluster-scoped object or an all-namespaces list/watch). `source` is where upstream makes it."""
+
+    verb: str
+    resource: str
+    group: str = ""
+    name: str = ""
+    namespace: str = ""
+    source: str = ""
+
+    def __str__(self) -> str:
+        where = f" in {self.namespace}" if self.namespace else ""
+        named = f" {self.name!r}" if self.name else ""
+        group = self.group or "core"
+        return f"{self.verb} {group}/{self.resource}{named}{where} ({self.source})"
+
 
 CALICO_YAML = "calico v3.29.3 manifests/calico-typha.yaml"
 VOLCANO_CACHE = "volcano v1.9.0 pkg/scheduler/cache/cache.go"

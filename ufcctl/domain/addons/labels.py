@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ufcctl.domain.inventory.arch import ARCH_VAR, HOST_ARCH_LABELS
+from ufcctl.domain.arch import ARCH_VAR, HOST_ARCH_LABELS
 
 # Label values: at most 63 characters, alphanumerics at both ends, '-', '_' and '.' inside.
 _VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")

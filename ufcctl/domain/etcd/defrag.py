@@ -204,7 +204,8 @@ def decide(view: ClusterView, name: str, settings: DefragSettings, now: float) -
     variables = rule_variables(status.db_size, status.db_size_in_use, settings.quota_bytes)
     if view.nospace:
         # a defrag is the only way out, and etcd refuses the writes that would let dbSizeInUse show
-        # what the compaction freed (see etcd_defrag.settle_compaction): the rule is not consulted
+        # what the compaction freed (see nodeside/etcd_compaction.py Compaction.settle): the rule is not
+        # consulted
         return Decision(name, True, "NOSPACE alarm: every member is defragmented to recover", variables)
     try:
         wanted = settings.rule.evaluate(variables)

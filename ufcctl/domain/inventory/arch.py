@@ -16,18 +16,13 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ufcctl.domain.arch import ARCH_VAR, DEFAULT_ARCH, MACHINES
 from ufcctl.domain.inventory.model import Inventory
 from ufcctl.domain.inventory.sources import Problem
 from ufcctl.domain.inventory.values import templated
 from ufcctl.errors import shown
 
-ARCH_VAR = "ufc_arch"
-DEFAULT_ARCH = "amd64"
-# Kubernetes' name -> the kernel's (`uname -m`, Ansible's ansible_architecture)
-MACHINES = {"amd64": "x86_64", "arm64": "aarch64"}
 _OF_MACHINE = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
-# The `host-arch` node label MindCluster's Volcano plugin and Ascend Operator select on
-HOST_ARCH_LABELS = {"amd64": "huawei-x86", "arm64": "huawei-arm"}
 _ETCD_TARBALL = re.compile(r"-linux-([a-z0-9_]+)\.tar\.gz$")
 
 

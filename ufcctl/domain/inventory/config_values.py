@@ -14,8 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ufcctl.domain.etcd.topology import CLUSTER_KINDS
-from ufcctl.domain.inventory.model import Inventory
+from ufcctl.domain.inventory.model import ETCD_GROUPS, Inventory
 from ufcctl.domain.inventory.sources import Problem
 from ufcctl.domain.inventory.values import templated
 from ufcctl.errors import shown
@@ -37,7 +36,7 @@ def _interface(value: Any) -> str | None:
     return "is not a network interface name (1-15 letters, digits, '_', '.', '@', '-')"
 
 
-def _path(value: Any) -> str | None:
+def path_problem(value: Any) -> str | None:
     if value in ("", None):
         return None
     text = str(value)
@@ -58,13 +57,13 @@ def _label(value: Any) -> str | None:
 RULES_BY_VAR: Mapping[str, Callable[[Any], str | None]] = {
     "ufc_vip_interface": _interface,
     "apiserver_lb_vip_interface": _interface,
-    "apiserver_lb_check_ca_file": _path,
+    "apiserver_lb_check_ca_file": path_problem,
     "npu_tor_id": _label,
-    **{f"{kind.group}_data_dir": _path for kind in CLUSTER_KINDS},
+    **{f"{group}_data_dir": path_problem for group in ETCD_GROUPS},
 }
 Rule = Callable[[Any], str | None]
 _FIX: dict[Rule, str] = {_interface: "use the interface's name as `ip link` shows it, e.g. eth0 or bond0.100",
-        _path: "use an absolute path such as /etc/kubernetes/pki/ca.crt",
+        path_problem: "use an absolute path such as /etc/kubernetes/pki/ca.crt",
         _label: "use letters, digits, '-', '_' and '.', e.g. tor-01"}
 
 
@@ -87,28 +86,4 @@ def check_config_values(inv: Inventory, problems: list[Problem], warnings: list[
                                             _FIX[_label]))
 
 
-def check_etcd_data_dirs(inv: Inventory, problems: list[Problem], warnings: list[Problem]) -> None:
-    """Two etcd clusters on one host never share a data directory, nor nest one inside the other."""
-    for name, host in inv.hosts.items():
-        dirs: dict[str, str] = {}
-        for kind in CLUSTER_KINDS:
-            if kind.group not in host.groups:
-                continue
-            var = f"{kind.group}_data_dir"
-            value = host.vars.get(var, f"/var/lib/etcd-{kind.name}")
-            if isinstance(value, str) and not templated(value) and _path(value) is None:
-                dirs[var] = value.rstrip("/") or "/"
-        for var, path in dirs.items():
-            for other, other_path in dirs.items():
-                if other <= var:
-                    continue
-                if path == other_path or (path + "/").startswith(other_path + "/") or \
-                        (other_path + "/").startswith(path + "/"):
-                    problems.append(Problem(inv.var_origin(name, var), f"host {name}",
-                                            f"{var} {shown(path)} and {other} {shown(other_path)} are one "
-                                            "directory or one inside the other: two etcd clusters would "
-                                            "share their data", "give each cluster its own directory, e.g. "
-                                            "/var/lib/etcd-core and /var/lib/etcd-events"))
-
-
-RULES = (check_config_values, check_etcd_data_dirs)
+RULES = (check_config_values,)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ufcctl.domain.addons.labels import node_labels, worker_labels
-from ufcctl.domain.inventory.arch import ARCH_VAR, HOST_ARCH_LABELS
+from ufcctl.domain.arch import ARCH_VAR, HOST_ARCH_LABELS
 from ufcctl.domain.manifests.crds import CRD_KIND, custom_kinds
 from ufcctl.domain.manifests.objects import K8sObject, Problem
 

@@ -15,27 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ufcctl.domain.addons.apicalls import ApiCall  # what an add-on asks; judged here
+
 RBAC_GROUP = "rbac.authorization.k8s.io"
-
-
-@dataclass(frozen=True)
-class ApiCall:
-    """One request a program makes: `verb` on `group`/`resource` (`pods/status` for a subresource),
-    naming the object `name` (a get, update, patch or subresource create), in `namespace` ("" for a
-    cluster-scoped object or an all-namespaces list/watch). `source` is where upstream makes it."""
-
-    verb: str
-    resource: str
-    group: str = ""
-    name: str = ""
-    namespace: str = ""
-    source: str = ""
-
-    def __str__(self) -> str:
-        where = f" in {self.namespace}" if self.namespace else ""
-        named = f" {self.name!r}" if self.name else ""
-        group = self.group or "core"
-        return f"{self.verb} {group}/{self.resource}{named}{where} ({self.source})"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+../../../ufcctl/domain/rollout/cordon.py
