@@ -8,8 +8,9 @@ what the real one would need:
   (/etc/kubernetes/pki/ca.{crt,key}), stores the config's bootstrap tokens and KubeletConfiguration in
   the real etcd core cluster (through etcdctl and the apiserver's etcd client certificate named in
   ClusterConfiguration.etcd.external), starts the LAB API STAND-IN (apiserver.py) on the control
-  plane's port, creates the system namespaces and kube-public/cluster-info, and registers the first
-  control plane's Node with kubeadm's control-plane label and taint;
+  plane's port, creates the system namespaces, kube-public/cluster-info and the kube-proxy DaemonSet
+  (kubeadm's addon phase; nothing runs it), and registers the first control plane's Node with kubeadm's
+  control-plane label and taint;
 - `join --config F` (worker, or control plane with `controlPlane:`): preflight (preflight.py: kubeadm
   1.31's checks by name; kubelet.conf absent, the CRI socket accepts a connection, kubelet installed),
   token format, discovery of the CA from
@@ -512,6 +513,7 @@ def cmd_init(config: str) -> int:
     labels = dict(kv.split("=", 1) for kv in _extra_args(registration).get("node-labels", "").split(",")
                   if "=" in kv)
     apiserver.register_node(api, _node_name(init), VERSION, labels, registration.get("taints"), True)
+    _kube_proxy_addon(api, str(cluster.get("imageRepository") or "registry.k8s.io"))
     if "--upload-certs" in sys.argv[1:]:
         _upload_certs(api, str(init.get("certificateKey") or ""))
     _register(etcd, _node_name(init), {"kind": "control-plane-init", "endpoint": endpoint})
@@ -520,6 +522,26 @@ def cmd_init(config: str) -> int:
     print("Your Kubernetes control-plane has initialized successfully! (LAB KUBE EMULATOR: nothing of "
           "Kubernetes runs here)")
     return 0
+
+
+def _kube_proxy_addon(api: Any, repository: str) -> None:
+    """kubeadm init's addon/kube-proxy phase, as the objects ufcctl reads (the DaemonSet
+    kube-system/kube-proxy: every Linux node, every taint tolerated, no rollingUpdate given, so the apiserver's defaults apply:
+    maxUnavailable 1, the window roles/kube_control_plane widens, D20). No kube-proxy runs here."""
+    import apiserver
+
+    labels = {"k8s-app": "kube-proxy"}
+    apiserver._put_new(api, apiserver.API._builtin("daemonsets"), "kube-system", {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "kube-proxy", "namespace": "kube-system", "labels": labels},
+        "spec": {"selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels},
+            "spec": {"hostNetwork": True,
+                     "nodeSelector": {"kubernetes.io/os": "linux"}, "tolerations": [{"operator": "Exists"}],
+                     "containers": [{"name": "kube-proxy", "image": f"{repository}/kube-proxy:{VERSION}",
+                                     "command": ["/usr/local/bin/kube-proxy",
+                                                 "--config=/var/lib/kube-proxy/config.conf"]}]}}},
+    })
 
 
 def _node_name(doc: dict[str, Any]) -> str:

@@ -94,12 +94,18 @@ def test_the_probe_reports_whether_kubeadm_already_ran_here() -> None:
 
 
 def test_the_first_control_planes_admin_conf_is_kept_on_the_controller_0600() -> None:
-    """D19: deploy's readiness wait and `ufcctl health` read the cluster with this copy."""
+    """D19: deploy's readiness wait and `ufcctl health` read the cluster with this copy; a renewal of the
+    first control plane's certificates refreshes it, so the next deploy changes nothing."""
     doc = yaml.safe_load((ROLE / "tasks" / "bootstrap.yml").read_text())
     keep = next(t for t in doc if t["name"].startswith("Keep the first control plane's admin.conf"))
-    assert keep["run_once"] is True and "not ansible_check_mode" in keep["when"]
-    read, write = keep["block"]
-    assert read["ansible.builtin.slurp"]["src"] == "/etc/kubernetes/admin.conf"
+    assert keep["ansible.builtin.include_tasks"] == "admin_conf.yml"
+    assert "not ansible_check_mode" in keep["when"]
+    renew = yaml.safe_load((ROLE / "tasks" / "certs_renew.yml").read_text())
+    again = next(t for t in renew if t["name"].startswith("Keep the renewed admin.conf"))
+    assert again["ansible.builtin.include_tasks"] == "admin_conf.yml"
+    assert "inventory_hostname == __kube_control_plane_first" in again["when"]
+    read, write = yaml.safe_load((ROLE / "tasks" / "admin_conf.yml").read_text())
+    assert read["ansible.builtin.slurp"]["src"] == "/etc/kubernetes/admin.conf" and read["run_once"] is True
     assert read["delegate_to"] == "{{ __kube_control_plane_first }}"
     copy = write["ansible.builtin.copy"]
     assert copy["dest"] == "{{ kube_control_plane_pki_controller_dir }}/admin.conf" and copy["mode"] == "0600"
