@@ -526,8 +526,9 @@ def cmd_init(config: str) -> int:
 
 def _kube_proxy_addon(api: Any, repository: str) -> None:
     """kubeadm init's addon/kube-proxy phase, as the objects ufcctl reads (the DaemonSet
-    kube-system/kube-proxy: every Linux node, every taint tolerated, no rollingUpdate given, so the apiserver's defaults apply:
-    maxUnavailable 1, the window roles/kube_control_plane widens, D20). No kube-proxy runs here."""
+    kube-system/kube-proxy: every Linux node, every taint tolerated, no rollingUpdate given, so the
+    apiserver's defaults apply: maxUnavailable 1, the window roles/kube_control_plane widens, D20). No
+    kube-proxy runs here."""
     import apiserver
 
     labels = {"k8s-app": "kube-proxy"}
