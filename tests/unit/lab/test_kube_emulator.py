@@ -560,3 +560,18 @@ def test_the_apiserver_serves_a_renewed_certificate_only_after_a_restart(kube_pk
     server = start()  # the restart
     assert served(server.server_address[1]) == der(kube_pki / "apiserver.crt")  # type: ignore[attr-defined]
     server.shutdown()  # type: ignore[attr-defined]
+
+
+def test_init_leaves_kubeadms_kube_proxy_daemonset_at_one_node_at_a_time(apiserver: tuple) -> None:
+    """kubeadm's addon phase makes kube-proxy's DaemonSet with no rollingUpdate: the apiserver's default
+    maxUnavailable 1 is what roles/kube_control_plane widens (D20); a second init leaves it as it is."""
+    _, _, api = apiserver
+    emu._kube_proxy_addon(api, "registry.k8s.io")
+    daemonsets = api.resource("apps", "v1", "daemonsets")
+    ds = api.get(daemonsets, "kube-system", "kube-proxy")
+    assert ds["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] == 1
+    container = ds["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == f"registry.k8s.io/kube-proxy:{emu.VERSION}"
+    assert ds["spec"]["template"]["spec"]["tolerations"] == [{"operator": "Exists"}]
+    emu._kube_proxy_addon(api, "registry.k8s.io")  # idempotent: _put_new leaves what exists
+    assert api.get(daemonsets, "kube-system", "kube-proxy")["metadata"]["uid"] == ds["metadata"]["uid"]
