@@ -183,8 +183,13 @@ def _renew_control_plane(inventory: Inventory, step: Step, log: Callable[[str], 
     while this control plane is out of every haproxy's backends (delegated to the apiserver_lb hosts)."""
     log(f"{step.host}: " + (f"kubeadm certs renew all ({len(step.items)} certificate(s))" if step.items
                             else step.note) + "; kube-apiserver restarted out of haproxy's backends")
+    # the controller's copy of admin.conf is the first control plane's (roles/kube_control_plane
+    # tasks/admin_conf.yml): this run's inventory is the step's host and its context, whose first control
+    # plane need not be the cluster's, so ufcctl says whether this host is
+    first = inventory.group_hosts(CONTROL_PLANE)[:1]
     return _run_one(KUBEADM_PLAYBOOK, inventory, step, inventory.group_hosts(LB_GROUP),
-                    {"kube_control_plane_certs_renew": bool(step.items)}, log)
+                    {"kube_control_plane_certs_renew": bool(step.items),
+                     "kube_control_plane_renewed_first": first == [step.host]}, log)
 
 
 def _renew_cache(inventory: Inventory, step: Step, force: bool, log: Callable[[str], None]) -> HostTime:

@@ -95,7 +95,9 @@ def test_kubeadm_forced_renews_one_control_plane_at_a_time_with_haproxy_in_view(
     assert [(p, h) for p, h, _, _ in etcd.others] == [
         ("certs-renew-kubeadm.yml", f"cp{i}") for i in (1, 2, 3)]
     for _, host, extravars, context in etcd.others:
-        assert extravars == {"kube_control_plane_certs_renew": True}
+        # only the cluster's first control plane refreshes the controller's copy of admin.conf (D19)
+        assert extravars == {"kube_control_plane_certs_renew": True,
+                             "kube_control_plane_renewed_first": host == "cp1"}
         assert sorted(context) == sorted({"cp1", "cp2", "cp3"} - {host})  # the haproxy hosts it delegates to
     # the lab's two: apiserver.crt and admin.conf on each control plane
     assert "renewed 6 certificate(s) in 3 step(s)" in result.stdout

@@ -103,10 +103,12 @@ def test_the_first_control_planes_admin_conf_is_kept_on_the_controller_0600() ->
     renew = yaml.safe_load((ROLE / "tasks" / "certs_renew.yml").read_text())
     again = next(t for t in renew if t["name"].startswith("Keep the renewed admin.conf"))
     assert again["ansible.builtin.include_tasks"] == "admin_conf.yml"
-    assert "inventory_hostname == __kube_control_plane_first" in again["when"]
+    assert any("kube_control_plane_renewed_first" in w for w in again["when"])
+    assert again["vars"]["__kube_control_plane_admin_conf_from"] == "{{ inventory_hostname }}"
     read, write = yaml.safe_load((ROLE / "tasks" / "admin_conf.yml").read_text())
     assert read["ansible.builtin.slurp"]["src"] == "/etc/kubernetes/admin.conf" and read["run_once"] is True
-    assert read["delegate_to"] == "{{ __kube_control_plane_first }}"
+    source = "{{ __kube_control_plane_admin_conf_from | default(__kube_control_plane_first) }}"
+    assert read["delegate_to"] == source
     copy = write["ansible.builtin.copy"]
     assert copy["dest"] == "{{ kube_control_plane_pki_controller_dir }}/admin.conf" and copy["mode"] == "0600"
     assert write["delegate_to"] == "localhost" and read["no_log"] is True and write["no_log"] is True
