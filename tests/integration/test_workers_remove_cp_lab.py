@@ -35,6 +35,7 @@ import yaml
 from tests.helpers.lab import ROOT, STACK_LAB, Stack, haproxy_servers, ufcctl
 from tests.lab_standins import apiserver_standin
 from ufcctl.app.etcd_maint import cluster_targets
+from ufcctl.domain.controlplane.kubeadm import token_objects
 from ufcctl.rollout.store import StateStore
 
 pytestmark = pytest.mark.integration
@@ -97,12 +98,8 @@ def _control_plane_tokens(stack: Stack) -> list[str]:
     """Ids of the bootstrap tokens kube_control_plane made (kubeadm.yaml's; not the workers' join token)."""
     listed = _exec(stack, CONTROL_PLANES[0], "kubeadm", "token", "list", "-o", "json")
     assert listed.returncode == 0, listed.stderr
-    decoder, text, at, ids = json.JSONDecoder(), listed.stdout, 0, []
-    while (at := len(text) - len(text[at:].lstrip())) < len(text):
-        obj, at = decoder.raw_decode(text, at)
-        if obj.get("description") == "ufcctl join token (control plane)":
-            ids.append(str(obj["token"]).split(".", 1)[0])
-    return ids
+    return [str(obj["token"]).split(".", 1)[0] for obj in token_objects(listed.stdout)
+            if obj.get("description") == "ufcctl join token (control plane)"]
 
 
 def _expire_join_secrets(stack: Stack) -> None:

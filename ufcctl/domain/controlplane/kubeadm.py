@@ -50,11 +50,12 @@ def token_secret(token: str) -> str:
     return token.split(".", 1)[1] if TOKEN.match(token or "") else token
 
 
-def listed_tokens(output: str) -> dict[str, datetime | None]:
-    """`kubeadm token list -o json`: token id -> expiry (None: never expires). kubeadm prints one JSON
-    object per token, indented and concatenated; anything that is not a BootstrapToken is skipped."""
+def token_objects(output: str) -> list[dict[str, Any]]:
+    """`kubeadm token list -o json`: its BootstrapToken objects (kubeadm prints one JSON object per token,
+    indented and concatenated); anything without a well-formed token is skipped, and the reading stops at
+    a warning line or cut output, keeping what was read so far."""
     decoder, text, at = json.JSONDecoder(), str(output or ""), 0
-    found: dict[str, datetime | None] = {}
+    found: list[dict[str, Any]] = []
     while True:
         while at < len(text) and text[at].isspace():
             at += 1
@@ -63,15 +64,23 @@ def listed_tokens(output: str) -> dict[str, datetime | None]:
         try:
             obj, at = decoder.raw_decode(text, at)
         except ValueError:
-            return found  # a warning line or cut output: what was read so far
-        token = str(obj.get("token") or "") if isinstance(obj, dict) else ""
-        if not TOKEN.match(token):
-            continue
+            return found
+        if isinstance(obj, dict) and TOKEN.match(str(obj.get("token") or "")):
+            found.append(obj)
+
+
+def listed_tokens(output: str) -> dict[str, datetime | None]:
+    """`kubeadm token list -o json`: token id -> expiry (None: never expires); an unreadable expiry skips
+    its token."""
+    found: dict[str, datetime | None] = {}
+    for obj in token_objects(output):
         expires = obj.get("expires")
+        token_id = str(obj["token"]).split(".", 1)[0]
         try:
-            found[token.split(".", 1)[0]] = datetime.fromisoformat(str(expires)) if expires else None
+            found[token_id] = datetime.fromisoformat(str(expires)) if expires else None
         except ValueError:
             continue
+    return found
 
 
 def token_state(output: str, token: str, now: datetime, margin_seconds: float) -> str:
