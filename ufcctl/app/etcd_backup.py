@@ -5,9 +5,11 @@ first healthy follower) through etcd's gateway with ufcctl's client certificate,
 directory (`.ufc/backups/etcd/<cluster>/`), checked and with its `.sha256` (ufcctl/nodeside/etcd_backup.py,
 the same code as the members' timers).
 
-restore: checks on the controller first (the snapshot's trailer and `.sha256`, that no member of the
-cluster answers), then playbooks/etcd-restore.yml rebuilds every member from the one snapshot with
-every kube-apiserver stopped meanwhile, and the cluster's status is read back.
+restore: checks on the controller first (a regular file, bbolt's magic, the snapshot's trailer and
+`.sha256`, the cluster its path names, that nothing answers at any member's client or peer URL), with
+the members and control planes locked, then playbooks/etcd-restore.yml has every member read the copy
+with the restore tool and rebuilds every member from the one snapshot with every kube-apiserver stopped
+meanwhile, and the cluster's status is read back.
 """
 
 from __future__ import annotations
@@ -105,11 +107,11 @@ def etcd_restore(inventory_dir: Path, cluster: str, source: Path, bump_revision:
     if bump_revision < 0:
         raise InputError(f"--bump-revision {bump_revision}: must be 0 or more")
     path = str(source.absolute())
-    claims = [(where, named) for where, named in claimed_clusters(path, KINDS_BY_NAME) if named != cluster]
+    claims = _other_claims(path, str(source.resolve()), cluster)
     if claims and not other_cluster:
-        where, named = claims[0]
-        raise InputError(f"--from {cut(path)}: its {where} says it is a snapshot of cluster {named}, not "
-                         f"{cluster}: nothing was touched",
+        shown_path, where, named = claims[0]
+        raise InputError(f"--from {cut(shown_path)}: its {where} says it is a snapshot of cluster {named}, "
+                         f"not {cluster}: nothing was touched",
                          f"restore {named} from it (--cluster {named}), or, if the file was misfiled, "
                          "add --i-know-it-is-another-cluster")
     try:
@@ -126,14 +128,26 @@ def etcd_restore(inventory_dir: Path, cluster: str, source: Path, bump_revision:
         return _restore(inventory_dir, inventory, cluster, target, checked, bump_revision, log, planes)
 
 
+def _other_claims(given: str, resolved: str, cluster: str) -> list[tuple[str, str, str]]:
+    """(path, where, cluster) for each place the snapshot's path names another cluster than `cluster`: the
+    path as given and, when it is a link, the file it leads to (`core/latest.db` -> `events/...`)."""
+    claims = [(given, where, named) for where, named in claimed_clusters(given, KINDS_BY_NAME)]
+    if resolved != given:
+        claims += [(resolved, f"{where} behind the link", named)
+                   for where, named in claimed_clusters(resolved, KINDS_BY_NAME)]
+    return [claim for claim in claims if claim[2] != cluster]
+
+
 def _refuse_running(cluster: str, target: Target) -> None:
-    """InputError when anything answers at a member's client URL: a TCP accept or a TLS failure counts
-    (an expired certificate or another CA is no proof that the member is down)."""
-    asked = [(cluster, url) for url in target.cluster.client_urls]
+    """InputError when anything answers at a member's client or peer URL: a TCP accept or a TLS failure
+    counts (an expired certificate or another CA is no proof that the member is down, and a member whose
+    client port this machine cannot reach still serves its peers)."""
+    by_url = {url: m.host for m in target.cluster.members for url in (m.client_url, m.peer_url)}
+    asked = [(cluster, url) for url in by_url]
     answers = answering(asked, target.client.tls, RUNNING_PROBE_TIMEOUT)
     if answers:
-        by_url = {m.client_url: m.host for m in target.cluster.members}
-        said = "; ".join(f"{by_url.get(url, url)} at {url}: {reason}" for (_, url), reason in answers.items())
+        said = "; ".join(f"{by_url[url]} at {url}: {answers[(c, url)]}"
+                         for c, url in asked if (c, url) in answers)
         raise InputError(
             f"etcd cluster {cluster} is running: {said}; a restore replaces all of its data",
             f"restore only a lost cluster; to replace a live one on purpose, stop etcd-{cluster}.service on "

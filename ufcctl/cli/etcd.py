@@ -127,8 +127,9 @@ def restore(inventory: Path, cluster: str, source: Path, bump_revision: int, oth
     with a new cluster token and the revision bumped, started, checked, the apiservers started again.
 
     Refuses, before anything is stopped: a snapshot that is no regular file, no bbolt database, fails its
-    checksums or is filed as another cluster's (name or directory), and a cluster where anything still
-    answers at a member's client URL (TCP accepted, a TLS failure included).
+    checksums or is filed as another cluster's (name or directory, also behind a link), and a cluster
+    where anything still answers at a member's client or peer URL (TCP accepted, a TLS failure included).
+    Every member then reads the copied snapshot with the restore tool before any apiserver stops.
     The old data directories are kept beside the new ones (<data_dir>.before-restore-<time>).
     """
     result = etcd_restore(inventory, cluster, source, bump_revision,

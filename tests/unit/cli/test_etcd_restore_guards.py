@@ -4,16 +4,23 @@ file, and a member found by URL under another name or healthy (issue 42)."""
 
 from __future__ import annotations
 
+import datetime
 import hashlib
+import ipaddress
 import os
 import signal
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from tests.unit.cli.test_etcd_cli import _inventory, _run, _snapshot
 
@@ -70,6 +77,90 @@ def hang_guard() -> Iterator[None]:
     signal.signal(signal.SIGALRM, previous)
 
 
+def _cert(name: str, issuer: tuple[x509.Name, ec.EllipticCurvePrivateKey] | None, *, expired: bool = False,
+          ca: bool = False) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    now = datetime.datetime.now(datetime.UTC)
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    signer_name, signer_key = issuer or (subject, key)
+    builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(signer_name)
+               .public_key(key.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(now - datetime.timedelta(days=10))
+               .not_valid_after(now + datetime.timedelta(days=-1 if expired else 1)))
+    if ca:
+        builder = builder.add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+    else:
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+    return builder.sign(signer_key, hashes.SHA256()), key
+
+
+def _pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+@pytest.fixture
+def tls_member(tmp_path: Path) -> Iterator[Callable[[int, str], None]]:
+    """A member speaking TLS at a port, in one of the ways ufcctl's handshake fails while the member may
+    still serve its clients: "another-ca" (the controller's state directory holds another environment's
+    CA), "expired" (the member's certificate is past its date), "damaged-ca" (the controller's ca.crt)."""
+    servers: list[socket.socket] = []
+
+    def serve(port: int, how: str) -> None:
+        ca, ca_key = _cert("member CA", None, ca=True)
+        ours = tmp_path / "pki" / "ca.crt"
+        if how == "expired":
+            ours.write_bytes(_pem(ca))  # the member's CA is the controller's
+        elif how == "damaged-ca":
+            ours.write_bytes(b"-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")
+        cert, key = _cert("m1", (ca.subject, ca_key), expired=how == "expired")
+        (tmp_path / "member.crt").write_bytes(_pem(cert))
+        (tmp_path / "member.key").write_bytes(key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(tmp_path / "member.crt", tmp_path / "member.key")
+        server = socket.create_server(("127.0.0.1", port))
+        servers.append(server)
+
+        def loop() -> None:
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                try:
+                    with context.wrap_socket(conn, server_side=True) as tls:
+                        tls.recv(1024)
+                except (OSError, ssl.SSLError):
+                    pass
+
+        threading.Thread(target=loop, daemon=True).start()
+
+    yield serve
+    for server in servers:
+        server.close()
+
+
+TLS_FAILURES = [
+    # id, how the member's TLS fails for ufcctl, the reason the refusal quotes
+    ("another-environments-ca", "another-ca", "CERTIFICATE_VERIFY_FAILED"),
+    ("expired-member-certificate", "expired", "certificate has expired"),
+    ("damaged-local-ca", "damaged-ca", "cannot load ufcctl's CA or client certificate"),
+]
+
+
+@pytest.mark.parametrize(("how", "reason"), [c[1:] for c in TLS_FAILURES], ids=[c[0] for c in TLS_FAILURES])
+def test_a_tls_failure_is_no_proof_of_a_dead_member(tmp_path: Path, no_playbook: None, tls_member, how: str,
+                                                    reason: str) -> None:
+    inv = _inventory(tmp_path)
+    tls_member(_ports(inv)["core"], how)
+    code, out = _run("etcd", "restore", "-i", str(inv), "--cluster", "core", "--from",
+                     str(_snapshot(tmp_path / "core.db")))
+    assert code == 2, out
+    assert "Error: etcd cluster core is running: m1 at https://127.0.0.1:" in out
+    assert reason in " ".join(out.split()), out
+
+
 def _not_bbolt(path: Path) -> Path:
     body = bytes(range(256)) * 32  # valid trailer, no bbolt magic
     path.write_bytes(body + hashlib.sha256(body).digest())
@@ -81,18 +172,42 @@ def _fifo(path: Path) -> Path:
     return path
 
 
+def _link_into_events(tmp: Path) -> Path:
+    """core/latest.db, a link to events' snapshot: the name given says nothing, the file it leads to does."""
+    (tmp / "events").mkdir()
+    (tmp / "core").mkdir()
+    _snapshot(tmp / "events" / "events-20261201T000000Z.db")
+    (tmp / "core" / "latest.db").symlink_to("../events/events-20261201T000000Z.db")
+    return tmp / "core" / "latest.db"
+
+
+def _peer_port(inv: Path) -> int:
+    """core's peer port moved to a free one (the default, 2380, may be another process's on this machine)."""
+    from tests.unit.cli.test_etcd_cli import _free_port
+
+    path = inv / "group_vars" / "all" / "vars.yml"
+    data = yaml.safe_load(path.read_text())
+    data["etcd_core_peer_port"] = port = _free_port()
+    path.write_text(yaml.safe_dump(data))
+    return port
+
+
 CASES = [
-    # id, how the snapshot is made (tmp_path -> file), listener on m1's core port, message
-    ("tls-failure-counts-as-running", lambda t: _snapshot(t / "core.db"), True,
-     "Error: etcd cluster core is running: m1 at https://127.0.0.1:"),
-    ("file-name-says-events", lambda t: _snapshot(t / "events-20261201T000000Z.db"), False,
+    # id, how the snapshot is made (tmp_path -> file), listener at m1's core "client" or "peer" port, message
+    ("tls-failure-counts-as-running", lambda t: _snapshot(t / "core.db"), "client",
+     "Error: etcd cluster core is running: m1 at https://127.0.0.1:{client}: "),
+    ("peer-port-answer-counts-as-running", lambda t: _snapshot(t / "core.db"), "peer",
+     "Error: etcd cluster core is running: m1 at https://127.0.0.1:{peer}: "),
+    ("link-leads-to-events-snapshot", _link_into_events, None,
+     "its file name behind the link says it is a snapshot of cluster events, not core"),
+    ("file-name-says-events", lambda t: _snapshot(t / "events-20261201T000000Z.db"), None,
      "its file name says it is a snapshot of cluster events, not core"),
-    ("directory-says-events", lambda t: _snapshot((t / "events").mkdir() or t / "events" / "x.db"), False,
+    ("directory-says-events", lambda t: _snapshot((t / "events").mkdir() or t / "events" / "x.db"), None,
      "its directory says it is a snapshot of cluster events, not core"),
-    ("valid-trailer-no-bbolt", lambda t: _not_bbolt(t / "core.db"), False,
+    ("valid-trailer-no-bbolt", lambda t: _not_bbolt(t / "core.db"), None,
      "not a bbolt database (no bbolt magic in its first page)"),
-    ("fifo-is-no-snapshot", lambda t: _fifo(t / "core.db"), False, "not a regular file"),
-    ("dev-zero-is-no-snapshot", lambda t: Path("/dev/zero"), False, "/dev/zero: not a regular file"),
+    ("fifo-is-no-snapshot", lambda t: _fifo(t / "core.db"), None, "not a regular file"),
+    ("dev-zero-is-no-snapshot", lambda t: Path("/dev/zero"), None, "/dev/zero: not a regular file"),
 ]
 
 
@@ -100,11 +215,12 @@ CASES = [
 def test_restore_refuses_before_anything_is_stopped(tmp_path: Path, no_playbook: None, tls_listener,
                                                     hang_guard: None, make, listening, message) -> None:
     inv = _inventory(tmp_path)
+    ports = {"client": _ports(inv)["core"], "peer": _peer_port(inv)}
     if listening:
-        tls_listener(_ports(inv)["core"])
+        tls_listener(ports[listening])
     code, out = _run("etcd", "restore", "-i", str(inv), "--cluster", "core", "--from", str(make(tmp_path)))
     assert code == 2, out
-    assert message in out
+    assert message.format(**ports) in out
     if listening:
         assert "SSL" in out or "TLS" in out  # the TLS reason, not "no member answers"
 
