@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from ufcctl.domain.certs.renew import (
     REGISTRY,
     PlanError,
     RenewPlan,
+    Selection,
     SiteCert,
     Step,
     parse_only,
@@ -43,8 +45,9 @@ from ufcctl.domain.certs.renew import (
 from ufcctl.domain.etcd.defrag import ClusterView, settled_leader_index, status_errors
 from ufcctl.domain.inventory.model import Inventory
 from ufcctl.engine.etcd_client import EtcdError
+from ufcctl.engine.locks import holding
 from ufcctl.engine.pki_files import bytes_of
-from ufcctl.engine.runner import RunOptions, run_playbook
+from ufcctl.engine.runner import RunOptions, new_run_id, run_playbook
 from ufcctl.errors import InputError, RunFailed
 from ufcctl.paths import playbook
 
@@ -84,8 +87,8 @@ def certs_renew(inventory_dir: Path, *, only: tuple[str, ...], within_days: int,
                 forks: int, log: Callable[[str], None] = print,
                 now: dt.datetime | None = None) -> RenewResult:
     """Plan, then (unless `check` or nothing is due) renew host by host. Refuses (InputError, nothing
-    touched) a bad --only, a cluster that is not healthy, and a chosen certificate that is missing,
-    unreadable or on a host that does not answer."""
+    touched) a bad --only, hosts another run holds (naming it), a cluster that is not healthy, and a chosen
+    certificate that is missing, unreadable or on a host that does not answer."""
     inventory = load_inventory(inventory_dir)
     targets = cluster_targets(inventory_dir, None, inventory)
     members = {t.cluster.name: [m.host for m in t.cluster.members] for t in targets}
@@ -93,6 +96,23 @@ def certs_renew(inventory_dir: Path, *, only: tuple[str, ...], within_days: int,
         selection = parse_only(only, list(members))
     except PlanError as err:
         raise InputError(str(err), "`ufcctl certs renew --help` lists what --only takes") from err
+    caches = inventory.group_hosts(REGISTRY_CACHE) if REGISTRY in selection.components else []
+    names = list(dict.fromkeys([*(h for hosts in members.values() for h in hosts),
+                                *inventory.group_hosts(CONTROL_PLANE), *caches]))
+    # every host a renewal may change (haproxy's too: a control plane leaves its backends), locked before
+    # anything is read, for the whole run; --check changes nothing and takes no lock
+    changed = [*names, *(inventory.group_hosts(LB_GROUP) if KUBEADM in selection.components else [])]
+    span = nullcontext() if check else holding(new_run_id("certs-renew"), list(dict.fromkeys(changed)))
+    with span:
+        return _plan_and_renew(inventory_dir, inventory, targets, members, selection, names, caches,
+                               within_days=within_days, force=force, check=check, forks=forks, log=log,
+                               now=now or dt.datetime.now(dt.UTC))
+
+
+def _plan_and_renew(inventory_dir: Path, inventory: Inventory, targets: list[Target],
+                    members: dict[str, list[str]], selection: Selection, names: list[str],
+                    caches: list[str], *, within_days: int, force: bool, check: bool, forks: int,
+                    log: Callable[[str], None], now: dt.datetime) -> RenewResult:
     # every kind but the registry's restarts something that needs etcd: its clusters healthy first
     statuses = etcd_status(inventory_dir, inventory=inventory) if selection.components != {REGISTRY} else []
     sick = [s for s in statuses if not s.healthy]
@@ -101,10 +121,6 @@ def certs_renew(inventory_dir: Path, *, only: tuple[str, ...], within_days: int,
             "; ".join(f"etcd cluster {s.cluster} is not healthy: {'; '.join(s.problems)}" for s in sick),
             "renewal restarts members one at a time and needs every member up first: "
             "`ufcctl etcd status`, then start the member or `ufcctl etcd member replace`")
-    now = now or dt.datetime.now(dt.UTC)
-    caches = inventory.group_hosts(REGISTRY_CACHE) if REGISTRY in selection.components else []
-    names = list(dict.fromkeys([*(h for hosts in members.values() for h in hosts),
-                                *inventory.group_hosts(CONTROL_PLANE), *caches]))
     report = read_certificates(inventory, names, warn_days=within_days, forks=forks, controller=True, now=now)
     plan = plan_all(report.rows, members, {s.cluster: s.leader for s in statuses}, selection,
                     control_planes=inventory.group_hosts(CONTROL_PLANE),
@@ -123,18 +139,24 @@ def certs_renew(inventory_dir: Path, *, only: tuple[str, ...], within_days: int,
         # notBefore is the signing time on this controller: the run's start, in whole seconds
         extravars["etcd_cert_renew_issued_before"] = now.replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
     began = time.monotonic()
-    done: set[str] = set()
     by_name = {t.cluster.name: t for t in targets}
+    _renew_steps(inventory, plan, result, by_name, members, extravars, force, log)
+    result.seconds = time.monotonic() - began
+    return result
+
+
+def _renew_steps(inventory: Inventory, plan: RenewPlan, result: RenewResult, targets: dict[str, Target],
+                 members: dict[str, list[str]], extravars: dict[str, Any], force: bool,
+                 log: Callable[[str], None]) -> None:
+    done: set[str] = set()
     for step in plan.steps:
         if step.kind == KUBEADM:
             result.times.append(_renew_control_plane(inventory, step, log))
         elif step.kind == REGISTRY:
             result.times.append(_renew_cache(inventory, step, force, log))
         else:
-            result.times.append(_renew_host(inventory, step, by_name, members, done, extravars, log))
+            result.times.append(_renew_host(inventory, step, targets, members, done, extravars, log))
             done.add(step.host)
-    result.seconds = time.monotonic() - began
-    return result
 
 
 def _renew_host(inventory: Inventory, step: Step, targets: dict[str, Target], members: dict[str, list[str]],

@@ -52,6 +52,16 @@ def etcd_member_replace(inventory_dir: Path, cluster: str, host: str,
     if host not in names:
         raise InputError(f"--member {host}: not a member of etcd cluster {cluster} in {inventory_dir}",
                          f"members of group {target.cluster.kind.group}: {', '.join(names)}")
+    hosts = list(dict.fromkeys(h for group in ETCD_PLAY_GROUPS for h in inventory.group_hosts(group)))
+    # locked before the cluster is asked: no deploy, reset or certs renewal changes what is judged here
+    with holding(new_run_id(f"etcd-member-replace-{cluster}"), hosts):
+        listed = _choose(target, cluster, host)
+        return _replace(inventory_dir, inventory, cluster, host, target, listed, hosts, log)
+
+
+def _choose(target: Target, cluster: str, host: str) -> Member | None:
+    """The listed member to remove (None: the cluster does not list it), or InputError: a cluster that
+    does not answer, a member found under another name or healthy, a cluster that would lose quorum."""
     try:
         view = target.client.view(with_last=False)
     except EtcdError as err:
@@ -73,9 +83,7 @@ def etcd_member_replace(inventory_dir: Path, cluster: str, host: str,
                          f"{host}, no quorum to remove and add a member",
                          "bring the other members back first, or rebuild the cluster with "
                          "`ufcctl etcd restore`")
-    hosts = list(dict.fromkeys(h for group in ETCD_PLAY_GROUPS for h in inventory.group_hosts(group)))
-    with holding(new_run_id(f"etcd-member-replace-{cluster}"), hosts):  # no deploy or reset meanwhile
-        return _replace(inventory_dir, inventory, cluster, host, target, listed, hosts, log)
+    return listed
 
 
 def _replace(inventory_dir: Path, inventory: Inventory, cluster: str, host: str, target: Target,

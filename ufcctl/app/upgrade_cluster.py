@@ -25,7 +25,8 @@ from ufcctl.app.inventory import load_inventory
 from ufcctl.app.upgrade_plan import CONTROL_PLANE, UpgradePlan, inventory_version, plan_upgrade_cluster
 from ufcctl.domain.controlplane import skew
 from ufcctl.domain.inventory.model import Inventory
-from ufcctl.engine.runner import RunOptions, run_playbook
+from ufcctl.engine.locks import holding
+from ufcctl.engine.runner import RunOptions, new_run_id, run_playbook
 from ufcctl.errors import InputError
 from ufcctl.paths import playbook
 
@@ -62,16 +63,20 @@ def check_request(inventory_dir: Path, version: str) -> tuple[Inventory, Upgrade
 
 def upgrade_control_planes(inventory_dir: Path, inventory: Inventory, report: UpgradePlan,
                            log: Callable[[str], None] = print) -> ControlPlanePhase:
-    """Steps 2 and 3: the snapshots, then the control planes one at a time (RunFailed on a failure)."""
-    log(f"snapshot of every etcd cluster before the upgrade to {report.verdict.target}")
-    snapshots = tuple(s.path for s in etcd_backup(inventory_dir, log=log, inventory=inventory))
+    """Steps 2 and 3: the snapshots, then the control planes one at a time (RunFailed on a failure). The
+    control planes and haproxy hosts are locked first, for the whole phase (NodesBusy naming the run
+    that holds one: nothing is snapshotted or touched)."""
     planes = inventory.group_hosts(CONTROL_PLANE)
     hosts = list(dict.fromkeys([*planes, *inventory.group_hosts(LB_GROUP)]))
-    log(f"control planes one at a time ({', '.join(planes)}), each out of haproxy while it restarts")
-    started = time.monotonic()
-    result = run_playbook(playbook("upgrade-cluster.yml"), inventory.subset(hosts),
-                          RunOptions(forks=max(len(hosts), 1)))
-    require_success(result, "the control-plane upgrade")
+    run_id = new_run_id("upgrade-cluster")
+    with holding(run_id, hosts):
+        log(f"snapshot of every etcd cluster before the upgrade to {report.verdict.target}")
+        snapshots = tuple(s.path for s in etcd_backup(inventory_dir, log=log, inventory=inventory))
+        log(f"control planes one at a time ({', '.join(planes)}), each out of haproxy while it restarts")
+        started = time.monotonic()
+        result = run_playbook(playbook("upgrade-cluster.yml"), inventory.subset(hosts),
+                              RunOptions(forks=max(len(hosts), 1)), run_id=run_id)
+        require_success(result, "the control-plane upgrade")
     seconds = time.monotonic() - started
     log(f"control planes on {report.verdict.target} in {seconds:.1f} s")
     return ControlPlanePhase(report, snapshots, seconds, str(result.run_dir))

@@ -81,30 +81,82 @@ def test_runs_inside_a_use_case_that_holds_the_nodes_are_re_entrant(reached) -> 
     assert list((state_dir() / "locks").glob("*.lock")) == []
 
 
-def test_restore_and_member_replace_hold_their_hosts_before_probing(tmp_path: Path, monkeypatch,
-                                                                   held_m1) -> None:
-    from ufcctl.app import etcd_backup, etcd_member
+def _never(what: str):
+    return lambda *a, **k: pytest.fail(f"{what} while another run holds m1")
+
+
+def _day2_restore(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, inv: Path) -> tuple[int, str]:
+    from ufcctl.app import etcd_backup
+
+    monkeypatch.setattr(etcd_backup, "answering", _never("probed the cluster"))
+    return _run("etcd", "restore", "-i", str(inv), "--cluster", "core", "--from",
+                str(_snapshot(tmp_path / "core.db")))
+
+
+def _day2_member_replace(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, inv: Path) -> tuple[int, str]:
     from ufcctl.engine.etcd_client import ClusterClient
 
-    for module in (etcd_backup, etcd_member):
-        monkeypatch.setattr(module, "run_playbook", lambda *a, **k: pytest.fail("a playbook ran"))
-    monkeypatch.setattr(etcd_backup, "answering", lambda *a: pytest.fail("probed a held cluster"))
-    monkeypatch.setattr(ClusterClient, "view", lambda self, with_last=True: _dead_m2())
-    inv = _inventory(tmp_path)
-    commands = [(["restore"], ["--from", str(_snapshot(tmp_path / "core.db"))]),
-                (["member", "replace"], ["--member", "m2"])]
-    for command, flags in commands:
-        code, out = _run("etcd", *command, "-i", str(inv), "--cluster", "core", *flags)
-        assert code == 2, out
-        assert "held by run reset-20261206-000000-abcdef" in out and f"kill {held_m1.pid}" in out
+    monkeypatch.setattr(ClusterClient, "view", _never("asked the cluster"))
+    return _run("etcd", "member", "replace", "-i", str(inv), "--cluster", "core", "--member", "m2")
 
 
-def _dead_m2():
-    from ufcctl.domain.etcd.defrag import ClusterView, Member, MemberStatus
+def _day2_certs_renew(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, inv: Path) -> tuple[int, str]:
+    from ufcctl.app import certs_renew
 
-    members = tuple(Member(str(i), f"m{i}", (f"https://m{i}:1",)) for i in (1, 2, 3))
-    statuses = {m.name: MemberStatus(m.member_id, "1", 1, 1, 1, 1, 1) for m in members if m.name != "m2"}
-    return ClusterView("core", members, statuses, {}, (), {})
+    monkeypatch.setattr(certs_renew, "etcd_status", _never("read the clusters' health"))
+    monkeypatch.setattr(certs_renew, "read_certificates", _never("read the certificates"))
+    return _run("certs", "renew", "-i", str(inv), "--only", "etcd", "--force")
+
+
+def _day2_upgrade_control_planes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                 inv: Path) -> tuple[int, str]:
+    from types import SimpleNamespace
+
+    from ufcctl.app import upgrade_cluster
+
+    monkeypatch.setattr(upgrade_cluster, "etcd_backup", _never("took the snapshots"))
+    report = SimpleNamespace(verdict=SimpleNamespace(target="v1.35.4"))
+    try:
+        upgrade_cluster.upgrade_control_planes(inv, upgrade_cluster.load_inventory(inv), report,  # type: ignore[arg-type]
+                                               log=lambda line: None)
+    except NodesBusy as err:
+        return 2, f"Error: {err.message}\nHint: {err.hint}"
+    return 0, "not refused"
+
+
+DAY2 = [
+    # id, the command run while a reset holds m1 (each fails the test if it reads or touches anything)
+    ("etcd-restore", _day2_restore),
+    ("etcd-member-replace", _day2_member_replace),
+    ("certs-renew", _day2_certs_renew),
+    ("upgrade-cluster-control-planes", _day2_upgrade_control_planes),
+]
+
+
+@pytest.mark.parametrize("command", [c[1] for c in DAY2], ids=[c[0] for c in DAY2])
+def test_day2_commands_hold_their_hosts_before_reading_or_touching_anything(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held_m1, command) -> None:
+    from ufcctl.app import certs_renew, etcd_backup, etcd_member, upgrade_cluster
+
+    for module in (etcd_backup, etcd_member, certs_renew, upgrade_cluster):
+        monkeypatch.setattr(module, "run_playbook", _never("a playbook ran"))
+    code, out = command(monkeypatch, tmp_path, _inventory(tmp_path))
+    assert code == 2, out
+    assert "held by run reset-20261206-000000-abcdef" in out and f"kill {held_m1.pid}" in out
+    assert "ufcctl reset -i prod" in out
+
+
+def test_certs_renew_check_changes_nothing_and_takes_no_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           held_m1) -> None:
+    from ufcctl.app import certs_renew
+    from ufcctl.errors import InputError
+
+    def reached(*a: object, **k: object) -> None:
+        raise InputError("the plan was read")
+
+    monkeypatch.setattr(certs_renew, "etcd_status", reached)
+    code, out = _run("certs", "renew", "-i", str(_inventory(tmp_path)), "--only", "etcd", "--check")
+    assert code == 2 and "the plan was read" in out, out
 
 
 def test_state_dir_is_the_tests_own() -> None:
