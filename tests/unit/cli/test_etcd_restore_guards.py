@@ -266,6 +266,8 @@ REPLACE = [
      "is named old-m2 in cluster core, not m2 as in the inventory"),
     ("name-at-another-url", [("m1", "m1", True), ("m2", "m3", False), ("m3", "m2", True)],
      "is named m3 in cluster core, not m2"),
+    ("same-name-healthy", [("m1", "m1", True), ("m2", "m2", True), ("m3", "m3", True)],
+     "member m2 of etcd cluster core is healthy: replace only a dead or broken member"),
 ]
 
 
