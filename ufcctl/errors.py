@@ -78,7 +78,8 @@ def cut(text: str, limit: int = QUOTE_LIMIT) -> str:
 
 
 def shown(value: object, limit: int = QUOTE_LIMIT) -> str:
-    """`repr(value)` cut to `limit` characters plus "…", for quoting user input in an error message."""
+    """`repr(value)` cut to `limit` characters plus "…" (and its closing quote), for quoting user input in
+    an error message."""
     if isinstance(value, int) and value.bit_length() > _BIG_INT_BITS:
         return f"an integer of about {int(value.bit_length() * _LOG10_2) + 1:,} digits"
     if isinstance(value, str) and len(value) > limit:
@@ -89,7 +90,11 @@ def shown(value: object, limit: int = QUOTE_LIMIT) -> str:
         text = repr(value)
     except ValueError:  # an int past Python's digit limit inside a collection
         return f"a {type(value).__name__}"
-    return text if len(text) <= limit else text[:limit] + "…"
+    if len(text) <= limit:
+        return text
+    # a cut repr keeps its closing quote: an open one would pair with the next quote of the message, and
+    # cut_quoted would then cut the words between them
+    return text[:limit] + "…" + (text[0] if text[0] in "'\"" else "")
 
 
 # A word this long without a blank is no path or name a person wrote (NAME_MAX is 255): a value pasted

@@ -12,6 +12,7 @@ from ufcctl.domain.etcd.defrag_result import RunReport
 from ufcctl.domain.etcd.status import ClusterStatus, PruneResult
 from ufcctl.report.live import LiveProgress
 from ufcctl.report.output import human_bytes, print_table
+from ufcctl.report.terminal import data_column
 
 
 class StatusProgress(LiveProgress):
@@ -25,7 +26,7 @@ class StatusProgress(LiveProgress):
                 MofNCompleteColumn(),
                 TextColumn("[red]unreachable {task.fields[unreachable]}[/]"),
                 TimeElapsedColumn(),
-                TextColumn("{task.fields[last]}", style="dim"),
+                data_column("last", "dim"),
             ),
             console, quiet, transient=True, markup=False,
         )

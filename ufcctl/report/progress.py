@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, Tim
 
 from ufcctl.engine.run_result import RunResult
 from ufcctl.report.live import LiveProgress
+from ufcctl.report.terminal import data_column
 
 
 @dataclass
@@ -34,7 +35,7 @@ class RunProgress(LiveProgress):
     def __init__(self, console: Console | None = None, quiet: bool = False):
         super().__init__(
             (
-                TextColumn("[bold]{task.fields[label]}"),
+                data_column("label", "bold"),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TextColumn(
@@ -42,7 +43,7 @@ class RunProgress(LiveProgress):
                     "[red]failed {task.fields[failed]}[/] [magenta]unreachable {task.fields[unreachable]}[/]"
                 ),
                 TimeElapsedColumn(),
-                TextColumn("{task.fields[current]}", style="dim"),
+                data_column("current", "dim"),
             ),
             console, quiet,
         )

@@ -17,7 +17,7 @@ from ufcctl.errors import RunFailed
 from ufcctl.report.live import LiveProgress
 from ufcctl.report.output import print_json, stdout_console
 from ufcctl.report.tables import Fitted, new_table
-from ufcctl.report.terminal import styled
+from ufcctl.report.terminal import data_column, styled
 from ufcctl.rollout.store import RunRecord
 
 STATE_STYLE = {"done": "green", "failed": "red", "skipped": "yellow", "pending": "dim", "running": "cyan"}
@@ -40,7 +40,7 @@ class RolloutProgress(LiveProgress):
 
     def __init__(self, console: Console | None = None, quiet: bool = False):
         super().__init__(
-            (TextColumn("[bold]{task.fields[label]}"), BarColumn(), MofNCompleteColumn(),
+            (data_column("label", "bold"), BarColumn(), MofNCompleteColumn(),
              TextColumn("[green]done {task.fields[done]}[/] [red]failed {task.fields[failed]}[/] "
                         "[yellow]skipped {task.fields[skipped]}[/]"),
              TimeElapsedColumn()),

@@ -8,24 +8,33 @@ sent. Applied twice, both times with `for_terminal`:
   click.echo, print and `Error:` line passes through it;
 - `TerminalConsole`: rich writes its own styles and cursor moves to the real stream, so it escapes the
   text it is given before it measures and styles it, and never interprets markup in it (a state name
-  or ToR id like `[/x]` would crash rich with MarkupError, `[blink]` would style the line).
+  or ToR id like `[/x]` would crash rich with MarkupError, `[blink]` would style the line); and every
+  segment it renders, whatever built it (a `Text` of data, a table title, a progress column), is
+  escaped again on its way out, rich's own cursor moves and styles aside.
+Progress columns that show data are `data_column`s: plain text, never markup.
 """
 
 from __future__ import annotations
 
 import io
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.progress import Task, TextColumn
+from rich.segment import Segment
 from rich.text import Text
 
 # C0 but newline and tab, DEL, C1; and the bidi embeddings, overrides and isolates
 _CONTROLS = [*(c for c in range(0x20) if c not in (0x09, 0x0A)), 0x7F, *range(0x80, 0xA0)]
 _TABLE = {c: f"\\x{c:02x}" for c in _CONTROLS}
 _TABLE.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))})
+
+
+_ANY_CONTROL = re.compile("[" + "".join(chr(c) for c in _TABLE) + "]")
 
 
 def for_terminal(text: str) -> str:
@@ -100,6 +109,31 @@ class TerminalConsole(Console):
     def render_str(self, text: str, **kwargs: Any) -> Text:
         kwargs["markup"] = False
         return super().render_str(for_terminal(text), **kwargs)
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterator[Segment]:
+        """rich's segments, the text of each escaped (a `Text` built from data never passes render_str);
+        control segments are rich's own cursor moves and pass as they are."""
+        for segment in super().render(renderable, options):
+            if segment.control is None and _ANY_CONTROL.search(segment.text):
+                yield Segment(for_terminal(segment.text), segment.style)
+            else:
+                yield segment
+
+
+class DataColumn(TextColumn):
+    """A progress column showing `task.fields[field]`, data such as a run id, task name or endpoint: plain
+    text, escaped before rich measures it (rich parses a TextColumn's text as markup, and `[/x]` in data
+    raised MarkupError)."""
+
+    def __init__(self, field: str, style: str = ""):
+        super().__init__(f"{{task.fields[{field}]}}", style=style, markup=False)
+
+    def render(self, task: Task) -> Text:
+        return Text(for_terminal(self.text_format.format(task=task)), style=self.style, justify=self.justify)
+
+
+def data_column(field: str, style: str = "") -> DataColumn:
+    return DataColumn(field, style)
 
 
 def styled(*parts: str | tuple[str, str]) -> Text:

@@ -23,10 +23,14 @@ def ufcctl_kube_node_join(v: Mapping[str, Any]) -> dict[str, Any]:
     record = join.token_record(v["token_text"])
     if record is None:
         return {"doc": None, "problems": [], "secrets": [], "kubectl_labels": later}
-    doc = join.join_configuration(
-        name=v["name"], endpoint=v["endpoint"], token=record["token"], ca_hash=kubeadm.ca_hash(v["ca_pem"]),
-        cri_socket=v["cri_socket"], node_ip=v["address"] or None, labels=registered,
-        taints=[v["taint"]] if v["npu"] else [])
+    ca_hash = kubeadm.ca_hash(v["ca_pem"])
+    try:
+        doc = join.join_configuration(
+            name=v["name"], endpoint=v["endpoint"], token=record["token"], ca_hash=ca_hash,
+            cri_socket=v["cri_socket"], node_ip=v["address"] or None, labels=registered,
+            taints=[v["taint"]] if v["npu"] else [])
+    except ValueError as err:  # a label that would split kubelet's --node-labels: no document at all
+        return {"doc": None, "problems": [f"node-labels: {err}"], "secrets": [], "kubectl_labels": later}
     # validated with a stand-in token of the same format, so no schema message can quote the real one
     bootstrap = {**doc["discovery"]["bootstrapToken"], "token": SAMPLE}
     stand_in = {**doc, "discovery": {"bootstrapToken": bootstrap, "tlsBootstrapToken": SAMPLE}}

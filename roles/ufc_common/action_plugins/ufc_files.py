@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from typing import Any
 
+import jinja2
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
+from jinja2 import meta
 
 from ufcctl.domain.inventory.config_values import RULES_BY_VAR
 from ufcctl.errors import shown
@@ -47,6 +50,39 @@ TEMPLATE_OVERRIDES = {"trim_blocks": True, "lstrip_blocks": False, "newline_sequ
 
 class BadEntry(Exception):
     """An entry of the task's arguments that cannot be used (the message names it)."""
+
+
+# A line break or other control character in a value a template prints would start a line of its own in a
+# file a daemon reads line by line (keepalived.conf, haproxy.cfg, a systemd unit or EnvironmentFile): tab
+# is the only control character a configured value may hold.
+_LINE_BREAKING = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029]")
+
+
+class _AnyName(dict):  # type: ignore[type-arg]
+    """Every filter or test name is known: the template is only parsed for the names it reads."""
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return super().get(key) or _any_filter
+
+
+def _any_filter(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+def template_names(text: str) -> set[str]:
+    """The variables a template reads from outside itself (not its own set/for/macro names)."""
+    env = jinja2.Environment(extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"])
+    env.filters, env.tests = _AnyName(env.filters), _AnyName(env.tests)
+    return set(meta.find_undeclared_variables(env.parse(text)))
+
+
+def line_breaking(value: Any) -> Any:
+    """The first text of `value` (a text, or a list or mapping of texts one level down) that holds a line
+    break or control character, or None."""
+    if isinstance(value, str):
+        return value if _LINE_BREAKING.search(value) else None
+    items = value.values() if isinstance(value, Mapping) else value if isinstance(value, list | tuple) else ()
+    return next((item for item in items if isinstance(item, str) and _LINE_BREAKING.search(item)), None)
 
 
 def _toml_problem(text: str) -> str:
@@ -138,6 +174,27 @@ class ActionModule(ActionBase):
             if why:
                 raise BadEntry(f"{var} {shown(value)} {why}: no file was rendered")
 
+    def _check_printed(
+        self, name: str, text: str, task_vars: dict[str, Any], extra: Mapping[str, Any]
+    ) -> None:
+        """Every variable an operator sets (no `__` role fact, no `vars` of the entry) that the template reads
+        is refused when it would print a line break or control character: a template never emits a raw
+        newline from a value, whichever variable it is."""
+        for var in sorted(template_names(text)):
+            if var.startswith("_") or var in extra or var not in task_vars:
+                continue
+            raw = task_vars[var]
+            if not isinstance(raw, (str, list, tuple)):
+                continue  # a mapping such as groups: its texts are names Ansible checked
+            try:
+                value = self._templar.template(raw)
+            except AnsibleError:
+                continue  # undefined here: the template fails on its own
+            bad = line_breaking(value)
+            if bad is not None:
+                raise BadEntry(f"template {name}: {var} {shown(bad)} holds a line break or control "
+                               "character: no file was rendered")
+
     def _directories(self, entries: Any) -> list[dict[str, Any]]:
         if not isinstance(entries, list):
             raise BadEntry("directories must be a list")
@@ -224,7 +281,9 @@ class ActionModule(ActionBase):
         else:
             variables.update(generate_ansible_template_vars(name, fullpath=source, dest_path=dest))
         variables.update(extra)
-        text = trust_as_template(self._loader.get_text_file_contents(source))
+        raw = self._loader.get_text_file_contents(source)
+        self._check_printed(name, raw, task_vars, extra)
+        text = trust_as_template(raw)
         templar = self._templar.copy_with_new_env(searchpath=searchpath, available_variables=variables)
         if _TEMPLATE_2_19:
             rendered = templar.template(text, escape_backslashes=False, overrides=TEMPLATE_OVERRIDES)

@@ -71,7 +71,7 @@ CASES = [
             ("with a space", "a b", "a b"),
             ("leading -", "-oProxyCommand=x", "-oProxyCommand=x"),
             ("label of 64", "a" * 64, "a" * 64),
-            ("of 254", ".".join(["a" * 50] * 5), "'" + "a" * 50 + "." + "a" * 28 + "…"),
+            ("of 254", ".".join(["a" * 50] * 5), "'" + "a" * 50 + "." + "a" * 28 + "…'"),
             ("a template", "{{ x }}", "{{ x }}"),  # Ansible never renders a host name
             ("with _", "node_1", "node_1"),
         ]
@@ -167,13 +167,13 @@ CASES = [
     pytest.param(
         {"host_vars/npu00001.yml": f"ansible_port: '{BIG}'\n"},
         2,
-        ["ansible_port '99999999", "… is outside 1..65535"],
+        ["ansible_port '99999999", "…' is outside 1..65535"],
         id="port string of 5,000 digits",
     ),
     pytest.param(
         {"host_vars/cp1.yml": f"etcd_core_client_port: '{BIG}'\n"},
         2,
-        ["etcd_core_client_port '9999", "… is not a port number"],
+        ["etcd_core_client_port '9999", "…' is not a port number"],
         id="etcd port string of 5,000 digits",
     ),
     pytest.param(
@@ -185,13 +185,13 @@ CASES = [
     pytest.param(
         {"host_vars/npu00001.yml": f"ansible_host: {'a' * 1_000_000}\n"},
         2,
-        ["ansible_host 'aaaa", "… is not an IP address"],
+        ["ansible_host 'aaaa", "…' is not an IP address"],
         id="ansible_host of 1 MB",
     ),
     pytest.param(
         {"group_vars/all.yml": f"ufc_vip: {'x' * 100_000}\n"},
         2,
-        ["ufc_vip: 'xxx", "… is not an IP"],
+        ["ufc_vip: 'xxx", "…' is not an IP"],
         id="ufc_vip of 100 kB",
     ),
     pytest.param(

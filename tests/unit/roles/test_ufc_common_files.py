@@ -365,3 +365,26 @@ def test_a_value_that_would_add_config_lines_renders_nothing(tmp_path: Path, var
     result = _result(report, "files")
     assert result["failed"] is True and f"ufc_files: {var} " in result["msg"] and message in result["msg"]
     assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("items", [["a", "b\n  notify_master /tmp/x.sh"], ["a\rb"], ["\x1b]0;title\x07"]],
+                         ids=["newline", "carriage-return", "escape"])
+def test_no_variable_prints_a_line_break_into_a_template(tmp_path: Path, items: list[str]) -> None:
+    """Any variable the template reads, not only those config_values knows (issue 42): refused, nothing
+    written, the template and the variable named."""
+    out = tmp_path / "out"
+    out.mkdir()
+    report = _run(tmp_path, [{**_files_task(out), "ignore_errors": True, "vars": {"demo_items": items}}])
+    result = _result(report, "files")
+    assert result["failed"] is True, result
+    assert "template conf.j2: demo_items" in result["msg"] and "holds a line break" in result["msg"]
+    assert list(out.iterdir()) == []
+
+
+def test_template_names_are_what_the_template_reads_from_outside() -> None:
+    plugin = load_file(ROOT / "roles/ufc_common/action_plugins/ufc_files.py")
+    text = ("{% set me = plan.peers[host] %}{% for p in me.list | to_json %}{{ p }}{{ x | ufcctl_x }}"
+            "{% endfor %}")
+    assert plugin.template_names(text) == {"plan", "host", "x"}
+    assert plugin.line_breaking({"a": "ok", "b": "x\ny"}) == "x\ny"
+    assert plugin.line_breaking(["ok", 1, "tab\tok"]) is None

@@ -7,15 +7,13 @@ few `kubectl label` calls of at most `chunk` names each, not 16,000.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ufcctl.domain import label_syntax
 from ufcctl.domain.arch import ARCH_VAR, HOST_ARCH_LABELS
 
-# Label values: at most 63 characters, alphanumerics at both ends, '-', '_' and '.' inside.
-_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 HOST_ARCHS = ("huawei-arm", "huawei-x86")
 # accelerator-type prefixes of Atlas 350/850/950, which use the `huawei.com/npu` resource
 # (docs/reference/ascend.md §3).
@@ -88,7 +86,7 @@ def plan_labels(
         arch = labels.get("host-arch")
         if arch is not None and arch not in HOST_ARCHS:
             problems.append(f"host {host}: host-arch {arch!r} must be one of {', '.join(HOST_ARCHS)}")
-        bad = [f"{k}={v!r}" for k, v in labels.items() if not _VALUE.match(v)]
+        bad = [f"{k}={v!r}" for k, v in labels.items() if label_syntax.value_problem(v)]
         if bad:
             problems.append(f"host {host}: invalid label value(s) {', '.join(bad)}")
         node = str(hv.get("npu_node_name") or host)

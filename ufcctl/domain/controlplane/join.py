@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from ufcctl.domain import label_syntax
 from ufcctl.domain.controlplane.kubeadm import TOKEN
 
 # kubelet refuses --node-labels in these namespaces except the prefixes below (kubelet's
@@ -35,11 +36,12 @@ def registration_labels(labels: Mapping[str, str]) -> dict[str, str]:
 def join_configuration(*, name: str, endpoint: str, token: str, ca_hash: str, cri_socket: str,
                        node_ip: str | None, labels: Mapping[str, str],
                        taints: Sequence[Mapping[str, str]]) -> dict[str, Any]:
-    """kubeadm.k8s.io/v1beta4 JoinConfiguration of a worker (no controlPlane section)."""
+    """kubeadm.k8s.io/v1beta4 JoinConfiguration of a worker (no controlPlane section); ValueError naming a
+    label that is no label key or value."""
     extra = []
     if labels:
-        value = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
-        extra.append({"name": "node-labels", "value": value})
+        # refused here too, not only by the inventory check: a ',' or '=' would add labels of its own
+        extra.append({"name": "node-labels", "value": label_syntax.node_labels_flag(labels)})
     if node_ip:
         extra.append({"name": "node-ip", "value": node_ip})
     return {

@@ -14,9 +14,11 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ufcctl.domain import label_syntax
 from ufcctl.domain.inventory.model import ETCD_GROUPS, Inventory
 from ufcctl.domain.inventory.sources import Problem
 from ufcctl.domain.inventory.values import templated
+from ufcctl.domain.npu.fabric_plan import PORT_FORMAT_VAR, port_format_problem
 from ufcctl.errors import shown
 
 # Linux's dev_valid_name (net/core/dev.c): under IFNAMSIZ (16) bytes, no '/', ':' or whitespace, not
@@ -24,9 +26,6 @@ from ufcctl.errors import shown
 _INTERFACE = re.compile(r"[A-Za-z0-9_.@-]{1,15}")
 # an absolute path a config line can carry as one word: no whitespace, quote, '#' or control character
 _PATH = re.compile(r"/[^\s\"'#\\\x00-\x1f\x7f]*")
-# Kubernetes label values (apimachinery validation.IsValidLabelValue): at most 63 characters,
-# alphanumerics at both ends, '-', '_' and '.' inside; no ',' or '=' to split kubelet's --node-labels
-_LABEL_VALUE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 
 
 def _interface(value: Any) -> str | None:
@@ -47,24 +46,32 @@ def path_problem(value: Any) -> str | None:
     return None
 
 
-def _label(value: Any) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, (str, int)) or not _LABEL_VALUE.fullmatch(str(value)):
-        return ("is not a Kubernetes label value (at most 63 letters, digits, '-', '_', '.', alphanumeric "
-                "at both ends; no ',' or '=')")
-    return None
+def _port_format(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return "is not a text"
+    return port_format_problem(value)
 
 
 RULES_BY_VAR: Mapping[str, Callable[[Any], str | None]] = {
     "ufc_vip_interface": _interface,
     "apiserver_lb_vip_interface": _interface,
     "apiserver_lb_check_ca_file": path_problem,
-    "npu_tor_id": _label,
+    # the values and keys of the labels a worker registers with (domain/addons/labels.worker_labels;
+    # npu_accelerator_type must be a known type, validate.check_npu_nodes)
+    "npu_tor_id": label_syntax.value_problem,
+    "npu_host_arch": label_syntax.value_problem,
+    "kube_node_tor_label": label_syntax.key_problem,
+    "cni_calico_tor_label": label_syntax.key_problem,
+    # formatted into each chip's expected switch port, with or without a fabric plan on the host
+    PORT_FORMAT_VAR: _port_format,
     **{f"{group}_data_dir": path_problem for group in ETCD_GROUPS},
 }
 Rule = Callable[[Any], str | None]
 _FIX: dict[Rule, str] = {_interface: "use the interface's name as `ip link` shows it, e.g. eth0 or bond0.100",
         path_problem: "use an absolute path such as /etc/kubernetes/pki/ca.crt",
-        _label: "use letters, digits, '-', '_' and '.', e.g. tor-01"}
+        label_syntax.value_problem: "use letters, digits, '-', '_' and '.', e.g. tor-01",
+        label_syntax.key_problem: "use a key such as npu-tor-id or example.com/rack",
+        _port_format: "use the fields {port}, {slot}, {chip}, e.g. 200GE1/0/{port} or Eth1/{slot}/{chip:02d}"}
 
 
 def check_config_values(inv: Inventory, problems: list[Problem], warnings: list[Problem]) -> None:
@@ -76,14 +83,28 @@ def check_config_values(inv: Inventory, problems: list[Problem], warnings: list[
             if why:
                 problems.append(Problem(inv.var_origin(name, var), f"host {name}",
                                         f"{var} {shown(host.vars[var])} {why}", _FIX[rule]))
-        extra = host.vars.get("kube_node_labels")
-        if isinstance(extra, Mapping):
-            for key, value in extra.items():
-                why = None if templated(value) else _label(value)
-                if why:
-                    problems.append(Problem(inv.var_origin(name, "kube_node_labels"), f"host {name}",
-                                            f"kube_node_labels {shown(key)}: {shown(value)} {why}",
-                                            _FIX[_label]))
+        problems.extend(_extra_labels(inv, name, host.vars.get("kube_node_labels")))
+
+
+def _extra_labels(inv: Inventory, name: str, extra: Any) -> list[Problem]:
+    """kube_node_labels: a mapping of label keys to label values, each checked as what it is."""
+    where, var = inv.var_origin(name, "kube_node_labels"), "kube_node_labels"
+    if extra is None or templated(extra):
+        return []
+    if not isinstance(extra, Mapping):
+        return [Problem(where, f"host {name}", f"{var} {shown(extra)} is not a mapping of label keys to "
+                        "values", "write it as a mapping, e.g. {team: infra}")]
+    out = []
+    for key, value in extra.items():
+        why = label_syntax.key_problem(key)
+        if why:
+            out.append(Problem(where, f"host {name}", f"{var} key {shown(key)} {why}",
+                               _FIX[label_syntax.key_problem]))
+        why = None if templated(value) else label_syntax.value_problem(value)
+        if why:
+            out.append(Problem(where, f"host {name}", f"{var} {shown(key)}: {shown(value)} {why}",
+                               _FIX[label_syntax.value_problem]))
+    return out
 
 
 RULES = (check_config_values,)

@@ -246,7 +246,8 @@ def check_npu_fabric(inv: Inventory, problems: list[Problem], warnings: list[Pro
         try:
             plans.append((name, fabric_plan.host_plan(name, hvars)))
         except fabric_plan.FabricPlanError as exc:
-            problems.append(Problem(inv.var_origin(name, exc.var), f"host {name}", exc.message, fix))
+            if exc.var != fabric_plan.PORT_FORMAT_VAR:  # config_values.py names a bad format, plan or not
+                problems.append(Problem(inv.var_origin(name, exc.var), f"host {name}", exc.message, fix))
     for clash in fabric_plan.clashes(plans):
         problems.append(Problem(inv.var_origin(clash.host, fabric_plan.SUBNET_VAR), f"host {clash.host}",
                                 str(clash), "give each ToR its own subnet and each server its own "
