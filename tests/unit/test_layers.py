@@ -10,7 +10,8 @@ packages keep the same layers inside themselves and name them per module:
   that imports it, and the lab never imports the checkout's emulators (`tests/lab_standins/`) or the
   tests;
 - `nodeside/`: programs that run on nodes with their own python3: the standard library and the
-  modules listed in NODESIDE_ALLOWED only (checked on the whole import closure).
+  modules listed in NODESIDE_ALLOWED only (checked on the whole import closure). `files` (the one
+  atomic writer) is engine too: the controller's writes go through it (engine/files.py).
 The top-level `errors.py`, `paths.py` and `__init__.py` are shared by every layer.
 """
 
@@ -43,7 +44,7 @@ SUBSYSTEM_LAYERS = {
                 "storedurations": "engine"},
     "lab": {"podman": "engine", "debootstrap": "engine", "sshkey": "engine",
             "hostlimits": "engine", "emulators": "engine"},
-    "nodeside": {"nfs_copy": "engine", "systemctl": "engine"},
+    "nodeside": {"nfs_copy": "engine", "systemctl": "engine", "files": "engine"},
 }
 SUBSYSTEM_DEFAULT = {"rollout": "app", "lab": "app", "nodeside": "nodeside"}
 LAB_REGISTRATION = "cli/lab.py"

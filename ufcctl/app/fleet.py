@@ -21,6 +21,7 @@ from ufcctl.app.upgrade_plan import refuse_version_change
 from ufcctl.domain.inventory.model import Inventory
 from ufcctl.domain.rollout.summary import RolloutSummary
 from ufcctl.engine.inventory_files import fingerprint
+from ufcctl.errors import InputError, shown
 from ufcctl.rollout import planning, runs
 from ufcctl.rollout.catalog import KINDS
 from ufcctl.rollout.job import RolloutObserver
@@ -96,8 +97,17 @@ def resume(run_id: str, *, progress: Progress = nullcontext, retry_failed: bool 
            accept_inventory_change: bool = False) -> RolloutSummary:
     """Continue RUN_ID, of any kind this ufcctl ships, where it stopped."""
     with StateStore() as store, progress() as observer:
-        return runs.resume(run_id, store, kinds=KINDS, loader=load_inventory, retry_failed=retry_failed,
+        return runs.resume(run_id, store, kinds=KINDS, loader=_recorded_inventory, retry_failed=retry_failed,
                            observer=observer, accept_inventory_change=accept_inventory_change)
+
+
+def _recorded_inventory(path: Path) -> Inventory:
+    """The inventory a stored run names: moved or deleted since (or a path edited into state.db) is
+    bad input naming it, not an OSError."""
+    if not path.is_dir():
+        raise InputError(f"the run's inventory {shown(str(path))} is no directory (any more)",
+                         "put the inventory back where the run began, or start a new run")
+    return load_inventory(path)
 
 
 def list_runs(limit: int) -> list[RunRecord]:

@@ -17,6 +17,7 @@ import yaml
 from ufcctl.domain.placement.profiles import chips_by_type
 from ufcctl.domain.rollout.cordon import NPU_DRIVER
 from ufcctl.domain.versions import VERSION_PATTERN
+from ufcctl.engine.files import write_file
 from ufcctl.paths import SHARE
 
 COMMAND = "python -m ufcctl.app.role_vars"
@@ -59,7 +60,7 @@ def write(root: Path = SHARE) -> list[str]:
     """Rewrite the stale files; returns their names."""
     names = stale(root)
     for name in names:
-        (root / name).write_text(GENERATED[name]())
+        write_file(root / name, GENERATED[name](), 0o644)  # a file of the checkout, read by Ansible
     return names
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ufcctl.engine import statedir
+from ufcctl.engine.files import open_lock
 from ufcctl.errors import InputError
 from ufcctl.paths import state_dir
 
@@ -156,7 +157,7 @@ def holding(run_id: str, nodes: Collection[str], *, command: str | None = None,
 
 @contextmanager
 def _registry(directory: Path) -> Iterator[None]:
-    fd = os.open(directory / REGISTRY, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_lock(directory / REGISTRY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # held for milliseconds: the check and one file write
         yield
@@ -185,9 +186,13 @@ def _live(directory: Path) -> list[LockHolder]:
 
 def _probe(path: Path) -> LockHolder | None:
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO: no hang at the open
     except FileNotFoundError:
         return None
+    except OSError as err:
+        if err.errno != errno.ELOOP:
+            raise
+        raise InputError(f"lock file {path} is a link, not a file: not followed", f"remove {path}") from err
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)

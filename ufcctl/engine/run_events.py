@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import threading
 from collections import deque
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ufcctl.domain.urls import mask
+from ufcctl.engine.files import open_append
 from ufcctl.engine.run_result import HostResult, RunResult
 
 log = logging.getLogger(__name__)
@@ -74,7 +76,7 @@ class EventSink:
         # the last lines Ansible printed outside host results (syntax errors, warnings), for messages
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self.skipped_steps: list[dict[str, str]] = []
-        self._failures = open(run_dir / "failures.jsonl", "a", encoding="utf-8")
+        self._failures = os.fdopen(open_append(run_dir / "failures.jsonl"), "a", encoding="utf-8")
         self._lock = threading.Lock()
 
     def close(self) -> None:

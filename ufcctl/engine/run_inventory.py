@@ -7,13 +7,13 @@ Ansible never sees the whole inventory (docs/architecture.md, decision 2).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ufcctl.domain.inventory.model import Host
 from ufcctl.domain.inventory.values import to_ansible_json
+from ufcctl.engine.files import write_file
 
 
 def render_inventory(hosts: Iterable[Host]) -> dict[str, Any]:
@@ -42,10 +42,7 @@ def context_limit(limit: str | None, context: Iterable[str]) -> str | None:
 
 
 def write_inventory(path: Path, hosts: Iterable[Host]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     # JSON is valid YAML, so Ansible's yaml inventory plugin reads it; 0600 because host vars may
-    # hold secrets (become passwords, tokens).
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        # to_ansible_json keeps `!unsafe`/`!vault` values and YAML dates in a JSON form Ansible reads back.
-        json.dump(to_ansible_json(render_inventory(hosts)), fh)
+    # hold secrets (become passwords, tokens). to_ansible_json keeps `!unsafe`/`!vault` values and YAML
+    # dates in a JSON form Ansible reads back.
+    write_file(path, json.dumps(to_ansible_json(render_inventory(hosts))), 0o600)

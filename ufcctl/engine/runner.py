@@ -24,6 +24,7 @@ from typing import Any
 from ufcctl.domain.inventory.model import Host
 from ufcctl.domain.rollout.states import run_id_problem
 from ufcctl.engine import ansible_cfg, proctree, statedir, stops
+from ufcctl.engine.files import write_file
 from ufcctl.engine.locks import hold_nodes
 from ufcctl.engine.run_events import EventSink, ResultHandler, RunObserver
 from ufcctl.engine.run_inventory import context_limit, write_inventory
@@ -167,8 +168,7 @@ def _run_playbook(
     if problem:  # it names the run's directory: never a path of its own
         raise InputError(f"run id {shown(run_id)}: {problem}")
     state = state_dir()
-    run_dir = statedir.ensure_private_dir(statedir.prepare(state) / "runs") / run_id
-    run_dir.mkdir(mode=0o700, exist_ok=True)
+    run_dir = statedir.ensure_private_dir(statedir.prepare(state) / "runs" / run_id)
     inventory_path, limit = _inventory(run_dir, hosts, options)
     _write_settings(run_dir)
     envvars = _envvars(env, options, state)
@@ -197,8 +197,7 @@ def _run_playbook(
     sink.finalize()
     result = _result(playbook, names, options, sink, run_id=run_id, run_dir=run_dir,
                      status=runner.status, rc=runner.rc, seconds=time.monotonic() - started)
-    with open(run_dir / "summary.json", "w", encoding="utf-8") as fh:
-        json.dump(result.to_json(), fh, indent=1)
+    write_file(run_dir / "summary.json", json.dumps(result.to_json(), indent=1))
     if observer:
         observer.run_finished(result)
     return result
@@ -262,9 +261,7 @@ def _write_settings(run_dir: Path) -> None:
     was 5 s, the stdout copy was written). The file holds constants, so a second run in the same
     directory cannot get an earlier run's values from it.
     """
-    env_dir = run_dir / "env"
-    env_dir.mkdir(mode=0o700, exist_ok=True)
-    (env_dir / "settings").write_text(json.dumps(RUNNER_SETTINGS) + "\n", encoding="utf-8")
+    write_file(run_dir / "env" / "settings", json.dumps(RUNNER_SETTINGS) + "\n")
 
 
 def _cmdline(options: RunOptions) -> str | None:

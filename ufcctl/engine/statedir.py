@@ -8,13 +8,14 @@ directory it did not create: a shared UFC_STATE_DIR (setgid, sticky) keeps the m
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ufcctl.errors import InputError
+from ufcctl.errors import InputError, RunFailed
 
 PRIVATE_UMASK = 0o077
 
@@ -59,6 +60,10 @@ def ensure_private_dir(path: Path) -> Path:
                 raise InputError(f"cannot create directory {directory}: a link to nothing or a file is in "
                                  "the way", f"remove {directory} or choose another directory") from None
         except OSError as err:  # under a file (ENOTDIR), read-only, no space
+            if err.errno in (errno.ENOSPC, errno.EDQUOT):  # this machine's disk, not the input's fault
+                raise RunFailed(f"cannot create directory {directory} on this machine (the controller): "
+                                f"{err.strerror}", f"free space on the controller's disk under "
+                                f"{directory.parent}; no node is at fault") from err
             raise InputError(f"cannot create directory {directory}: {err.strerror}",
                              "choose a directory under one you can write to") from err
     if not path.is_dir():

@@ -10,6 +10,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ufcctl.engine import statedir
+from ufcctl.engine.files import open_append
 from ufcctl.errors import EnvironmentMissing, RunFailed
 from ufcctl.lab.podman import require_tools
 
@@ -36,7 +38,7 @@ def build_rootfs_tarball(spec: RootfsSpec, dest: Path, log_file: Path) -> None:
             "debootstrap must run as root to build the lab's root filesystem",
             "run `ufcctl lab image` as root (the lab also needs rootful podman for fixed IPs)",
         )
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    statedir.ensure_private_dir(dest.parent)
     workdir = Path(tempfile.mkdtemp(prefix="rootfs-", dir=dest.parent))
     rootfs = workdir / "rootfs"
     try:
@@ -44,7 +46,7 @@ def build_rootfs_tarball(spec: RootfsSpec, dest: Path, log_file: Path) -> None:
                 spec.suite, str(rootfs), spec.mirror]
         _run(argv, log_file, "debootstrap")
         _slim(rootfs)
-        partial = dest.with_suffix(".partial")
+        partial = workdir / dest.name  # the per-process directory: no predictable name beside dest
         # --numeric-owner: the image's uids must be the rootfs's, not this host's name mapping.
         _run(["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(partial), "."], log_file, "tar")
         partial.replace(dest)
@@ -64,7 +66,7 @@ def _slim(rootfs: Path) -> None:
 
 def _run(argv: list[str], log_file: Path, what: str) -> None:
     log.debug("run: %s", " ".join(argv))
-    with log_file.open("a") as out:
+    with os.fdopen(open_append(log_file), "a") as out:
         out.write(f"$ {' '.join(argv)}\n")
         out.flush()
         proc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, check=False, timeout=3600)

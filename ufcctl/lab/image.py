@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ufcctl.engine import statedir
+from ufcctl.engine.files import open_lock
 from ufcctl.lab.debootstrap import RootfsSpec, build_rootfs_tarball
 from ufcctl.lab.podman import Podman, require_tools
 
@@ -66,13 +67,13 @@ def image_hash(image_dir: Path = IMAGE_DIR, spec: RootfsSpec = ROOTFS) -> str:
 def _image_lock() -> Iterator[None]:
     # Images are global to this machine's podman storage, whatever UFC_STATE_DIR says, so the
     # lock is too: two `lab up` (or a test and a user) must not build at the same time.
-    path = Path(tempfile.gettempdir()) / "ufcctl-lab-image.lock"
-    with path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    # In /tmp, where anyone may plant a link or a FIFO under this name: open_lock follows neither.
+    fd = open_lock(Path(tempfile.gettempdir()) / "ufcctl-lab-image.lock")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def ensure_image(podman: Podman, cache_dir: Path, notify: Notify, force: bool = False) -> ImageResult:

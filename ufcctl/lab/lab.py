@@ -8,6 +8,7 @@ removes both kinds. The settings and the results the commands print are settings
 from __future__ import annotations
 
 import fcntl
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ufcctl.engine import statedir
+from ufcctl.engine.files import open_lock, write_file
 from ufcctl.errors import InputError, RunFailed
 from ufcctl.lab import image as node_image
 from ufcctl.lab.inventory import MARKER, InventoryPaths, render_inventory
@@ -57,13 +58,12 @@ Notify = Callable[[str], None]
 def _lab_lock(settings: LabSettings) -> Iterator[None]:
     # One lock for every lab of this state directory (not one per lab): `lab down` then leaves no
     # file named after the lab, and a lock file is never deleted while someone may wait on it.
-    statedir.ensure_private_dir(settings.state_path)
-    with (settings.state_path / "labs.lock").open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    fd = open_lock(settings.state_path / "labs.lock")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _owned_network(podman: Podman, lab: str) -> NetworkInfo | None:
@@ -262,10 +262,7 @@ def _write_files(directory: Path, files: dict[str, str]) -> bool:
         path = directory / rel
         if path.is_file() and path.read_text() == content:
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".partial")
-        partial.write_text(content)
-        partial.replace(path)
+        write_file(path, content)  # 0600 under 0700 parents: host vars may hold secrets
         changed = True
     return changed
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ufcctl.engine.files import open_append
 from ufcctl.errors import EnvironmentMissing, RunFailed
 
 log = logging.getLogger(__name__)
@@ -145,7 +146,8 @@ class Podman:
         label_args = [arg for key, value in labels.items() for arg in ("--label", f"{key}={value}")]
         argv = ["build", "--layers", "--force-rm", "-f", str(context / "Containerfile"), "-t", tag,
                 *label_args, str(context)]
-        with log_file.open("w") as out:
+        log_file.unlink(missing_ok=True)  # the last build's log goes; open_append follows no link
+        with os.fdopen(open_append(log_file), "a") as out:
             proc = self.run(argv, stdout=out, check=False, timeout=3600)
             out.write(proc.stderr)
         if proc.returncode != 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -19,17 +20,18 @@ def ensure_keypair(private_key: Path, comment: str = "ufcctl-lab") -> str:
     if not private_key.exists():
         require_tools(["ssh-keygen"])
         statedir.ensure_private_dir(private_key.parent)
-        partial = private_key.with_name(private_key.name + ".partial")
-        for stale in (partial, partial.with_name(partial.name + ".pub")):
-            stale.unlink(missing_ok=True)
-        proc = subprocess.run(
-            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(partial)],
-            capture_output=True, text=True, check=False,
-        )
-        if proc.returncode != 0:
-            raise RunFailed(f"ssh-keygen failed for {private_key}: {proc.stderr.strip()}")
-        partial.with_name(partial.name + ".pub").replace(public)
-        partial.replace(private_key)
+        # made in a per-process directory beside the key (no predictable name a link could sit at),
+        # then renamed into place, the private key last
+        with tempfile.TemporaryDirectory(prefix=".ufcctl-key-", dir=private_key.parent) as workdir:
+            partial = Path(workdir) / private_key.name
+            proc = subprocess.run(
+                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(partial)],
+                capture_output=True, text=True, check=False,
+            )
+            if proc.returncode != 0:
+                raise RunFailed(f"ssh-keygen failed for {private_key}: {proc.stderr.strip()}")
+            partial.with_name(partial.name + ".pub").replace(public)
+            partial.replace(private_key)
     # ssh refuses a private key others can read; fix it even if someone loosened it.
     os.chmod(private_key, 0o600)
     if not public.exists():

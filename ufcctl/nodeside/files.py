@@ -1,7 +1,8 @@
-"""The one atomic file writer of everything that runs on the nodes: the node-side programs here (textfile
+"""The one atomic file writer: of everything that runs on the nodes, the node-side programs here (textfile
 metrics, checksum lines, snapshots, the join's bootstrap settings) and the roles' modules, which import
 this file as `ansible.module_utils.ufcctl_files` (roles/ufc_common/module_utils/ufcctl_files.py is a
-relative symlink to it; Ansible ships it with every module that imports it).
+relative symlink to it; Ansible ships it with every module that imports it), and on the controller
+every file ufcctl writes (ufcctl/engine/files.py).
 
 A write goes to a temporary file in the destination's directory (same filesystem, so the rename is
 atomic) whose name starts with a dot and ends in .part, never the destination's own suffix (the node

@@ -14,6 +14,7 @@ what marks a node done.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any, Protocol
 
 from ufcctl.domain.inventory.model import Host, Inventory
 from ufcctl.domain.rollout.order import LONGEST
+from ufcctl.errors import shown
 
 # Nodes per long-lived ansible-playbook process. 2,000 (8 processes for 16,000 nodes) because:
 # - a process start costs ~2.3 s of controller CPU (docs/reference/scale.md §1.2): ~1 ms per node at 2,000;
@@ -70,12 +72,44 @@ class RolloutRequest:
 
     @classmethod
     def from_params(cls, data: Mapping[str, Any], kind: RolloutKind) -> RolloutRequest:
-        """The request a stored run was made with (settings added since take their defaults)."""
+        """The request a stored run was made with (settings added since take their defaults). ValueError
+        naming the setting when a stored value is missing or not of its field's type, or a kind's option
+        is no JSON scalar or list of them (a hand-edited state.db: never a run driven by it)."""
+        hints = typing.get_type_hints(cls)
         common = {f.name for f in dataclasses.fields(cls)} - {"options"}
         values = {k: v for k, v in data.items() if k in common}
+        if "inventory_dir" not in values:
+            raise ValueError("setting inventory_dir is missing")
+        for name, value in values.items():
+            if not _fits(value, hints[name]):
+                raise ValueError(f"setting {name} holds {type(value).__name__} {shown(value)}")
         values["inventory_dir"] = Path(values["inventory_dir"])
         options = {k: data[k] for k in kind.options if k in data}
+        for name, value in options.items():
+            if not _plain(value) and not (isinstance(value, list) and all(_plain(v) for v in value)):
+                raise ValueError(f"option {name} holds {type(value).__name__} {shown(value)}")
         return cls(**values, options=options)
+
+
+_STORED_AS: dict[Any, Any] = {Path: str, float: (int, float)}
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """`value` (read from JSON) is of the annotated type: a Path is stored as text, an int is a float."""
+    for wanted in typing.get_args(hint) or (hint,):
+        if wanted is type(None):
+            if value is None:
+                return True
+        elif isinstance(value, bool) or wanted is bool:
+            if isinstance(value, bool) and wanted is bool:
+                return True
+        elif isinstance(value, _STORED_AS.get(wanted, wanted)):
+            return True
+    return False
+
+
+def _plain(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
 
 
 def no_extravars(options: Mapping[str, Any]) -> dict[str, Any]:

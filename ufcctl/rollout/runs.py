@@ -25,13 +25,14 @@ from ufcctl.domain.rollout.summary import NodeOutcome, RolloutSummary
 from ufcctl.engine.inventory_files import fingerprint
 from ufcctl.engine.locks import holding
 from ufcctl.engine.runner import RunOptions, mitogen_env, new_run_id, run_playbook
-from ufcctl.errors import InputError, Stopped
+from ufcctl.errors import InputError, Stopped, shown
 from ufcctl.paths import playbook
 from ufcctl.rollout.executor import execute_rollout
 from ufcctl.rollout.job import RolloutJob, RolloutObserver, RunFn, chunk_forks
 from ufcctl.rollout.kind import KindRegistry, NodeGuard, RolloutKind, RolloutRequest
 from ufcctl.rollout.planning import plan_for, stored_plan, targets
 from ufcctl.rollout.store import RunRecord, StateStore
+from ufcctl.rollout.storefile import corrupt
 
 # How `resume` reads the inventory a run recorded (ufcctl.app.inventory.load_inventory; tests pass
 # their own): the caller's, so this package never imports the app layer.
@@ -209,7 +210,10 @@ def resume(run_id: str, store: StateStore, *, kinds: KindRegistry, loader: Loade
         raise InputError(f"run {run_id} is a {record.kind!r} rollout, a kind this ufcctl does not know",
                          "resume it with the ufcctl that started it; known kinds: "
                          f"{', '.join(kinds.names())}")
-    request = RolloutRequest.from_params(record.params, kind)
+    try:
+        request = RolloutRequest.from_params(record.params, kind)
+    except ValueError as err:  # a hand-edited row: reported as the file's damage, exit 2
+        raise corrupt(store.path, f"row of run {shown(run_id)}: {err}") from err
     request = dataclasses.replace(request, inventory_dir=_absolute(request.inventory_dir))
     inventory_hash = _inventory_check(record, request.inventory_dir, accept_inventory_change)
     inventory = loader(request.inventory_dir)

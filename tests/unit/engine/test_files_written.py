@@ -1,6 +1,7 @@
 """Files ufcctl writes (issue 42): created exclusively under a per-process name, never through a planted
 link, renamed (or linked) only when whole; directories 0700 whatever the umask; state.db made in one
-transaction or not at all; run ids read back from it checked as ids before they name a directory."""
+transaction or not at all; run ids read back from it checked as ids before they name a directory, and
+every other column, a run's stored settings and the inventory it names checked before they drive a run."""
 
 from __future__ import annotations
 
@@ -147,3 +148,50 @@ def test_a_first_open_that_fails_half_way_leaves_no_state_db(monkeypatch) -> Non
     monkeypatch.undo()
     StateStore().close()  # the next command starts afresh
     assert CliRunner().invoke(cli, ["runs"]).exit_code == 0
+
+
+def _run_row(params: str = '{"inventory_dir": "/nowhere", "batch": 1}', status: str = "failed",
+             created: str = "1") -> str:
+    return INSERT + f"('r1', 'upgrade-drivers', 'inv', '{params}', '{status}', {created}, 1)"
+
+
+# (id, SQL, command, what the Error line says): each was an internal error (exit 1) before
+EDITED = [
+    ("run-status-unknown", _run_row(status="weird"), ["runs"], "status 'weird' is none of"),
+    ("run-created-text", _run_row(created="'yesterday'"), ["runs"], "created holds str, not a number"),
+    ("params-a-list", _run_row(params="[1, 2]"), ["resume", "r1"], "params holds a JSON list"),
+    ("params-without-inventory", _run_row(params="{}"), ["resume", "r1"], "inventory_dir is missing"),
+    ("setting-of-another-type", _run_row(params='{"inventory_dir": "/x", "batch": "x"}'), ["resume", "r1"],
+     "setting batch holds str 'x'"),
+    ("setting-a-bool-for-an-int", _run_row(params='{"inventory_dir": "/x", "batch": true}'),
+     ["resume", "r1"], "setting batch holds bool"),
+    ("option-no-scalar", _run_row(params='{"inventory_dir": "/x", "batch": 1, "version": {"a": 1}}'),
+     ["resume", "r1"], "option version holds dict"),
+    ("node-batch-text", _run_row() + "; INSERT INTO nodes (run_id, host, batch, position, state) "
+     "VALUES ('r1', 'h1', 'x', 0, 'pending')", ["plan-nodes"], "batch holds str, not int"),
+    ("node-state-unknown", _run_row() + "; INSERT INTO nodes (run_id, host, batch, position, state) "
+     "VALUES ('r1', 'h1', 0, 0, 'zzz')", ["plan-nodes"], "state 'zzz' is none of"),
+]
+
+
+@pytest.mark.parametrize(("sql", "command", "message"), [e[1:] for e in EDITED], ids=[e[0] for e in EDITED])
+def test_every_hand_edited_column_is_a_corrupt_row_exit_2(sql: str, command: list[str], message: str) -> None:
+    StateStore().close()
+    with sqlite3.connect(_db()) as db:
+        db.executescript(sql)
+    if command == ["plan-nodes"]:  # the nodes of a run, as resume and the report read them
+        with pytest.raises(InputError, match="is corrupt") as caught:
+            StateStore().nodes("r1")
+        assert message in caught.value.message
+        return
+    result = CliRunner().invoke(cli, command)
+    assert result.exit_code == 2, result.output
+    assert "is corrupt" in result.output and message in result.output, result.output
+
+
+def test_a_runs_inventory_that_is_gone_is_named(tmp_path: Path) -> None:
+    _edit(INSERT + "(?, 'upgrade-drivers', 'inv', ?, 'failed', 1, 1)", "r1",
+          '{"inventory_dir": "%s", "batch": 1}' % (tmp_path / "gone"))
+    result = CliRunner().invoke(cli, ["resume", "r1"])
+    assert result.exit_code == 2, result.output
+    assert "the run's inventory" in result.output and "is no directory" in result.output
