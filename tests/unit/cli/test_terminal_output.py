@@ -28,9 +28,11 @@ def _inventory_path_with_escapes(tmp_path: Path) -> list[str]:
 
 
 def _run_with_hostile_status(tmp_path: Path) -> list[str]:
+    # the inventory path a run recorded: free text (a state outside the known ones is refused as a corrupt
+    # row, issue 42's state.db class), shown by `runs`
     with StateStore() as store:
-        store.create_run("upgrade-drivers-20261206-000000-abcdef", "upgrade-drivers", str(tmp_path), {},
-                         [("n1", 0, 0)], status=f"[/bold]{OSC0}")
+        store.create_run("upgrade-drivers-20261206-000000-abcdef", "upgrade-drivers",
+                         str(tmp_path / f"[/bold]{OSC0}"), {}, [("n1", 0, 0)], status="failed")
     return ["runs"]
 
 
@@ -48,7 +50,7 @@ def _etcd_member_name(tmp_path: Path) -> list[str]:
 
 CASES: list[tuple[str, Callable[[Path], list[str]], int]] = [
     ("osc52-in-a-path-of-an-error", _inventory_path_with_escapes, 2),
-    ("markup-and-osc0-in-a-state-name", _run_with_hostile_status, 0),
+    ("markup-and-osc0-in-a-recorded-inventory-path", _run_with_hostile_status, 0),
     ("osc0-in-a-snapshot-name", _snapshot_path_with_escapes, 2),
     ("osc52-in-a-member-name", _etcd_member_name, 2),
 ]
@@ -66,7 +68,7 @@ def test_control_characters_reach_the_terminal_escaped(tmp_path: Path, make, cod
 def test_markup_in_data_is_shown_not_interpreted(tmp_path: Path) -> None:
     _run_with_hostile_status(tmp_path)
     code, out = _run("runs")
-    assert code == 0 and "[/bold]" in out
+    assert code == 0 and "[/bold]" in "".join(out.split())  # the table may fold the path across lines
 
 
 @pytest.mark.parametrize(("args", "whole"), [
