@@ -24,15 +24,19 @@ DIRECTORIES = {
     "nodelocaldns": ROLES / "nodelocaldns" / "templates" / "manifests",
     "nfs-provisioner": ROLES / "nfs_provisioner" / "templates" / "manifests",
 }
+# every add-on that runs containers: the above and MindCluster's NPU Exporter
+WITH_EXPORTER = {**DIRECTORIES, "npu-exporter": ROLES / "ascend_components" / "templates" / "npu-exporter"}
+SAMPLE = ROOT / "inventories" / "sample"
 
 
-def render_addons(**overrides: Any) -> dict[str, list[dict[str, Any]]]:
+def render_addons(inventory: Path = SAMPLE, directories: dict[str, Path] | None = None,
+                  **overrides: Any) -> dict[str, list[dict[str, Any]]]:
     """{component: its rendered objects} for cni, volcano, four MindCluster components, nodelocaldns and the
-    NFS provisioner."""
+    NFS provisioner (`directories`: other components, e.g. WITH_EXPORTER), for `inventory`."""
     from tests.unit.roles.test_cni_render import Render
 
     init_plugin_loader()
-    inv = load_inventory(ROOT / "inventories" / "sample")
+    inv = load_inventory(inventory)
     groups = {g: inv.group_hosts(g) for g in inv.groups}
     variables: dict[str, Any] = {}
     for role in ("k8s_manifests", "volcano", "ascend_components", "nodelocaldns", "nfs_provisioner"):
@@ -47,8 +51,8 @@ def render_addons(**overrides: Any) -> dict[str, list[dict[str, Any]]]:
     out = {
         component: [d for p in sorted(directory.glob("*.yaml.j2"))
                     for d in yaml.safe_load_all(str(templar.template(trust_as_template(p.read_text())))) if d]
-        for component, directory in DIRECTORIES.items()
+        for component, directory in (directories or DIRECTORIES).items()
     }
-    out["cni"] = [d for text in Render(ROOT / "inventories" / "sample").rendered().values()
+    out["cni"] = [d for text in Render(inventory).rendered().values()
                   for d in yaml.safe_load_all(text) if d]
     return out

@@ -99,5 +99,12 @@ CRI_TOOLS = Component("cri-tools", "cri-tools", "sigs.k8s.io/cri-tools", "v1.34.
 # tag is the image tag kubeadm 1.34 pulls and containerd's sandbox_image names (registry.k8s.io/pause:3.10.1).
 PAUSE = Component("pause", "pause", "", "3.10.1", (Command("ufcctl.lab/pause", "pause"),))
 
-COMPONENTS: tuple[Component, ...] = (ETCD, KUBERNETES, KUBERNETES_NEXT, KWOK, CORE_DNS, CRI_TOOLS, PAUSE)
+# The LAB ADD-ON STAND-IN: ufcctl's own program (tests/lab_build/addon-standin/main.go, stdlib only) in the
+# lab's images of the add-ons whose real images cannot be pulled here (tests/lab_build/addons.py); the tag
+# is ours, it names the program's cache entry only (each image keeps its add-on's tag).
+ADDON_STANDIN = Component("addon-standin", "addon-standin", "", "ufcctl-1",
+                          (Command("ufcctl.lab/addon-standin", "addon-standin"),))
+
+COMPONENTS: tuple[Component, ...] = (ETCD, KUBERNETES, KUBERNETES_NEXT, KWOK, CORE_DNS, CRI_TOOLS, PAUSE,
+                                     ADDON_STANDIN)
 BY_NAME = {c.name: c for c in COMPONENTS}

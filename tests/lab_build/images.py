@@ -65,24 +65,40 @@ class Image:
         return self.name.split("/", 1)[1]
 
 
-def layer(files: Mapping[str, tuple[bytes, int]]) -> tuple[bytes, str]:
-    """(gzip'd tar, diff id) of `files`: path -> (bytes, mode); parent folders are added."""
+def layer(files: Mapping[str, tuple[bytes, int]], links: Mapping[str, str] | None = None,
+          dirs: Mapping[str, int] | None = None) -> tuple[bytes, str]:
+    """(gzip'd tar, diff id) of `files`: path -> (bytes, mode); `links`: path -> symlink target; `dirs`:
+    folder -> mode (e.g. /tmp 0o1777); other parent folders are added with 0o755."""
+    links, dirs = links or {}, dirs or {}
+    entries: dict[str, tarfile.TarInfo] = {}
+    data_of: dict[str, bytes] = {}
+
+    def folder(name: str, mode: int = 0o755) -> None:
+        if name not in entries:
+            info = tarfile.TarInfo(name)
+            info.type, info.mode = tarfile.DIRTYPE, mode
+            entries[name] = info
+
+    for path in sorted({*files, *links, *dirs}):
+        parts = path.strip("/").split("/")
+        for depth in range(1, len(parts)):
+            folder("/".join(parts[:depth]), dirs.get("/" + "/".join(parts[:depth]), 0o755))
+        name = path.strip("/")
+        if path in dirs:
+            folder(name, dirs[path])
+        elif path in links:
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname, info.mode = tarfile.SYMTYPE, links[path], 0o777
+            entries[name] = info
+        else:
+            data, mode = files[path]
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), mode
+            entries[name], data_of[name] = info, data
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        folders: set[str] = set()
-        for path in sorted(files):
-            parts = path.strip("/").split("/")
-            for depth in range(1, len(parts)):
-                folder = "/".join(parts[:depth])
-                if folder not in folders:
-                    folders.add(folder)
-                    info = tarfile.TarInfo(folder)
-                    info.type, info.mode = tarfile.DIRTYPE, 0o755
-                    tar.addfile(info)
-            data, mode = files[path]
-            info = tarfile.TarInfo(path.strip("/"))
-            info.size, info.mode = len(data), mode
-            tar.addfile(info, io.BytesIO(data))
+        for name, info in entries.items():
+            tar.addfile(info, io.BytesIO(data_of[name]) if name in data_of else None)
     packed = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=packed, mtime=0, compresslevel=6) as gz:
         gz.write(raw.getvalue())
@@ -90,22 +106,30 @@ def layer(files: Mapping[str, tuple[bytes, int]]) -> tuple[bytes, str]:
 
 
 def build_image(name: str, tag: str, files: Mapping[str, tuple[bytes, int]], arch: str = "amd64",
-                entrypoint: Sequence[str] | None = None, user: str | None = None) -> Image:
-    blob, diff_id = layer(files)
+                entrypoint: Sequence[str] | None = None, user: str | None = None,
+                links: Mapping[str, str] | None = None, dirs: Mapping[str, int] | None = None,
+                labels: Mapping[str, str] | None = None,
+                lower: Sequence[tuple[bytes, str]] = ()) -> Image:
+    """One layer of `files`, `links` and `dirs`, above the `lower` layers ((gzip'd tar, diff id) each,
+    e.g. a program several images share, stored once in a registry)."""
+    blob, diff_id = layer(files, links, dirs)
+    blobs = (*(b for b, _ in lower), blob)
+    diff_ids = [*(d for _, d in lower), diff_id]
     config: dict = {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
-                    "Labels": {"io.ufcctl.lab.built-from": "Go modules at pinned tags (tests/lab_build)"}}
+                    "Labels": {"io.ufcctl.lab.built-from": "Go modules at pinned tags (tests/lab_build)",
+                               **(labels or {})}}
     if entrypoint:
         config["Entrypoint"] = list(entrypoint)
     if user:
         config["User"] = user
     config_blob = canonical_json({"architecture": arch, "os": "linux", "config": config,
-                         "rootfs": {"type": "layers", "diff_ids": [diff_id]}})
+                         "rootfs": {"type": "layers", "diff_ids": diff_ids}})
     manifest = canonical_json({
         "schemaVersion": 2, "mediaType": MANIFEST_TYPE,
         "config": {"mediaType": CONFIG_TYPE, "digest": digest_of(config_blob), "size": len(config_blob)},
-        "layers": [{"mediaType": LAYER_TYPE, "digest": digest_of(blob), "size": len(blob)}],
+        "layers": [{"mediaType": LAYER_TYPE, "digest": digest_of(b), "size": len(b)} for b in blobs],
     })
-    return Image(name, tag, manifest, config_blob, (blob,))
+    return Image(name, tag, manifest, config_blob, blobs)
 
 
 def oci_archive(images: Sequence[Image]) -> bytes:

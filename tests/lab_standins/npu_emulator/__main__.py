@@ -15,6 +15,7 @@ import sys
 import urllib.parse
 from pathlib import Path
 
+from tests.lab_build import addons as lab_addons
 from tests.lab_build import build as lab_build
 from tests.lab_build import mirror as lab_mirror
 from tests.lab_standins.npu_emulator.lab import (
@@ -27,6 +28,7 @@ from tests.lab_standins.npu_emulator.lab import (
 )
 from tests.lab_standins.npu_emulator.packages import RELEASES, build
 from tests.lab_standins.upstream_registry import registry
+from tests.lab_standins.upstream_registry.push import PushError
 
 
 def _label(value: str) -> tuple[str, str]:
@@ -81,7 +83,18 @@ def _setup(args: argparse.Namespace) -> int:
     mirror = prepare(network, workdir, name, RELEASES, args.ip, args.image, labels)
     # The mirror container also serves the LAB UPSTREAM REGISTRY (tests/lab_standins/upstream_registry), the
     # upstream of the lab's registry caches: it must answer before a deploy starts them.
-    registry.ensure_running(name, urllib.parse.urlsplit(mirror.url).hostname or "")
+    address = urllib.parse.urlsplit(mirror.url).hostname or ""
+    registry.ensure_running(name, address)
+    # ...and holds the LAB ADD-ON STAND-IN images (tests/lab_build/addons.py) under the add-ons' upstream
+    # paths and tags, for a real cluster's add-on Pods; a rerun sends only the manifests (blobs are there)
+    try:
+        lab_addons.publish(f"http://{address}:{registry.DEFAULT_PORT}", say=_progress)
+    except lab_build.BuildError as err:
+        print(f"lab build: {err}", file=sys.stderr)
+        return 1
+    except PushError as err:
+        print(f"lab add-on stand-ins: {err}", file=sys.stderr)
+        return 1
     written = None
     if not args.no_inventory:
         inventory = args.inventory

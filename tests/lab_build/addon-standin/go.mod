@@ -1,0 +1,3 @@
+module ufcctl.lab/addon-standin
+
+go 1.24.0
