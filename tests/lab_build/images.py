@@ -65,8 +65,15 @@ class Image:
         return self.name.split("/", 1)[1]
 
 
-def layer(files: Mapping[str, tuple[bytes, int]]) -> tuple[bytes, str]:
-    """(gzip'd tar, diff id) of `files`: path -> (bytes, mode); parent folders are added."""
+@dataclass(frozen=True)
+class Symlink:
+    """A symbolic link in a layer (Debian's libfoo.so.1 -> libfoo.so.1.2.3, iptables -> xtables-nft-multi)."""
+
+    target: str
+
+
+def layer(files: Mapping[str, tuple[bytes, int] | Symlink]) -> tuple[bytes, str]:
+    """(gzip'd tar, diff id) of `files`: path -> (bytes, mode) or a Symlink; parent folders are added."""
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
         folders: set[str] = set()
@@ -79,8 +86,13 @@ def layer(files: Mapping[str, tuple[bytes, int]]) -> tuple[bytes, str]:
                     info = tarfile.TarInfo(folder)
                     info.type, info.mode = tarfile.DIRTYPE, 0o755
                     tar.addfile(info)
-            data, mode = files[path]
+            entry = files[path]
             info = tarfile.TarInfo(path.strip("/"))
+            if isinstance(entry, Symlink):
+                info.type, info.linkname, info.mode = tarfile.SYMTYPE, entry.target, 0o777
+                tar.addfile(info)
+                continue
+            data, mode = entry
             info.size, info.mode = len(data), mode
             tar.addfile(info, io.BytesIO(data))
     packed = io.BytesIO()
@@ -89,7 +101,7 @@ def layer(files: Mapping[str, tuple[bytes, int]]) -> tuple[bytes, str]:
     return packed.getvalue(), digest_of(raw.getvalue())
 
 
-def build_image(name: str, tag: str, files: Mapping[str, tuple[bytes, int]], arch: str = "amd64",
+def build_image(name: str, tag: str, files: Mapping[str, tuple[bytes, int] | Symlink], arch: str = "amd64",
                 entrypoint: Sequence[str] | None = None, user: str | None = None) -> Image:
     blob, diff_id = layer(files)
     config: dict = {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
@@ -140,11 +152,28 @@ def pause_image(pause_binary: bytes, arch: str = "amd64", tag: str = "3.10.1") -
 CONTROL_PLANE = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy")
 
 
-def kubernetes_images(binaries: dict[str, bytes], tag: str, arch: str = "amd64") -> list[Image]:
-    """registry.k8s.io/<component>:<tag> for each control-plane binary given (name -> bytes).
+def kube_proxy_image(binary: bytes, tag: str, userspace: Mapping[str, tuple[bytes, int] | Symlink],
+                     arch: str = "amd64") -> Image:
+    """registry.k8s.io/kube-proxy: the binary at /usr/local/bin/kube-proxy (kubeadm's DaemonSet runs that
+    path) beside the iptables and conntrack userspace it runs (tests/lab_build/netfilter.py)."""
+    if "/usr/sbin/iptables" not in userspace:
+        raise ValueError("kube-proxy's image needs the iptables userspace (tests/lab_build/netfilter.py)")
+    return build_image("registry.k8s.io/kube-proxy", tag,
+                       {**userspace, "/usr/local/bin/kube-proxy": (binary, 0o755)}, arch)
 
-    Not yet like upstream's: kube-proxy's image lacks the iptables and nftables tools upstream's
-    distroless-iptables base carries (kube-proxy runs them), so only the control plane is usable."""
-    return [build_image(f"registry.k8s.io/{name}", tag,
-                        {f"/usr/local/bin/{name}": (binaries[name], 0o755)}, arch)
-            for name in CONTROL_PLANE if name in binaries]
+
+def kubernetes_images(binaries: dict[str, bytes], tag: str, arch: str = "amd64",
+                      kube_proxy_userspace: Mapping[str, tuple[bytes, int] | Symlink] | None = None,
+                      ) -> list[Image]:
+    """registry.k8s.io/<component>:<tag> for each control-plane binary given (name -> bytes); kube-proxy's
+    only with its userspace (kube-proxy without iptables stops at its first sync)."""
+    images = []
+    for name in CONTROL_PLANE:
+        if name not in binaries:
+            continue
+        if name == "kube-proxy":
+            images.append(kube_proxy_image(binaries[name], tag, kube_proxy_userspace or {}, arch))
+        else:
+            images.append(build_image(f"registry.k8s.io/{name}", tag,
+                                      {f"/usr/local/bin/{name}": (binaries[name], 0o755)}, arch))
+    return images
