@@ -238,6 +238,26 @@ def build_all(only: Iterable[str] | None = None, root: Path | None = None,
     return {c.name: build(c, root, say) for c in select(only)}
 
 
+def _images(built: dict[str, Built], out: Path, say: Callable[[str], None]) -> dict[str, dict]:
+    """The images of every Kubernetes tag in `built` (tests/lab_build/archives.py), by component name."""
+    from tests.lab_build.archives import write_kubernetes_images
+    from tests.lab_build.debs import DebError
+    from tests.lab_build.netfilter import NetfilterError, Userspace, kube_proxy_userspace
+
+    records: dict[str, dict] = {}
+    userspace: dict[str, Userspace] = {}  # by arch: every tag's kube-proxy gets the same files
+    try:
+        for name, b in built.items():
+            if b.component.upstream == "k8s.io/kubernetes":
+                arch = b.record["platform"].split("/")[1]
+                if arch not in userspace:
+                    userspace[arch] = kube_proxy_userspace(arch, say=say)
+                records[name] = write_kubernetes_images(b, out, userspace[arch], arch, say)
+    except (DebError, NetfilterError) as exc:
+        raise BuildError(f"kube-proxy's image: {exc}") from None
+    return records
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -247,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
                         + ", ".join(c.name for c in COMPONENTS if c.default) + ")")
     parser.add_argument("--json", action="store_true", help="print the build records as JSON")
     parser.add_argument("--force", action="store_true", help="build again even when cached")
+    parser.add_argument("--images", metavar="DIR", type=Path,
+                        help="also write each built Kubernetes tag's images (the control plane, and "
+                        "kube-proxy with Debian 12's iptables) as an OCI archive and a record into DIR")
     args = parser.parse_args(argv)
 
     def say(text: str) -> None:
@@ -256,11 +279,14 @@ def main(argv: list[str] | None = None) -> int:
         components = select(args.only.split(",") if args.only else None)
         check_pins()
         built = {c.name: build(c, say=say, force=args.force) for c in components}
+        images = _images(built, args.images, say) if args.images else {}
     except BuildError as exc:
         print(f"lab build: {exc}", file=sys.stderr)
         return 1
     if args.json:
-        records = {name: dict(b.record, path=str(b.path), cached=b.cached) for name, b in built.items()}
+        records = {name: dict(b.record, path=str(b.path), cached=b.cached,
+                              **({"images": images[name]} if name in images else {}))
+                   for name, b in built.items()}
         print(json.dumps(records,
                          indent=1))
     else:

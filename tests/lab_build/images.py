@@ -65,11 +65,20 @@ class Image:
         return self.name.split("/", 1)[1]
 
 
-def layer(files: Mapping[str, tuple[bytes, int]], links: Mapping[str, str] | None = None,
+@dataclass(frozen=True)
+class Symlink:
+    """A symbolic link in a layer (Debian's libfoo.so.1 -> libfoo.so.1.2.3, iptables -> xtables-nft-multi)."""
+
+    target: str
+
+
+def layer(files: Mapping[str, tuple[bytes, int] | Symlink], links: Mapping[str, str] | None = None,
           dirs: Mapping[str, int] | None = None) -> tuple[bytes, str]:
-    """(gzip'd tar, diff id) of `files`: path -> (bytes, mode); `links`: path -> symlink target; `dirs`:
-    folder -> mode (e.g. /tmp 0o1777); other parent folders are added with 0o755."""
-    links, dirs = links or {}, dirs or {}
+    """(gzip'd tar, diff id) of `files`: path -> (bytes, mode) or a Symlink; `links`: path -> symlink
+    target; `dirs`: folder -> mode (e.g. /tmp 0o1777); other parent folders are added with 0o755."""
+    links = {**(links or {}), **{p: e.target for p, e in files.items() if isinstance(e, Symlink)}}
+    files = {p: e for p, e in files.items() if not isinstance(e, Symlink)}
+    dirs = dirs or {}
     entries: dict[str, tarfile.TarInfo] = {}
     data_of: dict[str, bytes] = {}
 
@@ -105,7 +114,7 @@ def layer(files: Mapping[str, tuple[bytes, int]], links: Mapping[str, str] | Non
     return packed.getvalue(), digest_of(raw.getvalue())
 
 
-def build_image(name: str, tag: str, files: Mapping[str, tuple[bytes, int]], arch: str = "amd64",
+def build_image(name: str, tag: str, files: Mapping[str, tuple[bytes, int] | Symlink], arch: str = "amd64",
                 entrypoint: Sequence[str] | None = None, user: str | None = None,
                 links: Mapping[str, str] | None = None, dirs: Mapping[str, int] | None = None,
                 labels: Mapping[str, str] | None = None,
@@ -164,11 +173,28 @@ def pause_image(pause_binary: bytes, arch: str = "amd64", tag: str = "3.10.1") -
 CONTROL_PLANE = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy")
 
 
-def kubernetes_images(binaries: dict[str, bytes], tag: str, arch: str = "amd64") -> list[Image]:
-    """registry.k8s.io/<component>:<tag> for each control-plane binary given (name -> bytes).
+def kube_proxy_image(binary: bytes, tag: str, userspace: Mapping[str, tuple[bytes, int] | Symlink],
+                     arch: str = "amd64") -> Image:
+    """registry.k8s.io/kube-proxy: the binary at /usr/local/bin/kube-proxy (kubeadm's DaemonSet runs that
+    path) beside the iptables and conntrack userspace it runs (tests/lab_build/netfilter.py)."""
+    if "/usr/sbin/iptables" not in userspace:
+        raise ValueError("kube-proxy's image needs the iptables userspace (tests/lab_build/netfilter.py)")
+    return build_image("registry.k8s.io/kube-proxy", tag,
+                       {**userspace, "/usr/local/bin/kube-proxy": (binary, 0o755)}, arch)
 
-    Not yet like upstream's: kube-proxy's image lacks the iptables and nftables tools upstream's
-    distroless-iptables base carries (kube-proxy runs them), so only the control plane is usable."""
-    return [build_image(f"registry.k8s.io/{name}", tag,
-                        {f"/usr/local/bin/{name}": (binaries[name], 0o755)}, arch)
-            for name in CONTROL_PLANE if name in binaries]
+
+def kubernetes_images(binaries: dict[str, bytes], tag: str, arch: str = "amd64",
+                      kube_proxy_userspace: Mapping[str, tuple[bytes, int] | Symlink] | None = None,
+                      ) -> list[Image]:
+    """registry.k8s.io/<component>:<tag> for each control-plane binary given (name -> bytes); kube-proxy's
+    only with its userspace (kube-proxy without iptables stops at its first sync)."""
+    images = []
+    for name in CONTROL_PLANE:
+        if name not in binaries:
+            continue
+        if name == "kube-proxy":
+            images.append(kube_proxy_image(binaries[name], tag, kube_proxy_userspace or {}, arch))
+        else:
+            images.append(build_image(f"registry.k8s.io/{name}", tag,
+                                      {f"/usr/local/bin/{name}": (binaries[name], 0o755)}, arch))
+    return images

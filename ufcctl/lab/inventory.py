@@ -219,6 +219,12 @@ def cluster_vars(layout: LabLayout) -> dict[str, Any]:
         # by the machine running the lab, and roles/node_tuning reports it (and its keys) as skipped when
         # it is absent instead of failing. A real node loads it.
         "node_tuning_load_modules": False,
+        # kube-proxy leaves nf_conntrack_max alone (KubeProxyConfiguration conntrack.maxPerCore: 0, as kind
+        # sets it): the table size is the host kernel's, and a lab node's network namespace shows
+        # nf_conntrack_max read-only, so kube-proxy stopped at start on `open /proc/sys/net/netfilter/
+        # nf_conntrack_max: permission denied` (docs/reference/real-kubernetes.md §3). The TCP timeouts it
+        # also writes are per network namespace and writable from its privileged pod: left at kube-proxy's.
+        "kube_control_plane_kube_proxy_conntrack_max_per_core": 0,
     }
 
 

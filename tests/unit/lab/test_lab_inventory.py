@@ -162,3 +162,23 @@ def test_the_lab_accepts_its_debian_npu_nodes_and_builds_no_driver_module(tmp_pa
     assert list(NPU_OS) == defaults["preflight_npu_distributions"]
     assert cluster["preflight_npu_distributions"] == [*NPU_OS, LAB_OS]
     assert cluster["ascend_driver_build_toolchain"] == "never"
+
+
+def test_the_labs_kube_proxy_leaves_the_hosts_conntrack_table_size_alone(tmp_path: Path) -> None:
+    """A lab node's netns shows nf_conntrack_max read-only: kube-proxy's KubeProxyConfiguration says
+    conntrack.maxPerCore 0 there (docs/reference/real-kubernetes.md §3); the sample keeps the role's
+    default, kube-proxy's own 32768 per core."""
+    from tests.helpers import kcp_render
+
+    inv, layout = _write(tmp_path, workers=1)
+    cluster = yaml.safe_load((inv / "group_vars" / "all" / "cluster.yml").read_text())
+    assert cluster["kube_control_plane_kube_proxy_conntrack_max_per_core"] == 0
+    templar, ca = kcp_render.templar_factory(), kcp_render.ca_pem()
+
+    def proxy(inventory: Path, host: str) -> dict:
+        docs = kcp_render.render(inventory, host, templar, ca)["kubeadm.yaml"]
+        return next(d for d in docs if d["kind"] == "KubeProxyConfiguration")
+
+    assert proxy(inv, layout.control_planes[0].name)["conntrack"] == {"maxPerCore": 0, "min": 131072}
+    sample = kcp_render.ROOT / "inventories" / "sample"
+    assert proxy(sample, "cp1")["conntrack"] == {"maxPerCore": 32768, "min": 131072}
