@@ -20,15 +20,15 @@ ROLES = ROOT / "roles"
 DIRECTORIES = {
     "volcano": ROLES / "volcano" / "templates" / "manifests",
     **{part: ROLES / "ascend_components" / "templates" / part
-       for part in ("ascend-operator", "clusterd", "noded", "device-plugin")},
+       for part in ("ascend-operator", "clusterd", "noded", "device-plugin", "npu-exporter")},
     "nodelocaldns": ROLES / "nodelocaldns" / "templates" / "manifests",
     "nfs-provisioner": ROLES / "nfs_provisioner" / "templates" / "manifests",
 }
 
 
 def render_addons(**overrides: Any) -> dict[str, list[dict[str, Any]]]:
-    """{component: its rendered objects} for cni, volcano, four MindCluster components, nodelocaldns and the
-    NFS provisioner."""
+    """{component: its rendered objects} for cni, volcano, five MindCluster components, nodelocaldns and the
+    NFS provisioner; `overrides` are set over the inventory's variables (as extra vars), for every role."""
     from tests.unit.roles.test_cni_render import Render
 
     init_plugin_loader()
@@ -49,6 +49,6 @@ def render_addons(**overrides: Any) -> dict[str, list[dict[str, Any]]]:
                     for d in yaml.safe_load_all(str(templar.template(trust_as_template(p.read_text())))) if d]
         for component, directory in DIRECTORIES.items()
     }
-    out["cni"] = [d for text in Render(ROOT / "inventories" / "sample").rendered().values()
+    out["cni"] = [d for text in Render(ROOT / "inventories" / "sample", **overrides).rendered().values()
                   for d in yaml.safe_load_all(text) if d]
     return out
