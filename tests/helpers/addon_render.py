@@ -20,7 +20,7 @@ ROLES = ROOT / "roles"
 DIRECTORIES = {
     "volcano": ROLES / "volcano" / "templates" / "manifests",
     **{part: ROLES / "ascend_components" / "templates" / part
-       for part in ("ascend-operator", "clusterd", "noded", "device-plugin")},
+       for part in ("ascend-operator", "clusterd", "noded", "device-plugin", "npu-exporter")},
     "nodelocaldns": ROLES / "nodelocaldns" / "templates" / "manifests",
     "nfs-provisioner": ROLES / "nfs_provisioner" / "templates" / "manifests",
 }
@@ -31,8 +31,9 @@ SAMPLE = ROOT / "inventories" / "sample"
 
 def render_addons(inventory: Path = SAMPLE, directories: dict[str, Path] | None = None,
                   **overrides: Any) -> dict[str, list[dict[str, Any]]]:
-    """{component: its rendered objects} for cni, volcano, four MindCluster components, nodelocaldns and the
-    NFS provisioner (`directories`: other components, e.g. WITH_EXPORTER), for `inventory`."""
+    """{component: its rendered objects} for cni, volcano, the MindCluster components, nodelocaldns and the
+    NFS provisioner (`directories`: other components, e.g. WITH_EXPORTER), for `inventory`; `overrides` are
+    set over the inventory's variables (as extra vars), for every role."""
     from tests.unit.roles.test_cni_render import Render
 
     init_plugin_loader()
@@ -53,6 +54,6 @@ def render_addons(inventory: Path = SAMPLE, directories: dict[str, Path] | None 
                     for d in yaml.safe_load_all(str(templar.template(trust_as_template(p.read_text())))) if d]
         for component, directory in (directories or DIRECTORIES).items()
     }
-    out["cni"] = [d for text in Render(inventory).rendered().values()
+    out["cni"] = [d for text in Render(inventory, **overrides).rendered().values()
                   for d in yaml.safe_load_all(text) if d]
     return out

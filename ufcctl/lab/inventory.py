@@ -41,6 +41,7 @@ ARTIFACT_VARS = "group_vars/all/artifacts.yml"
 MONITORING_VARS = "group_vars/all/monitoring.yml"
 ETCD_VARS = "group_vars/all/etcd.yml"
 REGISTRY_CACHE_VARS = "group_vars/all/registry_cache.yml"
+ADDON_VARS = "group_vars/all/addons.yml"
 # The LAB UPSTREAM REGISTRY (tests/lab_standins/upstream_registry: Debian's docker-registry, started in
 # the NPU
 # emulator's mirror container by the image tests or by hand) and the caches' instance port.
@@ -68,6 +69,41 @@ LAB_DISK_REQUIREMENTS = [{"path": "/", "min_free_gib": 4}]
 # roles/preflight's default preflight_npu_distributions, and the lab image's OS (ufcctl/lab/image: bookworm).
 NPU_OS = ("Ubuntu 22.04", "Ubuntu 24.04")
 LAB_OS = "Debian 12"
+
+
+def _lab_resources(memory: str) -> dict[str, Any]:
+    """10m CPU and `memory` requested, no CPU limit, 512 MiB of memory at most (a fresh dict each time, so
+    the YAML dump writes no anchors)."""
+    return {"requests": {"cpu": "10m", "memory": memory}, "limits": {"memory": "512Mi"}}
+
+
+# Lab-only add-on resources. Lab nodes are containers that each see 2 CPUs, all on one 2-core machine, and
+# the add-on pods there are the lab's idle stand-ins (Go programs using a few MiB): the roles' requests,
+# sized for production sites, do not fit (2275m on every worker: Device Plugin 500m, NodeD 500m, NPU
+# Exporter 1000m, calico-node 250m, DNS cache 25m; vc-scheduler alone asks 2 CPU of a control plane), so
+# their pods stay Pending and deploy's readiness wait fails. 10m each keeps every pod schedulable; no CPU
+# limit (throttling an idle stand-in buys nothing), and a memory limit far above what a stand-in uses.
+# Memory requests stay small (every node sees the machine's RAM; CPU is what runs out). kubeadm's own pods
+# keep their requests (CoreDNS 100m / 70 MiB, the control plane's 550m): they are not the add-on roles'.
+LAB_ADDON_RESOURCES: dict[str, Any] = {
+    # on every node
+    "cni_calico_node_resources": _lab_resources("32Mi"),
+    "nodelocaldns_cpu_request": "10m",  # its memory request is upstream's 5Mi already
+    # on every NPU worker
+    "ascend_components_device_plugin_resources": _lab_resources("32Mi"),
+    "ascend_components_noded_resources": _lab_resources("32Mi"),
+    "ascend_components_npu_exporter_resources": _lab_resources("32Mi"),
+    # Deployments: control planes (Volcano, ClusterD, Ascend Operator, NFS provisioner, the autoscaler)
+    # or any node (Typha, calico-kube-controllers)
+    "cni_calico_typha_resources": _lab_resources("64Mi"),
+    "cni_calico_kube_controllers_resources": _lab_resources("64Mi"),
+    "nodelocaldns_coredns_autoscaler_resources": _lab_resources("16Mi"),
+    "volcano_scheduler_resources": _lab_resources("64Mi"),
+    "volcano_controller_resources": _lab_resources("64Mi"),
+    "ascend_components_ascend_operator_resources": _lab_resources("64Mi"),
+    "ascend_components_clusterd_resources": _lab_resources("64Mi"),
+    "nfs_provisioner_resources": _lab_resources("32Mi"),
+}
 
 
 @dataclass(frozen=True)
@@ -293,6 +329,8 @@ def render_inventory(
         MARKER: f"{layout.lab}\n",
         ETCD_VARS: _header(layout) + "# Lab-sized etcd defragmentation and backups (roles/etcd).\n"
         + _dump(etcd_vars()),
+        ADDON_VARS: _header(layout) + "# Lab-sized add-on resources (ufcctl/lab/inventory.py "
+        "LAB_ADDON_RESOURCES says why).\n" + _dump(LAB_ADDON_RESOURCES),
     }
     if registry_cache_hosts(layout):
         files[REGISTRY_CACHE_VARS] = (_header(layout) + "# Registry caches of the lab (roles/registry_cache) "
