@@ -95,12 +95,20 @@ def variables_of(
     return variables
 
 
-def render(inventory_dir: Path, host: str, templar_factory, ca_pem: str) -> dict[str, list[dict]]:
-    variables = variables_of(inventory_dir, host, templar_factory, ca_pem)
+def render_text(inventory_dir: Path, host: str, templar_factory, ca_pem: str,
+                overrides: dict[str, Any] | None = None) -> dict[str, str]:
+    """Each file the role writes, as the text the host gets (what the real kubeadm reads)."""
+    variables = variables_of(inventory_dir, host, templar_factory, ca_pem, overrides)
     templar = templar_factory(variables)
     source = trust_as_template((ROLE / "templates" / "docs.yaml.j2").read_text())
     files = {}
     for item in templar.template(trust_as_template("{{ __kube_control_plane_files }}")):
-        text = templar_factory({**variables, "__kube_control_plane_docs": item["docs"]}).template(source)
-        files[item["name"]] = [d for d in yaml.safe_load_all(text) if d is not None]
+        files[item["name"]] = templar_factory({**variables, "__kube_control_plane_docs": item["docs"]}).template(
+            source)
     return files
+
+
+def render(inventory_dir: Path, host: str, templar_factory, ca_pem: str) -> dict[str, list[dict]]:
+    """Each file's YAML documents (a document of comments alone, which PyYAML reads as None, left out)."""
+    return {name: [d for d in yaml.safe_load_all(text) if d is not None]
+            for name, text in render_text(inventory_dir, host, templar_factory, ca_pem).items()}

@@ -50,37 +50,40 @@ def _lab_inventory(folder: Path) -> tuple[Path, str]:
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict]]:
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     templar = kcp_render.templar_factory()
     ca = kcp_render.ca_pem()
-    first = kcp_render.render(SAMPLE, "cp1", templar, ca)["kubeadm.yaml"]
-    other = kcp_render.render(SAMPLE, "cp2", templar, ca)["kubeadm.yaml"]
+    # the text the hosts get, byte for byte: a leading document of comments alone is what kubeadm refused
+    # ("kind and apiVersion is mandatory"), and PyYAML drops it
+    first = kcp_render.render_text(SAMPLE, "cp1", templar, ca)["kubeadm.yaml"]
+    other = kcp_render.render_text(SAMPLE, "cp2", templar, ca)["kubeadm.yaml"]
     # the lab's lab-only settings (KubeProxyConfiguration conntrack.maxPerCore: 0, ...)
-    lab = kcp_render.render(*_lab_inventory(tmp_path_factory.mktemp("lab-inventory")), templar, ca)
-    worker = [join_configuration(name="node001", endpoint="10.0.0.10:8443", token="abcdef.0123456789abcdef",
-                                 ca_hash="sha256:" + "0" * 64, cri_socket="unix:///run/containerd/containerd.sock",
-                                 node_ip="10.1.0.1", labels={"ufcctl.io/tor": "tor-1"},
-                                 taints=[{"key": "huawei.com/Ascend910", "effect": "NoSchedule"}])]
+    lab = kcp_render.render_text(*_lab_inventory(tmp_path_factory.mktemp("lab-inventory")), templar, ca)
+    worker = yaml.safe_dump_all([join_configuration(
+        name="node001", endpoint="10.0.0.10:8443", token="abcdef.0123456789abcdef",
+        ca_hash="sha256:" + "0" * 64, cri_socket="unix:///run/containerd/containerd.sock",
+        node_ip="10.1.0.1", labels={"ufcctl.io/tor": "tor-1"},
+        taints=[{"key": "huawei.com/Ascend910", "effect": "NoSchedule"}])])
     return {"init": first, "control-plane join": other, "worker join": worker,
             "lab init": lab["kubeadm.yaml"]}
 
 
-def _kubeadm(kubeadm: Path, tmp_path: Path, docs: list[dict], *args: str) -> subprocess.CompletedProcess[str]:
+def _kubeadm(kubeadm: Path, tmp_path: Path, text: str, *args: str) -> subprocess.CompletedProcess[str]:
     config = tmp_path / "kubeadm.yaml"
-    config.write_text(yaml.safe_dump_all(docs))
+    config.write_text(text)
     return subprocess.run([str(kubeadm), *args, "--config", str(config)], capture_output=True, text=True,
                           timeout=120, check=False)
 
 
 @pytest.mark.parametrize("which", ["init", "control-plane join", "worker join", "lab init"])
-def test_the_real_kubeadm_accepts_what_ufcctl_renders(kubeadm: Path, rendered: dict[str, list[dict]],
+def test_the_real_kubeadm_accepts_what_ufcctl_renders(kubeadm: Path, rendered: dict[str, str],
                                                        which: str, tmp_path: Path) -> None:
     done = _kubeadm(kubeadm, tmp_path, rendered[which], "config", "validate")
     assert done.returncode == 0, f"kubeadm {KUBERNETES.tag} refused the {which} configuration: {done.stderr}"
     assert done.stdout.strip() == "ok"
 
 
-def test_the_cluster_pulls_the_images_the_lab_builds(kubeadm: Path, rendered: dict[str, list[dict]],
+def test_the_cluster_pulls_the_images_the_lab_builds(kubeadm: Path, rendered: dict[str, str],
                                                       tmp_path: Path) -> None:
     sample = load_inventory(SAMPLE).hosts["cp1"].vars
     version = str(sample["ufc_kube_version"])
@@ -101,14 +104,26 @@ def test_the_cluster_pulls_the_images_the_lab_builds(kubeadm: Path, rendered: di
     assert done.stdout.split()[-1] in defaults["container_runtime_sandbox_image"]
 
 
+def test_a_mirror_of_registry_k8s_io_serves_every_image_under_its_upstream_path(kubeadm: Path, tmp_path: Path) -> None:
+    """With imageRepository a mirror, kubeadm looks for CoreDNS at <mirror>/coredns:TAG unless
+    dns.imageRepository says otherwise; a path-keeping mirror (a pull-through cache, the lab's upstream)
+    has it at coredns/coredns. Found by the real kubeadm's image preflight in the lab."""
+    mirror = "mirror.example:5000/k8s"
+    text = kcp_render.render_text(SAMPLE, "cp1", kcp_render.templar_factory(), kcp_render.ca_pem(),
+                                  {"kube_control_plane_image_repository": mirror})["kubeadm.yaml"]
+    done = _kubeadm(kubeadm, tmp_path, text, "config", "images", "list")
+    assert done.returncode == 0, done.stderr
+    assert f"{mirror}/coredns/coredns:v1.12.1" in done.stdout.split(), done.stdout
+
+
 @pytest.mark.parametrize(("which", "max_per_core"), [("init", 32768), ("lab init", 0)])
-def test_the_real_kube_proxy_accepts_its_configuration(kubeadm: Path, rendered: dict[str, list[dict]],
+def test_the_real_kube_proxy_accepts_its_configuration(kubeadm: Path, rendered: dict[str, str],
                                                        which: str, max_per_core: int, tmp_path: Path) -> None:
     """kubeadm passes the KubeProxyConfiguration through unchecked (`config validate` says ok to a
     negative maxPerCore); the built kube-proxy decodes, defaults and validates it, and
     `--write-config-to` writes the result and exits, touching no rule. The lab's says maxPerCore 0
     (ufcctl/lab/inventory.py), the sample's kube-proxy's own default."""
-    proxy = next(d for d in rendered[which] if d["kind"] == "KubeProxyConfiguration")
+    proxy = next(d for d in yaml.safe_load_all(rendered[which]) if d and d["kind"] == "KubeProxyConfiguration")
     config, resolved = tmp_path / "kube-proxy.yaml", tmp_path / "resolved.yaml"
     config.write_text(yaml.safe_dump(proxy))
     done = subprocess.run([str(kubeadm.with_name("kube-proxy")), "--config", str(config), "--write-config-to",

@@ -255,6 +255,9 @@ def cluster_vars(layout: LabLayout) -> dict[str, Any]:
         # by the machine running the lab, and roles/node_tuning reports it (and its keys) as skipped when
         # it is absent instead of failing. A real node loads it.
         "node_tuning_load_modules": False,
+        # The lab's kernel has no NFS client ("mount.nfs: No such device"), so the kubelet cannot mount the
+        # NFS provisioner's root share; the lab gives it an emptyDir (its stand-in provisions nothing).
+        "nfs_provisioner_root_volume": {"emptyDir": {}},
         # kube-proxy leaves nf_conntrack_max alone (KubeProxyConfiguration conntrack.maxPerCore: 0, as kind
         # sets it): the table size is the host kernel's, and a lab node's network namespace shows
         # nf_conntrack_max read-only, so kube-proxy stopped at start on `open /proc/sys/net/netfilter/

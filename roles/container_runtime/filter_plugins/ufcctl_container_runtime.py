@@ -45,8 +45,12 @@ def ufcctl_containerd_files(v: Mapping[str, Any]) -> dict[str, Any]:
     files = [{"dest": "/etc/containerd/config.toml", "template": "config.toml.j2",
               "vars": {"__container_runtime_config": containerd.config_values(settings)}, **owned}]
     if not problems:
-        for registry, entries in sorted(mirrors.items()):
-            values = containerd.hosts_values(registry, entries, servers.get(str(registry)))
+        # every upstream gets its hosts.toml, mirrors or not: a node without a cache (a control plane with
+        # no ToR, or before the caches exist: they are deployed after the control plane) must still reach
+        # an upstream that speaks plain http as http (containerd's default is https://<registry>)
+        for registry in sorted({str(r) for r in mirrors} | set(servers)):
+            entries = mirrors.get(registry) or []
+            values = containerd.hosts_values(registry, entries, servers.get(registry))
             files.append({"dest": f"{settings.certs_dir}/{registry}/hosts.toml", "template": "hosts.toml.j2",
                           "vars": {"__container_runtime_hosts": values}, **owned})
     directories = [{"path": d, "owner": "root", "group": "root", "mode": "0755"}

@@ -106,3 +106,13 @@ def test_the_defaults_render_the_manifests_former_values(defaults, where, names,
 def test_a_value_set_in_the_inventory_reaches_its_container(overridden, where, names, default) -> None:
     rendered, expected = overridden
     assert rendered[where]["resources"] == expected["/".join(where[2:])], names
+
+
+def test_the_provisioner_root_is_the_nfs_share_unless_another_volume_is_given() -> None:
+    def root(**overrides: object) -> dict:
+        deploy = next(d for d in render_addons(**overrides)["nfs-provisioner"] if d["kind"] == "Deployment")
+        return deploy["spec"]["template"]["spec"]["volumes"][0]
+
+    assert "persistentVolumeClaim" in root() or "nfs" in root()
+    given = root(nfs_provisioner_root_volume={"emptyDir": {}})
+    assert given == {"name": given["name"], "emptyDir": {}}

@@ -273,3 +273,19 @@ def test_the_last_fallback_speaks_the_upstreams_scheme(runtime_filters: Any) -> 
     assert '[host."http://10.0.0.1:5001"]' in site
     hub = hosts["/etc/containerd/certs.d/docker.io/hosts.toml"]
     assert hub.splitlines()[0] == 'server = "https://registry-1.docker.io"', hub
+
+
+def test_a_node_without_caches_still_reaches_a_plain_http_upstream_over_http(runtime_filters: Any) -> None:
+    # found by the real kubeadm in the lab: a control plane has no ToR cache, and the caches are deployed
+    # after the control plane anyway; with no hosts.toml containerd pulled `https://10.1.2.3:5000` ("server
+    # gave HTTP response to HTTPS client") and kubeadm's image preflight failed
+    files = runtime_filters.ufcctl_containerd_files({
+        "sandbox_image": "10.1.2.3:5000/pause:3.10", "max_concurrent_downloads": 10,
+        "snapshotter": "overlayfs", "cni_bin_dir": "/opt/cni/bin", "cni_conf_dir": "/etc/cni/net.d",
+        "mirrors": {}, "ascend": False, "ascend_path": "", "upstreams": UPSTREAMS})
+    assert files["problems"] == []
+    hosts = {f["dest"]: render_entry("container_runtime", f) for f in files["files"]}
+    site = hosts["/etc/containerd/certs.d/10.1.2.3:5000/hosts.toml"]
+    assert site.splitlines()[0] == 'server = "http://10.1.2.3:5000"', site
+    # ...and as a [host] entry: containerd 1.6.20 asked https:// of a bare http `server`
+    assert '[host."http://10.1.2.3:5000"]' in site, site

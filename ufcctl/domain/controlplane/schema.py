@@ -123,6 +123,7 @@ CLUSTER = _obj(
         },
         "certificatesDir": STR,
         "imageRepository": STR,
+        "dns": _obj({"imageRepository": STR}),
         "networking": _obj({"serviceSubnet": STR, "podSubnet": STR, "dnsDomain": STR}),
         "etcd": _obj(
             {

@@ -73,12 +73,16 @@ def hosts_values(registry: str, mirrors: Sequence[Mapping[str, Any]],
     upstream `server` as the fallback containerd uses when every mirror failed: `server` when given (the
     upstream's own URL, e.g. registry_cache_upstreams' `url`: an upstream speaking plain http must be
     named http://, or the last fallback fails), else https://<registry>."""
-    return {
-        "server": server.rstrip("/") if server else upstream(registry),
-        "mirrors": [{"url": str(m["url"]),
-                     "capabilities": [str(c) for c in m.get("capabilities") or ["pull", "resolve"]],
-                     "skip_verify": bool(m.get("skip_verify"))} for m in mirrors],
-    }
+    fallback = server.rstrip("/") if server else upstream(registry)
+    entries = [{"url": str(m["url"]),
+                "capabilities": [str(c) for c in m.get("capabilities") or ["pull", "resolve"]],
+                "skip_verify": bool(m.get("skip_verify"))} for m in mirrors]
+    if fallback.startswith("http://"):
+        # containerd 1.6.20 (Debian 12's) still asks https:// of a `server` named http:// when no [host]
+        # entry names it (measured in the lab: "server gave HTTP response to HTTPS client"); as the last
+        # [host] entry it is asked over http
+        entries.append({"url": fallback, "capabilities": ["pull", "resolve"], "skip_verify": False})
+    return {"server": fallback, "mirrors": entries}
 
 
 def mirror_problems(mirrors: Mapping[str, Any]) -> list[str]:
