@@ -200,6 +200,9 @@ FIELD_MANAGER = "ufcctl"
 # about a second (names accepted, then served); a minute covers 3 apiservers behind the VIP each
 # picking the CRD up, at 16,000 nodes as at 3, without hiding a CRD that never becomes served.
 CRD_WAIT_TIMEOUT = "60s"
+# kubectl wait's answer for a CRD that has no conditions yet, and how long it is asked again meanwhile
+NO_STATUS_YET = ".status.conditions accessor error"
+CRD_NO_STATUS_RETRY = 60.0
 # The annotation a drain with a mark leaves on a node it cordoned: release uncordons only those.
 MARK = CORDON_MARK
 RELEASE_POLL = 2.0  # seconds between reads of the node while release waits for it
@@ -229,7 +232,15 @@ def _wait_established(module: AnsibleModule, manifest: dict, applied: list, unch
     if not manifest.get("crds") or module.check_mode:
         return
     wait = ["wait", "--for=condition=Established", f"--timeout={CRD_WAIT_TIMEOUT}"]
-    rc, out, err = _kubectl(module, [*wait, *(f"crd/{crd}" for crd in manifest["crds"])])
+    deadline = time.monotonic() + CRD_NO_STATUS_RETRY
+    while True:
+        rc, out, err = _kubectl(module, [*wait, *(f"crd/{crd}" for crd in manifest["crds"])])
+        # a CRD read before the apiserver gave it any condition: kubectl wait stops at once ("error:
+        # .status.conditions accessor error: <nil> is of the type <nil>") instead of waiting; ask again
+        # (met on the real kube-apiserver in the lab, a second after the apply)
+        if rc == 0 or NO_STATUS_YET not in err or time.monotonic() > deadline:
+            break
+        time.sleep(1.0)
     if rc != 0:
         failure = _failure(f"wait for the CRDs of {manifest['name']} to be Established", rc, out, err)
         module.fail_json(msg=failure, applied=applied, unchanged=unchanged)

@@ -181,3 +181,24 @@ def test_d5_kubectl_waits_for_established_crds_before_the_next_file() -> None:
     assert [c[0] for c in module.calls] == ["diff", "apply", "wait", "diff", "apply"]
     assert module.calls[2] == ["wait", "--for=condition=Established", "--timeout=60s",
                                "crd/queues.scheduling.volcano.sh", "crd/podgroups.scheduling.volcano.sh"]
+
+
+def test_d5_a_crd_without_conditions_yet_is_waited_for_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real kube-apiserver, a second after the apply: `kubectl wait` stops at once on a CRD that has no
+    conditions yet ("error: .status.conditions accessor error: <nil> is of the type <nil>"); the module
+    asks again instead of failing the deploy."""
+    module_file = load_file(ROLES / "k8s_manifests" / "library" / "ufcctl_kubectl.py", "ufcctl_kubectl_d5b")
+    monkeypatch.setattr(module_file.time, "sleep", lambda _: None)
+    answers = [(1, "", "error: .status.conditions accessor error: <nil> is of the type <nil>, expected "
+                "[]interface{}")] * 2 + [(0, "condition met", "")]
+
+    class Module(_Module):
+        def run_command(self, argv: list[str], data: str | None = None) -> tuple[int, str, str]:
+            if argv[2] == "wait":
+                self.calls.append(argv[2:])
+                return answers.pop(0)
+            return super().run_command(argv, data)
+
+    module = Module([{"name": "crds.yaml", "text": "a", "crds": ["queues.scheduling.volcano.sh"]}])
+    module_file.apply(module)
+    assert [c[0] for c in module.calls] == ["diff", "apply", "wait", "wait", "wait"]
