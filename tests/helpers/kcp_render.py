@@ -103,8 +103,8 @@ def render_text(inventory_dir: Path, host: str, templar_factory, ca_pem: str,
     source = trust_as_template((ROLE / "templates" / "docs.yaml.j2").read_text())
     files = {}
     for item in templar.template(trust_as_template("{{ __kube_control_plane_files }}")):
-        files[item["name"]] = templar_factory({**variables, "__kube_control_plane_docs": item["docs"]}).template(
-            source)
+        docs = {**variables, "__kube_control_plane_docs": item["docs"]}
+        files[item["name"]] = templar_factory(docs).template(source)
     return files
 
 

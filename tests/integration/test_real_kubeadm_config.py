@@ -104,7 +104,8 @@ def test_the_cluster_pulls_the_images_the_lab_builds(kubeadm: Path, rendered: di
     assert done.stdout.split()[-1] in defaults["container_runtime_sandbox_image"]
 
 
-def test_a_mirror_of_registry_k8s_io_serves_every_image_under_its_upstream_path(kubeadm: Path, tmp_path: Path) -> None:
+def test_a_mirror_of_registry_k8s_io_serves_every_image_under_its_upstream_path(kubeadm: Path,
+                                                                                 tmp_path: Path) -> None:
     """With imageRepository a mirror, kubeadm looks for CoreDNS at <mirror>/coredns:TAG unless
     dns.imageRepository says otherwise; a path-keeping mirror (a pull-through cache, the lab's upstream)
     has it at coredns/coredns. Found by the real kubeadm's image preflight in the lab."""
@@ -123,7 +124,8 @@ def test_the_real_kube_proxy_accepts_its_configuration(kubeadm: Path, rendered: 
     negative maxPerCore); the built kube-proxy decodes, defaults and validates it, and
     `--write-config-to` writes the result and exits, touching no rule. The lab's says maxPerCore 0
     (ufcctl/lab/inventory.py), the sample's kube-proxy's own default."""
-    proxy = next(d for d in yaml.safe_load_all(rendered[which]) if d and d["kind"] == "KubeProxyConfiguration")
+    proxy = next(d for d in yaml.safe_load_all(rendered[which])
+                 if d and d["kind"] == "KubeProxyConfiguration")
     config, resolved = tmp_path / "kube-proxy.yaml", tmp_path / "resolved.yaml"
     config.write_text(yaml.safe_dump(proxy))
     done = subprocess.run([str(kubeadm.with_name("kube-proxy")), "--config", str(config), "--write-config-to",
