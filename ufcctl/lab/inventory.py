@@ -258,6 +258,9 @@ def cluster_vars(layout: LabLayout) -> dict[str, Any]:
         # The lab's kernel has no NFS client ("mount.nfs: No such device"), so the kubelet cannot mount the
         # NFS provisioner's root share; the lab gives it an emptyDir (its stand-in provisions nothing).
         "nfs_provisioner_root_volume": {"emptyDir": {}},
+        # The machine running the lab is on cgroup v1: from Kubernetes 1.35 (upgrade-cluster's target) the
+        # kubelet refuses to start there unless told (Kubespray's kubelet_fail_cgroup_v1); 1.34 only warns
+        "kube_control_plane_kubelet_fail_cgroup_v1": False,
         # kube-proxy leaves nf_conntrack_max alone (KubeProxyConfiguration conntrack.maxPerCore: 0, as kind
         # sets it): the table size is the host kernel's, and a lab node's network namespace shows
         # nf_conntrack_max read-only, so kube-proxy stopped at start on `open /proc/sys/net/netfilter/

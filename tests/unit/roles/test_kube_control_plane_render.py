@@ -124,3 +124,19 @@ def test_kube_proxy_and_nodelocaldns_read_one_mode(inventories, templar_factory,
     dns_defaults = yaml.safe_load((ROOT / "roles" / "nodelocaldns" / "defaults" / "main.yml").read_text())
     dns_mode = templar.template(_trusted(dns_defaults["nodelocaldns_kube_proxy_mode"]))
     assert proxy["mode"] == dns_mode == (mode or "iptables")
+
+
+def test_failcgroupv1_is_written_only_when_the_inventory_sets_it() -> None:
+    """From 1.35 the kubelet refuses a cgroup v1 host unless failCgroupV1 is false; unset keeps the release's
+    default, the lab (a cgroup v1 host) sets it false."""
+    from tests.helpers import kcp_render
+
+    templar, ca = kcp_render.templar_factory(), kcp_render.ca_pem()
+    sample = kcp_render.ROOT / "inventories" / "sample"
+
+    def kubelet(**overrides: object) -> dict:
+        docs = yaml.safe_load_all(kcp_render.render_text(sample, "cp1", templar, ca, overrides)["kubeadm.yaml"])
+        return next(d for d in docs if d and d["kind"] == "KubeletConfiguration")
+
+    assert "failCgroupV1" not in kubelet()
+    assert kubelet(kube_control_plane_kubelet_fail_cgroup_v1=False)["failCgroupV1"] is False

@@ -188,6 +188,7 @@ KUBELET_CONFIG = _obj(
         "kubeAPIQPS": {"type": "integer", "minimum": 0},
         "kubeAPIBurst": {"type": "integer", "minimum": 0},
         "rotateCertificates": {"type": "boolean"},
+        "failCgroupV1": {"type": "boolean"},
     },
     ("apiVersion", "kind", "clusterDNS"),
 )
