@@ -135,7 +135,8 @@ def test_failcgroupv1_is_written_only_when_the_inventory_sets_it() -> None:
     sample = kcp_render.ROOT / "inventories" / "sample"
 
     def kubelet(**overrides: object) -> dict:
-        docs = yaml.safe_load_all(kcp_render.render_text(sample, "cp1", templar, ca, overrides)["kubeadm.yaml"])
+        text = kcp_render.render_text(sample, "cp1", templar, ca, overrides)["kubeadm.yaml"]
+        docs = yaml.safe_load_all(text)
         return next(d for d in docs if d and d["kind"] == "KubeletConfiguration")
 
     assert "failCgroupV1" not in kubelet()
