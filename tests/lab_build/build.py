@@ -49,12 +49,17 @@ class Built:
         return json.loads((self.path / MANIFEST).read_text(encoding="utf-8"))
 
 
-def cache_root() -> Path:
-    env = os.environ.get(CACHE_ENV)
+def lab_cache(env_name: str, folder: str) -> Path:
+    """$env_name when set, else <XDG cache>/ufcctl-lab/<folder>: what the lab built or fetched."""
+    env = os.environ.get(env_name)
     if env:
         return Path(env)
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "ufcctl-lab" / "components"
+    return base / "ufcctl-lab" / folder
+
+
+def cache_root() -> Path:
+    return lab_cache(CACHE_ENV, "components")
 
 
 def go_env(*names: str) -> list[str]:

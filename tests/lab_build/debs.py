@@ -49,11 +49,9 @@ class Entry:
 
 
 def cache_root() -> Path:
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env)
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "ufcctl-lab" / "debs"
+    from tests.lab_build.build import lab_cache
+
+    return lab_cache(CACHE_ENV, "debs")
 
 
 def _apt(argv: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
