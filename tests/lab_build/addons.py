@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.lab_build.images import Image, build_image, layer
+from ufcctl.domain.images.registries import HUAWEI, K8S, QUAY  # the upstream registries' names
 
 BINARY = "/usr/local/bin/ufcctl-addon-standin"
 CONFIG = "/etc/ufcctl-addon-standin.json"
@@ -31,9 +32,6 @@ CONFIG = "/etc/ufcctl-addon-standin.json"
 LOCK_DIRS = ("/dev/shm", "/run", "/tmp")
 LABEL = "io.ufcctl.lab.addon-standin"
 
-QUAY = "quay.io"
-K8S = "registry.k8s.io"
-HUAWEI = "swr.cn-south-1.myhuaweicloud.com"
 CALICO = "v3.29.3"
 MINDCLUSTER = "v26.0.0"
 VOLCANO = "v1.9.0-v26.0.0"
