@@ -5,6 +5,7 @@ disable the node's services, wipe what is left; one module run."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 
 from ansible.module_utils.basic import AnsibleModule
@@ -68,8 +69,30 @@ def _unit_states(module: AnsibleModule, units: list[str]) -> list[tuple[str, boo
     return [(unit, is_active(states[unit]), states[unit]["enabled"] in DISABLABLE) for unit in units]
 
 
+MOUNTINFO = "/proc/self/mountinfo"
+
+
+def _mount_points() -> set[str]:
+    """Every mount point of this mount namespace. Not os.path.ismount: a folder bind-mounted onto itself
+    has its parent's device, and ismount says False (the kubelet's /var/lib/kubelet in a lab node)."""
+    try:
+        with open(MOUNTINFO, encoding="utf-8") as lines:
+            # field 5 is the mount point, with space, tab, newline and backslash as octal escapes
+            return {re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), line.split()[4])
+                    for line in lines if len(line.split()) > 4}
+    except OSError:
+        return set()
+
+
 def _remove(path: str) -> None:
     if os.path.isdir(path) and not os.path.islink(path):
+        if os.path.realpath(path) in _mount_points():
+            # a kubelet whose root mount is not shared bind-mounts /var/lib/kubelet onto itself to make it
+            # shared (a node in a container; some minimal OSes): the folder stays, emptied ("Device or
+            # resource busy" otherwise); kubeadm reset has unmounted what the pods mounted inside it
+            for entry in os.scandir(path):
+                _remove(entry.path)
+            return
         shutil.rmtree(path)
     else:
         os.unlink(path)

@@ -80,6 +80,29 @@ def test_a_joined_worker_is_reset_then_stopped_then_wiped(tmp_path: Path) -> Non
     assert not any(Path(p).exists() for p in paths)
 
 
+def test_a_mount_point_in_the_join_state_is_emptied_not_removed(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kubelet whose root mount is not shared bind-mounts /var/lib/kubelet onto itself: rmdir of it
+    fails "Device or resource busy" (the real lab's control-plane removal); its contents go, it stays."""
+    paths = _joined(tmp_path)
+    mounted = tmp_path / "var-lib-kubelet"
+    (mounted / "pods" / "uid").mkdir(parents=True)
+    (mounted / "config.yaml").write_text("x")
+    # a self-bind mount, as the kubelet makes it: os.path.ismount says False for it; mountinfo knows
+    # (its mount point field escapes a space as \040)
+    info = tmp_path / "mountinfo"
+    info.write_text(f"2209 474 0:65 {mounted} {mounted} rw,relatime shared:734 - overlay overlay rw\n"
+                    "2233 2209 0:263 / /var/lib/kubelet/pods/x/volumes/a\\040b rw - tmpfs tmpfs rw\n")
+    monkeypatch.setattr(leave_module, "MOUNTINFO", str(info))
+    assert not leave_module.os.path.ismount(mounted)
+    assert "/var/lib/kubelet/pods/x/volumes/a b" in leave_module._mount_points()
+    leave_module.leave(FakeModule(_leave_params(paths), RUNNING))
+    assert mounted.is_dir() and list(mounted.iterdir()) == []
+    assert not any(Path(p).exists() for p in paths if p != str(mounted))
+    again = leave_module.leave(FakeModule(_leave_params(paths), STOPPED))
+    assert again["changed"] is False  # an empty folder holds no join state
+
+
 def test_a_removed_worker_is_unchanged_and_check_mode_touches_nothing(tmp_path: Path) -> None:
     paths = [str(tmp_path / "kubelet.conf"), str(tmp_path / "var-lib-kubelet")]
     (tmp_path / "var-lib-kubelet").mkdir()  # an empty directory holds no join state
