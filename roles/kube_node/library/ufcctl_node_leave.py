@@ -78,20 +78,20 @@ def _mount_points() -> set[str]:
     try:
         with open(MOUNTINFO, encoding="utf-8") as lines:
             # field 5 is the mount point, with space, tab, newline and backslash as octal escapes
-            return {re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), line.split()[4])
-                    for line in lines if len(line.split()) > 4}
+            fields = (line.split() for line in lines)
+            return {re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), f[4]) for f in fields if len(f) > 4}
     except OSError:
         return set()
 
 
-def _remove(path: str) -> None:
+def _remove(path: str, mounts: set[str]) -> None:
     if os.path.isdir(path) and not os.path.islink(path):
-        if os.path.realpath(path) in _mount_points():
+        if os.path.realpath(path) in mounts:
             # a kubelet whose root mount is not shared bind-mounts /var/lib/kubelet onto itself to make it
             # shared (a node in a container; some minimal OSes): the folder stays, emptied ("Device or
             # resource busy" otherwise); kubeadm reset has unmounted what the pods mounted inside it
             for entry in os.scandir(path):
-                _remove(entry.path)
+                _remove(entry.path, mounts)
             return
         shutil.rmtree(path)
     else:
@@ -124,9 +124,10 @@ def leave(module: AnsibleModule) -> dict:
                 if rc != 0:
                     module.fail_json(msg=f"systemctl {verb} {unit} failed (rc {rc}): {(err or out).strip()}",
                                      **result)
+    mounts = _mount_points()  # read once, after kubeadm reset unmounted what the pods had mounted
     for path in params["paths"]:
         if os.path.lexists(path):
-            _remove(path)
+            _remove(path, mounts)
     return result
 
 
