@@ -32,13 +32,12 @@ def _same(path: Path, data: bytes) -> bool:
     return path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data
 
 
-def publish_kubernetes(built: Built, mirror: Path, arch: str) -> list[Path]:
-    """dl.k8s.io's layout; returns the paths written or already right."""
+def publish_kubernetes(built: Built, mirror: Path, arch: str,
+                       names: tuple[str, ...] | None = None) -> list[Path]:
+    """dl.k8s.io's layout (every command, or those `names`); returns the paths written or already right."""
     folder = mirror / "kubernetes" / built.component.tag / "bin" / "linux" / arch
-    paths = []
-    for command in built.component.commands:
-        paths.append(_publish_binary(built.binary(command.name), folder))
-    return paths
+    return [_publish_binary(built.binary(c.name), folder) for c in built.component.commands
+            if names is None or c.name in names]
 
 
 def _publish_binary(source: Path, folder: Path) -> Path:
@@ -88,20 +87,24 @@ def publish_etcd(built: Built, mirror: Path, arch: str) -> Path:
     return target
 
 
-def publish_lab(root: Path, arch: str = "amd64", say=print) -> dict[str, object]:
+def publish_lab(root: Path, arch: str = "amd64", say=print, kube: str = "emulated") -> dict[str, object]:
     """What the lab deploys of the built components, into the mirror folder `root` (built first where the
-    cache has not got them): etcd's release tarball and kubectl in dl.k8s.io's layout. Returns the
-    inventory variables that make the roles install exactly these."""
+    cache has not got them): etcd's release tarball and kubectl in dl.k8s.io's layout; with `kube="real"`
+    also kubeadm and kubelet, of ufc_kube_version's default and of `upgrade-cluster`'s target (the LAB KUBE
+    EMULATOR's otherwise). Returns the inventory variables that make the roles install exactly these."""
     from tests.lab_build.build import build
-    from tests.lab_build.components import ETCD, KUBERNETES
+    from tests.lab_build.components import ETCD, KUBERNETES, KUBERNETES_NEXT
 
     etcd = build(ETCD, say=say)
     publish_etcd(etcd, root, arch)
     kubernetes = build(KUBERNETES, say=say)
-    folder = root / "kubernetes" / KUBERNETES.tag / "bin" / "linux" / arch
-    _publish_binary(kubernetes.binary("kubectl"), folder)
-    # kubectl's skew check stays on: the LAB KUBE EMULATOR's cluster runs this kubectl's release
-    # (tests/lab_standins/kube_emulator/packages.py VERSIONS), and after `upgrade-cluster` the next minor,
+    if kube == "real":
+        publish_kubernetes(kubernetes, root, arch, ("kubeadm", "kubelet", "kubectl"))
+        publish_kubernetes(build(KUBERNETES_NEXT, say=say), root, arch, ("kubeadm", "kubelet", "kubectl"))
+    else:
+        publish_kubernetes(kubernetes, root, arch, ("kubectl",))
+    # kubectl's skew check stays on: the cluster runs this kubectl's release (the LAB KUBE EMULATOR's:
+    # tests/lab_standins/kube_emulator/packages.py VERSIONS), and after `upgrade-cluster` the next minor,
     # one minor away, as Kubernetes' version-skew policy allows
     return {
         "ufc_etcd_version": ETCD.tag.lstrip("v"),

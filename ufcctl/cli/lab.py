@@ -22,7 +22,7 @@ from ufcctl.lab.lab import (
     lab_status,
     lab_up,
 )
-from ufcctl.lab.layout import DEFAULT_LAB, DEFAULT_SUBNET, DEFAULT_WORKERS, LabLayout
+from ufcctl.lab.layout import DEFAULT_LAB, DEFAULT_SUBNET, DEFAULT_WORKERS, KUBE_MODES, LabLayout
 from ufcctl.lab.nodes import LABEL_ROLE
 from ufcctl.report.lab import LabContainer, LabNode, print_lab_containers, print_lab_nodes
 from ufcctl.report.output import print_json
@@ -82,17 +82,20 @@ def image_cmd(rebuild: bool) -> None:
 @click.option("--monitoring/--no-monitoring", default=True, envvar="UFC_LAB_MONITORING", show_default=True,
               help="Give the inventory a `monitoring` group (the last two control planes), so deploy "
                    "installs roles/monitoring and the exporters.")
+@click.option("--kube", type=click.Choice(KUBE_MODES), default=None, envvar="UFC_LAB_KUBE",
+              help="What runs Kubernetes on the nodes: the real components built from their Go modules, or "
+                   "the LAB KUBE EMULATOR [default: emulated, or the running lab's].")
 @click.option("--allow-no-mirror", is_flag=True,
               help="Go on when this install has no lab NPU emulator to serve the packages a deploy "
                    "downloads (an installed wheel): nodes and inventory for `deploy --check`. Without "
                    "it such a lab is refused.")
 def up_cmd(lab_name: str, inventory_dir: Path | None, nodes: int | None, subnet: str | None,
-           monitoring: bool, allow_no_mirror: bool) -> None:
+           monitoring: bool, kube: str | None, allow_no_mirror: bool) -> None:
     """Start 3 control-plane and N worker containers and the NPU emulator's mirror; write the inventory."""
     settings = LabSettings(lab=lab_name, inventory_dir=inventory_dir, monitoring=monitoring)
     # a lab whose deploy cannot download its packages is refused, not written, unless asked for
     mirror = require_npu_emulator(allow_no_mirror)
-    result = lab_up(settings, _say, workers=nodes, subnet=subnet)
+    result = lab_up(settings, _say, workers=nodes, subnet=subnet, kube=kube)
     _print_up(result)
     if not mirror:
         click.echo(f"note: {NO_MIRROR_NOTE}", err=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from ufcctl.domain.images.registries import DOCKER_HUB, HUAWEI, QUAY
+from ufcctl.domain.images.registries import DOCKER_HUB, HUAWEI, K8S, QUAY
 from ufcctl.domain.images.registries import VAR as IMAGE_REGISTRIES
 from ufcctl.domain.inventory.model import (
     APISERVER_LB,
@@ -23,7 +23,7 @@ from ufcctl.domain.inventory.model import (
     REGISTRY_CACHE,
 )
 from ufcctl.domain.monitoring.rules import ALERT_NAMES
-from ufcctl.lab.layout import LabLayout, LabNode
+from ufcctl.lab.layout import KUBE_EMULATED, KUBE_REAL, LAB_POD_SUBNET, LabLayout, LabNode
 
 MARKER = ".ufcctl-lab"  # marks a directory as generated, so `lab down` never deletes a user's inventory
 NFS_EXPORT_DIR = "/srv/nfs"  # bind mount on the nfs_server node: ganesha's VFS backend fails on overlayfs
@@ -53,6 +53,11 @@ LAB_CACHE_PORT = 5001
 # their upstream names (tests/lab_build: pause, the control plane), so the sandbox image and kubeadm's
 # imageRepository, the DNS cache, its autoscaler and the NFS provisioner render as on a real site.
 LAB_MIRRORED = (QUAY, DOCKER_HUB, HUAWEI)
+# ...and where the lab runs the real Kubernetes (`lab up --kube real`), registry.k8s.io too: its images are
+# the built releases' (tests/lab_build/kube_images.py), in the LAB UPSTREAM REGISTRY, which the nodes reach
+# only through the caches (kubeadm's imageRepository and CoreDNS's then name the mirror, as on a site
+# behind one)
+LAB_MIRRORED_REAL = (*LAB_MIRRORED, K8S)
 # Lab-only timing, so a test sees an alert fire within seconds instead of the production `for:`
 # durations (minutes; roles/monitoring defaults and ufcctl/domain/monitoring/rules.py).
 LAB_ALERT_FOR = "10s"
@@ -203,7 +208,7 @@ def registry_cache_hosts(layout: LabLayout) -> dict[str, dict[str, Any]]:
     }
 
 
-def registry_cache_vars(layout: LabLayout) -> dict[str, Any]:
+def registry_cache_vars(layout: LabLayout, kube: str = KUBE_EMULATED) -> dict[str, Any]:
     upstream = f"{layout.npu_mirror.ip}:{LAB_UPSTREAM_PORT}"
     return {
         "registry_cache_upstreams": [{"name": "lab", "registry": upstream, "url": f"http://{upstream}",
@@ -211,7 +216,8 @@ def registry_cache_vars(layout: LabLayout) -> dict[str, Any]:
         # no certificates in the lab: the caches and their upstream speak plain http
         "registry_cache_scheme": "http",
         "registry_cache_insecure": True,
-        IMAGE_REGISTRIES: {registry: upstream for registry in LAB_MIRRORED},
+        IMAGE_REGISTRIES: {registry: upstream
+                           for registry in (LAB_MIRRORED_REAL if kube == KUBE_REAL else LAB_MIRRORED)},
         "registry_cache_max_gib": 2,
         "registry_cache_front_max_gib": 2,
         # fetch the content, do not unpack it: the pre-heat tests count bytes, and unpacking every image on
@@ -231,6 +237,18 @@ def connection_vars(paths: InventoryPaths) -> dict[str, Any]:
         # Host keys are checked in the lab too: known_hosts holds each container's own key.
         "ansible_ssh_common_args": ssh_args,
         "ansible_python_interpreter": "/usr/bin/python3",
+    }
+
+
+def real_kube_vars() -> dict[str, Any]:
+    """What the real kubeadm and kubelet need in the lab, beyond cluster_vars (`lab up --kube real`)."""
+    return {
+        # the LAB POD NETWORK's range (ufcctl/lab/podnet.py), written out: kube-proxy's clusterCIDR and
+        # the controller-manager's node CIDRs come from it
+        "kube_control_plane_pod_subnet": LAB_POD_SUBNET,
+        # kubeadm 1.35's SystemVerification preflight refuses the machine's cgroup v1 (1.34 warns): the
+        # upgrade-cluster target's `kubeadm upgrade apply` and joins stopped there
+        "kube_control_plane_ignore_preflight_errors": ["SystemVerification"],
     }
 
 
@@ -323,14 +341,15 @@ def known_hosts_text(layout: LabLayout, host_keys: Mapping[str, str]) -> str:
 def render_inventory(
     layout: LabLayout, paths: InventoryPaths, host_keys: Mapping[str, str],
     npu_node_vars: Mapping[str, Any] | None = None, artifact_vars: Mapping[str, Any] | None = None,
-    monitoring: bool = True,
+    monitoring: bool = True, kube: str = KUBE_EMULATED,
 ) -> dict[str, str]:
     """Relative file name -> content for the whole inventory directory; `npu_node_vars` are what the
     NPU emulator reported (None: no emulator, no group_vars/npu_node.yml)."""
     files = {
         "hosts.yml": _header(layout) + _dump(hosts_document(layout, monitoring)),
         "group_vars/all/connection.yml": _header(layout) + _dump(connection_vars(paths)),
-        "group_vars/all/cluster.yml": _header(layout) + _dump(cluster_vars(layout)),
+        "group_vars/all/cluster.yml": _header(layout) + _dump(
+            {**cluster_vars(layout), **(real_kube_vars() if kube == KUBE_REAL else {})}),
         KNOWN_HOSTS: known_hosts_text(layout, host_keys),
         MARKER: f"{layout.lab}\n",
         ETCD_VARS: _header(layout) + "# Lab-sized etcd defragmentation and backups (roles/etcd).\n"
@@ -342,7 +361,7 @@ def render_inventory(
         files[REGISTRY_CACHE_VARS] = (_header(layout) + "# Registry caches of the lab (roles/registry_cache) "
                                       "in front of the LAB UPSTREAM REGISTRY\n"
                                       "# (tests/lab_standins/upstream_registry).\n"
-                                      + _dump(registry_cache_vars(layout)))
+                                      + _dump(registry_cache_vars(layout, kube)))
     if monitoring:
         files[MONITORING_VARS] = (_header(layout) + "# Lab timing for the alert tests (roles/monitoring).\n"
                                   + _dump(monitoring_vars()))
@@ -355,8 +374,10 @@ def render_inventory(
     if artifact_vars:
         files[ARTIFACT_VARS] = (
             _header(layout) + "# The lab mirror as every host's artifact source: etcd and kubectl built\n"
-            "# from their Go modules at the pinned tags (tests/lab_build), kubeadm/kubelet of the\n"
-            "# LAB KUBE EMULATOR (the same releases), the emulated Ascend Docker Runtime and HDK.\n"
+            "# from their Go modules at the pinned tags (tests/lab_build), kubeadm/kubelet "
+            + ("built the same way" if kube == KUBE_REAL
+               else "of the\n# LAB KUBE EMULATOR (the same releases)")
+            + ",\n# the emulated Ascend Docker Runtime and HDK.\n"
             + _dump(artifact_vars)
         )
     return files

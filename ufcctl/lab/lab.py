@@ -21,8 +21,10 @@ from ufcctl.errors import InputError, RunFailed
 from ufcctl.lab import image as node_image
 from ufcctl.lab.inventory import MARKER, InventoryPaths, render_inventory
 from ufcctl.lab.layout import (
+    DEFAULT_KUBE,
     DEFAULT_SUBNET,
     DEFAULT_WORKERS,
+    KUBE_REAL,
     ROLE_CONTROL_PLANE,
     ROLE_NPU_MIRROR,
     ROLE_WORKER,
@@ -36,6 +38,7 @@ from ufcctl.lab.layout import (
 from ufcctl.lab.nodes import (
     LABEL_IMAGE_HASH,
     LABEL_INVENTORY,
+    LABEL_KUBE,
     LABEL_LAB,
     LABEL_NAME,
     LABEL_ROLE,
@@ -48,6 +51,7 @@ from ufcctl.lab.nodes import (
 )
 from ufcctl.lab.npu import prepare_npu_emulator, write_npu_wiring
 from ufcctl.lab.podman import ContainerInfo, NetworkInfo, Podman, require_tools
+from ufcctl.lab.podnet import write_pod_network
 from ufcctl.lab.settings import DownResult, LabSettings, LabStatus, UpResult
 from ufcctl.lab.sshkey import ensure_keypair
 
@@ -124,8 +128,21 @@ def build_image(settings: LabSettings, notify: Notify, force: bool = False,
     return node_image.ensure_image(podman or Podman(), settings.state_path, notify, force=force)
 
 
+def _choose_kube(net: NetworkInfo | None, kube: str | None) -> str:
+    """The lab's mode: the running lab's (a network label; labs made before the modes are emulated), or
+    the one asked for; asking a running lab for another is refused."""
+    if net is None:
+        return kube or DEFAULT_KUBE
+    current = net.labels.get(LABEL_KUBE, DEFAULT_KUBE)
+    if kube is not None and kube != current:
+        raise InputError(f"lab network {net.name} runs --kube {current}, not {kube}",
+                         "run `ufcctl lab down` first to change what runs Kubernetes in the lab")
+    return current
+
+
 def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, subnet: str | None = None,
-           podman: Podman | None = None, parallel_starts: int = PARALLEL_STARTS) -> UpResult:
+           podman: Podman | None = None, parallel_starts: int = PARALLEL_STARTS,
+           kube: str | None = None) -> UpResult:
     """Create the lab, or reconcile a running one to the requested shape; rerunning is a no-op."""
     check_lab_name(settings.lab)
     if subnet is not None:
@@ -138,6 +155,7 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
         ours = lab_containers(podman, settings.lab)
         existing = lab_nodes(ours)
         n_workers, subnet = _choose_shape(net, existing, workers, subnet)
+        kube = _choose_kube(net, kube)
         layout = plan_layout(settings.lab, n_workers, subnet)
         _check_foreign_names(podman, layout, {c.name for c in ours})
         inventory_dir = _inventory_dir(settings, net)
@@ -148,7 +166,8 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
         seconds["image"] = time.monotonic() - t0
         public_key = ensure_keypair(settings.private_key)
         if net is None:
-            labels = {LABEL_LAB: "1", LABEL_NAME: settings.lab, LABEL_INVENTORY: str(inventory_dir)}
+            labels = {LABEL_LAB: "1", LABEL_NAME: settings.lab, LABEL_INVENTORY: str(inventory_dir),
+                      LABEL_KUBE: kube}
             podman.create_network(layout.network, layout.subnet, labels)
             notify(f"created network {layout.network} ({layout.subnet})")
 
@@ -158,7 +177,7 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
 
         # While the nodes boot: the emulator needs only the network and the image.
         t0 = time.monotonic()
-        npu = prepare_npu_emulator(settings.lab, layout, settings.npu_emulator_dir, image.image)
+        npu = prepare_npu_emulator(settings.lab, layout, settings.npu_emulator_dir, image.image, kube)
         if npu.status != "skipped":
             seconds["npu emulator"] = time.monotonic() - t0
 
@@ -170,9 +189,11 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
         seconds["ready"] = time.monotonic() - t0
         if npu.status == "ready":  # every chip cabled as its fabric plan expects (hccn_tool LLDP)
             write_npu_wiring(podman, layout)
+        if kube == KUBE_REAL:
+            write_pod_network(podman, layout)
         files = render_inventory(
             layout, InventoryPaths(inventory_dir, settings.private_key), {r.name: r.host_key for r in ready},
-            npu.node_vars, npu.all_vars, monitoring=settings.monitoring,
+            npu.node_vars, npu.all_vars, monitoring=settings.monitoring, kube=kube,
         )
         changed = _write_files(inventory_dir, files)
         if npu.error is not None:
@@ -187,7 +208,7 @@ def lab_up(settings: LabSettings, notify: Notify, workers: int | None = None, su
             restarted=changes.restarted, inventory_changed=changed, image=image, seconds=seconds,
             stale_image=changes.stale_image,
             degraded={r.name: r.failed_units for r in ready if r.failed_units},
-            npu_emulator=npu,
+            npu_emulator=npu, kube=kube,
         )
 
 

@@ -26,6 +26,17 @@ NODES_PER_TOR = 2
 TORS_PER_SUPER_POD = 2
 ACCELERATOR_TYPE = "module-910b-8"  # Atlas 800T A2, 8 chips (docs/reference/ascend.md §1.3)
 
+# What runs Kubernetes on the nodes (`lab up --kube`): the LAB KUBE EMULATOR (tests/lab_standins: a Python
+# kubeadm, kubelet and API stand-in), or the real programs built from their Go modules (tests/lab_build)
+KUBE_EMULATED = "emulated"
+KUBE_REAL = "real"
+KUBE_MODES = (KUBE_EMULATED, KUBE_REAL)
+DEFAULT_KUBE = KUBE_EMULATED
+# The real lab's pod network (ufcctl/lab/podnet.py), one /24 per node in layout order; the same range as
+# roles/kube_control_plane's default kube_control_plane_pod_subnet, which the lab inventory writes out
+LAB_POD_SUBNET = "100.64.0.0/10"
+POD_PREFIX = 24
+
 ROLE_CONTROL_PLANE = "control_plane"
 ROLE_WORKER = "worker"
 ROLE_NPU_MIRROR = "npu_mirror"  # the lab NPU emulator's package mirror: a lab container, not a node

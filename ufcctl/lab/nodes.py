@@ -43,10 +43,14 @@ DEVICE_CGROUP_RULES = ("a *:* rwm",)
 # overlayfs cannot be stacked on the node's overlay root: containerd's snapshots need a volume
 CONTAINERD_VOLUME = "/var/lib/containerd"
 NODE_INIT = ("/usr/local/sbin/ufcctl-lab-init",)
+# A node routes its pods' traffic to the other nodes' pods (the real lab's pod network, podnet.py); the CNI
+# bridge plugin writes ip_forward only where it is not already 1, and the node's /proc/sys is read-only
+SYSCTLS = (("net.ipv4.ip_forward", "1"),)
 LABEL_LAB = "ufcctl.lab"
 LABEL_NAME = "ufcctl.lab.name"
 LABEL_ROLE = "ufcctl.lab.role"
 LABEL_IMAGE_HASH = "ufcctl.image-hash"
+LABEL_KUBE = "ufcctl.lab.kube"  # on the lab's network: what runs Kubernetes there (layout.KUBE_MODES)
 LABEL_INVENTORY = "ufcctl.lab.inventory"
 BOOT_TIMEOUT = 180.0  # seconds for systemd to finish booting one container on a busy 2-core machine
 PARALLEL_STARTS = 4  # concurrent `podman run`; see tests/benchmarks/bench_lab_start.py
@@ -85,7 +89,7 @@ def container_spec(node: LabNode, layout: LabLayout, image: str, labels: Mapping
         name=node.name, image=image, network=layout.network, ip=node.ip, mac=mac_for_ip(node.ip),
         labels={**labels, LABEL_ROLE: node.role}, capabilities=CAPABILITIES, volumes=volumes,
         command=NODE_INIT, devices=DEVICES, anonymous_volumes=(CONTAINERD_VOLUME,),
-        device_cgroup_rules=DEVICE_CGROUP_RULES,
+        device_cgroup_rules=DEVICE_CGROUP_RULES, sysctls=SYSCTLS,
     )
 
 

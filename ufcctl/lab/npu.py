@@ -19,7 +19,7 @@ from ufcctl.domain.npu.fabric_plan import host_plan
 from ufcctl.errors import RunFailed
 from ufcctl.lab.emulators import NPU_EMULATOR_DIR, npu_emulator_present, run_npu_emulator
 from ufcctl.lab.inventory import host_entry
-from ufcctl.lab.layout import ROLE_NPU_MIRROR, LabLayout
+from ufcctl.lab.layout import DEFAULT_KUBE, ROLE_NPU_MIRROR, LabLayout
 from ufcctl.lab.nodes import LABEL_LAB, LABEL_NAME, LABEL_ROLE
 from ufcctl.lab.podman import Podman
 
@@ -46,7 +46,7 @@ class NpuEmulator:
         return SKIPPED
 
 
-def setup_args(lab: str, layout: LabLayout, workdir: Path, image: str) -> list[str]:
+def setup_args(lab: str, layout: LabLayout, workdir: Path, image: str, kube: str = DEFAULT_KUBE) -> list[str]:
     """`python -m tests.lab_standins.npu_emulator` arguments: the lab's network, address plan, image and
     labels."""
     labels = {LABEL_LAB: "1", LABEL_NAME: lab, LABEL_ROLE: ROLE_NPU_MIRROR}
@@ -54,11 +54,11 @@ def setup_args(lab: str, layout: LabLayout, workdir: Path, image: str) -> list[s
         "setup", "--lab", lab, "--network", layout.network, "--ip", layout.npu_mirror.ip,
         "--name", layout.npu_mirror.name, "--image", image, "--workdir", str(workdir),
         *(arg for key, value in labels.items() for arg in ("--label", f"{key}={value}")),
-        "--no-inventory", "--json",
+        "--kube", kube, "--no-inventory", "--json",
     ]
 
 
-def prepare_npu_emulator(lab: str, layout: LabLayout, workdir: Path, image: str,
+def prepare_npu_emulator(lab: str, layout: LabLayout, workdir: Path, image: str, kube: str = DEFAULT_KUBE,
                          present: Callable[[], bool] = npu_emulator_present,
                          run: Callable[[list[str]], dict[str, Any]] = run_npu_emulator) -> NpuEmulator:
     """Build the packages and start (or keep) the mirror; a failure is returned, not raised, so that
@@ -66,7 +66,7 @@ def prepare_npu_emulator(lab: str, layout: LabLayout, workdir: Path, image: str,
     if not present():
         return NpuEmulator("skipped")  # `lab up` refused first unless --allow-no-mirror
     try:
-        data = run(setup_args(lab, layout, workdir, image))
+        data = run(setup_args(lab, layout, workdir, image, kube))
         mirror, node_vars = data["mirror"], data["npu_node_vars"]
         return NpuEmulator("ready", mirror["name"], mirror["url"], bool(mirror["changed"]), dict(node_vars),
                            dict(data.get("all_vars") or {}))

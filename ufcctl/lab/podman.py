@@ -84,6 +84,8 @@ class ContainerSpec:
     devices: tuple[str, ...] = ()  # host device paths, passed as they are
     anonymous_volumes: tuple[str, ...] = ()  # container paths on a volume of their own (removed with it)
     device_cgroup_rules: tuple[str, ...] = ()  # e.g. "c 5:1 rwm": devices the container may grant its own
+    # namespaced kernel settings, set at start (the node's /proc/sys is read-only)
+    sysctls: tuple[tuple[str, str], ...] = ()
 
 
 class Podman:
@@ -231,6 +233,8 @@ class Podman:
             args += ["--device-cgroup-rule", rule]
         for inside in spec.anonymous_volumes:
             args += ["--mount", f"type=volume,dst={inside}"]
+        for key, value in spec.sysctls:
+            args += ["--sysctl", f"{key}={value}"]
         self.run([*args, spec.image, *spec.command], timeout=300)
 
     def start(self, names: Sequence[str]) -> None:

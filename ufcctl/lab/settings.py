@@ -68,6 +68,7 @@ class UpResult:
     stale_image: tuple[str, ...] = ()  # containers still running an older image build
     degraded: dict[str, tuple[str, ...]] = field(default_factory=dict)  # container -> failed units
     npu_emulator: NpuEmulator = NpuEmulator("skipped")
+    kube: str = "emulated"  # what runs Kubernetes on the nodes (layout.KUBE_MODES)
 
     @property
     def already_up(self) -> bool:

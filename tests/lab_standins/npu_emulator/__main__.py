@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tests.lab_build import addons as lab_addons
 from tests.lab_build import build as lab_build
+from tests.lab_build import kube_images as lab_kube_images
 from tests.lab_build import mirror as lab_mirror
 from tests.lab_standins.npu_emulator.lab import (
     IMAGE,
@@ -58,6 +59,10 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--inventory", type=Path, default=None, help="lab inventory dir (default: the lab's)")
     where.add_argument("--no-inventory", action="store_true", help="write no group_vars file")
     s.add_argument("--json", action="store_true", help="print the mirror and the npu_node vars as JSON")
+    s.add_argument("--kube", choices=("emulated", "real"), default="emulated",
+                   help="what the mirror serves as kubeadm and kubelet: the LAB KUBE EMULATOR's (default), "
+                        "or the real ones built from k8s.io/kubernetes with registry.k8s.io's images in "
+                        "the LAB UPSTREAM REGISTRY (`ufcctl lab up --kube real`)")
     return parser
 
 
@@ -76,11 +81,12 @@ def _setup(args: argparse.Namespace) -> int:
     # etcd and kubectl built from their Go modules (tests/lab_build; cached, so only a machine's first
     # `lab up` builds) go beside the packages first, in their upstream layouts
     try:
-        component_vars = lab_mirror.publish_lab(workdir, say=_progress)
+        component_vars = lab_mirror.publish_lab(workdir, say=_progress, kube=args.kube)
     except lab_build.BuildError as err:
         print(f"lab build: {err}", file=sys.stderr)
         return 1
-    mirror = prepare(network, workdir, name, RELEASES, args.ip, args.image, labels)
+    mirror = prepare(network, workdir, name, RELEASES, args.ip, args.image, labels,
+                     kube_emulator=args.kube == "emulated")
     # The mirror container also serves the LAB UPSTREAM REGISTRY (tests/lab_standins/upstream_registry), the
     # upstream of the lab's registry caches: it must answer before a deploy starts them.
     address = urllib.parse.urlsplit(mirror.url).hostname or ""
@@ -95,6 +101,13 @@ def _setup(args: argparse.Namespace) -> int:
     except PushError as err:
         print(f"lab add-on stand-ins: {err}", file=sys.stderr)
         return 1
+    # ...and registry.k8s.io's images of the built releases (tests/lab_build/kube_images.py)
+    if args.kube == "real":
+        try:
+            lab_kube_images.publish(f"http://{address}:{registry.DEFAULT_PORT}", say=_progress)
+        except (lab_build.BuildError, PushError) as err:
+            print(f"lab kube images: {err}", file=sys.stderr)
+            return 1
     written = None
     if not args.no_inventory:
         inventory = args.inventory

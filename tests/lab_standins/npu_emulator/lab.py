@@ -172,13 +172,15 @@ def write_inventory_vars(inventory: Path, mirror: Mirror, release: Release = REL
 
 
 def prepare(lab_network: str, workdir: Path, name: str, releases: Sequence[Release] = RELEASES,
-            ip: str | None = None, image: str = IMAGE, labels: Mapping[str, str] | None = None) -> Mirror:
+            ip: str | None = None, image: str = IMAGE, labels: Mapping[str, str] | None = None,
+            kube_emulator: bool = True) -> Mirror:
     """Build the packages into <workdir>/hdk (the HDK), <workdir>/mindcluster (the Ascend Docker Runtime)
-    and <workdir>/kubernetes (the LAB KUBE EMULATOR's kubeadm and kubelet), and start (or keep) the
-    mirror serving <workdir>."""
+    and, unless the lab runs the real Kubernetes, <workdir>/kubernetes (the LAB KUBE EMULATOR's kubeadm and
+    kubelet), and start (or keep) the mirror serving <workdir>."""
     build(workdir / "hdk", list(releases))
     build_docker_runtime(workdir / "mindcluster")
-    kube_packages.build(workdir)
+    if kube_emulator:
+        kube_packages.build(workdir)
     return start_mirror(lab_network, workdir / "hdk", name, ip, image, labels)
 
 

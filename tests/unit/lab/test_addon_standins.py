@@ -188,15 +188,21 @@ def test_lab_setup_pushes_the_stand_ins_right_after_starting_the_registry(monkey
     from tests.lab_standins.upstream_registry.push import PushError
 
     calls: list[str] = []
-    monkeypatch.setattr(setup.lab_mirror, "publish_lab", lambda workdir, say: {})
-    monkeypatch.setattr(setup, "prepare", lambda *a: SimpleNamespace(
+    monkeypatch.setattr(setup.lab_mirror, "publish_lab", lambda workdir, say, kube: {})
+    monkeypatch.setattr(setup, "prepare", lambda *a, **k: SimpleNamespace(
         url="http://10.89.64.5:8080/hdk", name="m", changed=False, root="r"))
     monkeypatch.setattr(setup.registry, "ensure_running",
                         lambda name, address: calls.append(f"registry {address}"))
     monkeypatch.setattr(setup.lab_addons, "publish", lambda url, say: calls.append(f"stand-ins {url}"))
+    monkeypatch.setattr(setup.lab_kube_images, "publish", lambda url, say: calls.append(f"kube images {url}"))
     argv = ["setup", "--no-inventory", "--network", "n", "--workdir", str(tmp_path)]
     assert setup.main(argv) == 0
     assert calls == ["registry 10.89.64.5", "stand-ins http://10.89.64.5:5000"]
+    # a lab running the real Kubernetes also gets registry.k8s.io's images of the built releases
+    calls.clear()
+    assert setup.main([*argv, "--kube", "real"]) == 0
+    assert calls == ["registry 10.89.64.5", "stand-ins http://10.89.64.5:5000",
+                     "kube images http://10.89.64.5:5000"]
 
     def refused(url: str, say: Any) -> None:
         raise PushError("PUT x: HTTP 500")
