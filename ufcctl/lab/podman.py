@@ -84,6 +84,7 @@ class ContainerSpec:
     devices: tuple[str, ...] = ()  # host device paths, passed as they are
     anonymous_volumes: tuple[str, ...] = ()  # container paths on a volume of their own (removed with it)
     device_cgroup_rules: tuple[str, ...] = ()  # e.g. "c 5:1 rwm": devices the container may grant its own
+    cgroup_parent: str | None = None  # e.g. "/ufcctl-lab-ufc"; None: podman's default parent
 
 
 class Podman:
@@ -231,6 +232,8 @@ class Podman:
             args += ["--device-cgroup-rule", rule]
         for inside in spec.anonymous_volumes:
             args += ["--mount", f"type=volume,dst={inside}"]
+        if spec.cgroup_parent:
+            args += ["--cgroup-parent", spec.cgroup_parent]
         self.run([*args, spec.image, *spec.command], timeout=300)
 
     def start(self, names: Sequence[str]) -> None:

@@ -98,3 +98,111 @@ def test_the_runc_wrapper_raises_a_negative_oom_score_adj_only(tmp_path) -> None
     (bundle / "config.json").write_text(json.dumps({"process": {"oomScoreAdj": -998}}))
     subprocess.run(["python3", str(script), "state", "id1"], check=True)  # not a create: untouched
     assert json.loads((bundle / "config.json").read_text())["process"]["oomScoreAdj"] == -998
+
+
+# The lab's own parent cgroup (nodes.lab_cgroup_parent): the host's scheduler weighs podman's default
+# parent as one process, so the lab's parent weighs one process per node.
+
+def _v1_root(tmp_path: Path, cpu_dir: str = "cpu", symlink: bool = False) -> Path:
+    root = tmp_path / "cgroup"
+    for hierarchy in (cpu_dir, "memory", "cpuset"):
+        (root / hierarchy).mkdir(parents=True)
+    if symlink:
+        (root / "cpu").symlink_to(cpu_dir)
+    return root
+
+
+@pytest.mark.parametrize(("cpu_dir", "symlink"),
+                         [("cpu", False), ("cpu,cpuacct", True), ("cpu,cpuacct", False)],
+                         ids=["cpu", "cpu,cpuacct-with-symlink", "cpu,cpuacct-alone"])
+def test_the_lab_parent_weighs_1024_shares_per_node_on_cgroup_v1(tmp_path: Path, cpu_dir: str,
+                                                                 symlink: bool) -> None:
+    from ufcctl.lab.nodes import lab_cgroup_parent
+
+    root = _v1_root(tmp_path, cpu_dir, symlink)
+    assert lab_cgroup_parent("t1", 9, root) == "/ufcctl-lab-t1"
+    assert (root / cpu_dir / "ufcctl-lab-t1" / "cpu.shares").read_text() == "9216\n"
+    # podman (cgroupfs manager) makes it in the other hierarchies itself
+    assert not (root / "memory" / "ufcctl-lab-t1").exists()
+    assert lab_cgroup_parent("t1", 5, root) == "/ufcctl-lab-t1"  # a rerun with another size: rewritten
+    assert (root / cpu_dir / "ufcctl-lab-t1" / "cpu.shares").read_text() == "5120\n"
+
+
+@pytest.mark.parametrize(("nodes", "weight"), [(1, "100"), (9, "900"), (100, "10000"), (150, "10000")])
+def test_the_lab_parent_weighs_100_per_node_on_cgroup_v2_capped(tmp_path: Path, nodes: int,
+                                                                weight: str) -> None:
+    from ufcctl.lab.nodes import lab_cgroup_parent
+
+    (tmp_path / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    assert lab_cgroup_parent("t1", nodes, tmp_path) == "/ufcctl-lab-t1"
+    assert (tmp_path / "ufcctl-lab-t1" / "cpu.weight").read_text() == f"{weight}\n"
+    assert not (tmp_path / "ufcctl-lab-t1" / "cpu.shares").exists()
+
+
+@pytest.mark.parametrize("broken", ["no-cgroup-filesystem", "cpu-not-a-folder", "write-refused"])
+def test_no_parent_and_no_flag_when_the_cgroup_cannot_be_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        broken: str) -> None:
+    from ufcctl.lab import hostcgroup
+    from ufcctl.lab.layout import plan_layout
+    from ufcctl.lab.nodes import container_spec, lab_cgroup_parent
+    from ufcctl.lab.podman import Podman
+
+    root = tmp_path / "cgroup"
+    if broken == "cpu-not-a-folder":
+        root.mkdir()
+        (root / "cpu").write_text("")
+    elif broken == "write-refused":
+        root = _v1_root(tmp_path)
+        real_write = Path.write_text
+
+        def refuse(self: Path, *args, **kwargs):  # what a non-root user or a read-only /sys gets
+            if self.name == "cpu.shares":
+                raise PermissionError(13, "Permission denied", str(self))
+            return real_write(self, *args, **kwargs)
+
+        monkeypatch.setattr(hostcgroup.Path, "write_text", refuse)
+    with caplog.at_level("WARNING", logger="ufcctl.lab.nodes"):
+        assert lab_cgroup_parent("t1", 9, root) is None
+    assert "lab t1: no parent cgroup of its own" in caplog.text
+    assert not (root / "cpu" / "ufcctl-lab-t1").exists()  # a folder it made is not left behind
+
+    layout = plan_layout("t1", 1)
+    spec = container_spec(layout.nodes[0], layout, "img", {}, tmp_path, cgroup_parent=None)
+    calls = []
+
+    class Recording(Podman):
+        def run(self, args, **kwargs):
+            calls.append(list(args))
+
+    Recording().run_container(spec)
+    assert "--cgroup-parent" not in calls[0]
+
+
+def test_every_node_of_lab_up_runs_under_the_labs_parent(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from ufcctl.lab import lab
+    from ufcctl.lab.image import ImageResult
+    from ufcctl.lab.layout import plan_layout
+    from ufcctl.lab.podman import Podman
+    from ufcctl.lab.settings import LabSettings
+
+    monkeypatch.setattr(lab, "check_inotify_room", lambda starting: None)
+    root = _v1_root(tmp_path, "cpu,cpuacct", symlink=True)
+    settings = LabSettings("t1", inventory_dir=tmp_path / "inv", state=tmp_path / "state", cgroup_root=root)
+    layout = plan_layout("t1", 2)
+    runs: list[list[str]] = []
+
+    class Recording(Podman):
+        def run(self, args, **kwargs):
+            if args[0] == "run":
+                runs.append(list(args))
+
+    lab._reconcile_containers(Recording(), settings, layout, [], ImageResult("img", "h", False),
+                              lambda m: None, 2)
+    assert len(runs) == len(layout.nodes) == 5
+    for args in runs:
+        assert args[args.index("--cgroup-parent") + 1] == "/ufcctl-lab-t1"
+        assert args.index("--cgroup-parent") < args.index("img")  # a podman option, not the command's
+    assert (root / "cpu,cpuacct" / "ufcctl-lab-t1" / "cpu.shares").read_text() == "5120\n"
+
