@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,225 @@ def test_the_runc_wrapper_raises_a_negative_oom_score_adj_only(tmp_path) -> None
     (bundle / "config.json").write_text(json.dumps({"process": {"oomScoreAdj": -998}}))
     subprocess.run(["python3", str(script), "state", "id1"], check=True)  # not a create: untouched
     assert json.loads((bundle / "config.json").read_text())["process"]["oomScoreAdj"] == -998
+
+
+# The lab's own parent cgroup (nodes.lab_cgroup_parent): the host's scheduler weighs podman's default
+# parent as one process, so the lab's parent weighs one process per node.
+
+def _v1_root(tmp_path: Path, cpu_dir: str = "cpu", symlink: bool = False) -> Path:
+    root = tmp_path / "cgroup"
+    for hierarchy in (cpu_dir, "memory", "cpuset"):
+        (root / hierarchy).mkdir(parents=True)
+    if symlink:
+        (root / "cpu").symlink_to(cpu_dir)
+    return root
+
+
+@pytest.mark.parametrize(("cpu_dir", "symlink"),
+                         [("cpu", False), ("cpu,cpuacct", True), ("cpu,cpuacct", False)],
+                         ids=["cpu", "cpu,cpuacct-with-symlink", "cpu,cpuacct-alone"])
+def test_the_lab_parent_weighs_1024_shares_per_node_on_cgroup_v1(tmp_path: Path, cpu_dir: str,
+                                                                 symlink: bool) -> None:
+    from ufcctl.lab.nodes import lab_cgroup_parent
+
+    root = _v1_root(tmp_path, cpu_dir, symlink)
+    assert lab_cgroup_parent("t1", 9, root) == "/ufcctl-lab-t1"
+    assert (root / cpu_dir / "ufcctl-lab-t1" / "cpu.shares").read_text() == "9216\n"
+    # podman (cgroupfs manager) makes it in the other hierarchies itself
+    assert not (root / "memory" / "ufcctl-lab-t1").exists()
+    assert lab_cgroup_parent("t1", 5, root) == "/ufcctl-lab-t1"  # a rerun with another size: rewritten
+    assert (root / cpu_dir / "ufcctl-lab-t1" / "cpu.shares").read_text() == "5120\n"
+
+
+@pytest.mark.parametrize(("nodes", "weight"), [(1, "100"), (9, "900"), (100, "10000"), (150, "10000")])
+def test_the_lab_parent_weighs_100_per_node_on_cgroup_v2_capped(tmp_path: Path, nodes: int,
+                                                                weight: str) -> None:
+    from ufcctl.lab.nodes import lab_cgroup_parent
+
+    (tmp_path / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    assert lab_cgroup_parent("t1", nodes, tmp_path) == "/ufcctl-lab-t1"
+    assert (tmp_path / "ufcctl-lab-t1" / "cpu.weight").read_text() == f"{weight}\n"
+    assert not (tmp_path / "ufcctl-lab-t1" / "cpu.shares").exists()
+
+
+@pytest.mark.parametrize("broken", ["no-cgroup-filesystem", "cpu-not-a-folder", "write-refused"])
+def test_no_parent_and_no_flag_when_the_cgroup_cannot_be_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        broken: str) -> None:
+    from ufcctl.lab import hostcgroup
+    from ufcctl.lab.layout import plan_layout
+    from ufcctl.lab.nodes import container_spec, lab_cgroup_parent
+    from ufcctl.lab.podman import Podman
+
+    root = tmp_path / "cgroup"
+    if broken == "cpu-not-a-folder":
+        root.mkdir()
+        (root / "cpu").write_text("")
+    elif broken == "write-refused":
+        root = _v1_root(tmp_path)
+        real_write = Path.write_text
+
+        def refuse(self: Path, *args, **kwargs):  # what a non-root user or a read-only /sys gets
+            if self.name == "cpu.shares":
+                raise PermissionError(13, "Permission denied", str(self))
+            return real_write(self, *args, **kwargs)
+
+        monkeypatch.setattr(hostcgroup.Path, "write_text", refuse)
+    with caplog.at_level("WARNING", logger="ufcctl.lab.nodes"):
+        assert lab_cgroup_parent("t1", 9, root) is None
+    assert "lab t1: no parent cgroup of its own" in caplog.text
+    assert not (root / "cpu" / "ufcctl-lab-t1").exists()  # a folder it made is not left behind
+
+    layout = plan_layout("t1", 1)
+    spec = container_spec(layout.nodes[0], layout, "img", {}, tmp_path, cgroup_parent=None)
+    calls = []
+
+    class Recording(Podman):
+        def run(self, args, **kwargs):
+            calls.append(list(args))
+
+    Recording().run_container(spec)
+    assert "--cgroup-parent" not in calls[0]
+
+
+def test_every_node_of_lab_up_runs_under_the_labs_parent(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from ufcctl.lab import lab
+    from ufcctl.lab.image import ImageResult
+    from ufcctl.lab.layout import plan_layout
+    from ufcctl.lab.podman import Podman
+    from ufcctl.lab.settings import LabSettings
+
+    monkeypatch.setattr(lab, "check_inotify_room", lambda starting: None)
+    root = _v1_root(tmp_path, "cpu,cpuacct", symlink=True)
+    settings = LabSettings("t1", inventory_dir=tmp_path / "inv", state=tmp_path / "state", cgroup_root=root)
+    layout = plan_layout("t1", 2)
+    runs: list[list[str]] = []
+
+    class Recording(Podman):
+        def run(self, args, **kwargs):
+            if args[0] == "run":
+                runs.append(list(args))
+
+    lab._reconcile_containers(Recording(), settings, layout, [], ImageResult("img", "h", False),
+                              lambda m: None, 2)
+    assert len(runs) == len(layout.nodes) == 5
+    for args in runs:
+        assert args[args.index("--cgroup-parent") + 1] == "/ufcctl-lab-t1"
+        assert args.index("--cgroup-parent") < args.index("img")  # a podman option, not the command's
+    assert (root / "cpu,cpuacct" / "ufcctl-lab-t1" / "cpu.shares").read_text() == "5120\n"
+
+
+# The node init's step 0 (image/sbin/ufcctl-lab-init): the cgroup v1 hierarchies the host leaves unmounted
+# get a root of each node's own, instead of the one root systemd in every node would mount and share.
+
+PROC_CGROUPS = """#subsys_name\thierarchy\tnum_cgroups\tenabled
+cpuset\t3\t1\t1
+cpu\t1\t1\t1
+cpuacct\t2\t1\t1
+blkio\t7\t1\t1
+memory\t4\t49\t1
+devices\t5\t1\t1
+freezer\t6\t1\t1
+net_cls\t0\t1\t1
+perf_event\t0\t1\t1
+net_prio\t0\t1\t1
+hugetlb\t0\t1\t1
+pids\t8\t1\t1
+rdma\t0\t1\t0
+"""
+MOUNTINFO = """31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
+34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime shared:9 - cgroup cgroup rw,cpuset
+35 31 0:32 /libpod_parent/libpod-1 /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+36 31 0:33 / /sys/fs/cgroup/devices rw,relatime - cgroup cgroup rw,devices
+37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer
+38 31 0:35 / /sys/fs/cgroup/blkio rw,relatime - cgroup cgroup rw,blkio
+39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
+40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,xattr,name=systemd
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+42 23 0:39 / /mnt/hugetlb rw,relatime - cgroup cgroup rw,hugetlb
+"""
+
+
+def _init_root(tmp_path: Path, mountinfo: str = MOUNTINFO) -> Path:
+    root = tmp_path / "root"
+    (root / "proc" / "self").mkdir(parents=True)
+    (root / "proc" / "cgroups").write_text(PROC_CGROUPS)
+    (root / "proc" / "self" / "mountinfo").write_text(mountinfo)
+    (root / "sys" / "fs" / "cgroup" / "cpu").mkdir(parents=True)
+    return root
+
+
+INIT = Path(__file__).resolve().parents[3] / "ufcctl" / "lab" / "image" / "sbin" / "ufcctl-lab-init"
+SOURCED_ONLY = "(return 0 2>/dev/null) && return 0"
+
+
+def _source_init(tmp_path: Path, root: Path, call: str, refuse: str = "none"):
+    """Source the node init with its root at `root` and call its functions. Its steps would mount over this
+    machine's /sys and /proc and exec systemd: a script without the guard that stops a sourced run after
+    its functions is not run, and `mount` is a fake that only logs (and refuses `-o <refuse>`)."""
+    import subprocess
+
+    assert SOURCED_ONLY in INIT.read_text(), "the init would run its steps when sourced"
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    (fake_bin / "mount").write_text(
+        f'#!/bin/sh\necho "$*" >> {tmp_path / "mounts"}\ncase "$*" in *"-o {refuse} "*) exit 32 ;; esac\n')
+    (fake_bin / "mount").chmod(0o755)
+    env = {**os.environ, "UFC_LAB_INIT_ROOT": str(root), "PATH": f"{fake_bin}:{os.environ['PATH']}"}
+    return subprocess.run(["bash", "-c", f'. "$0"; {call}', str(INIT)], env=env, capture_output=True,
+                          text=True, timeout=30, check=False)
+
+
+@pytest.mark.parametrize(("extra", "expected"), [
+    ("", ["net_cls,net_prio", "perf_event", "hugetlb"]),
+    ("43 31 0:40 / /sys/fs/cgroup/net_prio rw - cgroup cgroup rw,net_prio\n",
+     ["net_cls", "perf_event", "hugetlb"]),
+    ("43 31 0:40 / /sys/fs/cgroup/perf_event rw - cgroup cgroup rw,perf_event\n"
+     "44 31 0:41 / /sys/fs/cgroup/hugetlb rw - cgroup cgroup rw,hugetlb\n"
+     "45 31 0:42 / /sys/fs/cgroup/net_cls,net_prio rw - cgroup cgroup rw,net_cls,net_prio\n", []),
+], ids=["host-leaves-four", "net_prio-mounted-alone", "all-mounted"])
+def test_the_node_init_finds_the_v1_hierarchies_no_mount_holds(tmp_path: Path, extra: str,
+                                                              expected: list[str]) -> None:
+    # rdma is disabled; hugetlb mounted outside /sys/fs/cgroup does not count; sourcing runs no step
+    proc = _source_init(tmp_path, _init_root(tmp_path, MOUNTINFO + extra), "unmounted_v1_hierarchies")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == expected
+
+
+@pytest.mark.parametrize("refuse", ["none", "perf_event"])
+def test_the_node_init_gives_the_node_a_root_of_its_own_in_each_unmounted_hierarchy(tmp_path: Path,
+                                                                                    refuse: str) -> None:
+    import socket
+
+    root = _init_root(tmp_path)
+    cg, own = root / "sys" / "fs" / "cgroup", f"ufcctl-lab-{socket.gethostname()}"
+    stale = cg / "hugetlb" / own / "kubepods.slice" / "pod1"  # left by a former node of this name
+    stale.mkdir(parents=True)
+    proc = _source_init(tmp_path, root, 'own_unmounted_v1_hierarchies; echo "rc=$?"', refuse)
+    assert proc.returncode == 0 and proc.stdout.strip() == "rc=0", proc.stderr
+    every = ["net_cls,net_prio", "perf_event", "hugetlb"]
+    done = [name for name in every if name != refuse]
+    expected = []
+    for name in every:
+        expected.append(f"-t cgroup -o {name} cgroup {cg / name}")
+        if name in done:
+            expected += [f"--bind {cg / name / own} {cg / name}", f"--bind {cg / name} {cg / name / own}"]
+    assert (tmp_path / "mounts").read_text().splitlines() == expected
+    for name in done:
+        assert (cg / name / own / "cgroup.procs").read_text().strip().isdigit()  # the init moved into it
+    assert os.readlink(cg / "net_cls") == os.readlink(cg / "net_prio") == "net_cls,net_prio"
+    assert not (cg / "hugetlb" / own / "kubepods.slice").exists()
+    if refuse == "perf_event":  # optional: a warning, and the boot goes on
+        assert "warning: cgroup v1 hierarchy perf_event: no root of this node's own" in proc.stderr
+    else:
+        assert proc.stderr == ""
+
+
+def test_the_node_init_owns_the_unmounted_hierarchies_before_rebinding_the_hosts() -> None:
+    text = INIT.read_text()
+    body = text[text.index(SOURCED_ONLY):]
+    assert body.index("host_cgroups=$(cat /proc/self/cgroup)") < body.index("own_unmounted_v1_hierarchies") \
+        < body.index("while IFS=: read") < body.index("exec /lib/systemd/systemd")
