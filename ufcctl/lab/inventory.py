@@ -279,6 +279,11 @@ def cluster_vars(layout: LabLayout) -> dict[str, Any]:
         # The machine running the lab is on cgroup v1: from Kubernetes 1.35 (upgrade-cluster's target) the
         # kubelet refuses to start there unless told (Kubespray's kubelet_fail_cgroup_v1); 1.34 only warns
         "kube_control_plane_kubelet_fail_cgroup_v1": False,
+        # and kubeadm 1.35 refuses that cgroup v1 host in its SystemVerification preflight (init, join,
+        # upgrade): the lab lets that one check through on control planes and workers alike; a real node
+        # is on cgroup v2 and ignores no preflight check
+        "kube_control_plane_ignore_preflight_errors": ["SystemVerification"],
+        "kube_node_ignore_preflight_errors": ["SystemVerification"],
         # kube-proxy leaves nf_conntrack_max alone (KubeProxyConfiguration conntrack.maxPerCore: 0, as kind
         # sets it): the table size is the host kernel's, and a lab node's network namespace shows
         # nf_conntrack_max read-only, so kube-proxy stopped at start on `open /proc/sys/net/netfilter/

@@ -183,14 +183,16 @@ def test_d7_an_old_packaged_etcd_is_refused_before_install(package_version: str,
         "Work out the clusters of this host, check the inventory and probe the host")
 
 
-def test_d7_the_lab_installs_the_etcd_tarball_and_ignores_no_preflight_check() -> None:
+def test_d7_the_lab_installs_the_etcd_tarball_and_lets_no_etcd_preflight_check_through() -> None:
     """The lab used to keep Debian's etcd 3.4.23 and let kubeadm's ExternalEtcdVersion through; it now
-    installs the real etcd 3.6.17 built from its Go modules (tests/lab_build), as production does."""
+    installs the real etcd 3.6.17 built from its Go modules (tests/lab_build), as production does. The one
+    check it lets through is SystemVerification (kubeadm 1.35 refuses its cgroup v1 host)."""
     defaults = _yaml("roles/kube_control_plane/defaults/main.yml")
     assert defaults["kube_control_plane_ignore_preflight_errors"] == []
     registration = _yaml("roles/kube_control_plane/vars/main.yml")["__kube_control_plane_node_registration"]
     assert registration["ignorePreflightErrors"] == "{{ kube_control_plane_ignore_preflight_errors }}"
-    assert "kube_control_plane_ignore_preflight_errors" not in lab_inventory.cluster_vars(_lab())
+    assert lab_inventory.cluster_vars(_lab())["kube_control_plane_ignore_preflight_errors"] == [
+        "SystemVerification"]
     etcd = lab_inventory.etcd_vars()
     assert "etcd_install_method" not in etcd and "etcd_package_version_check" not in etcd
     assert _yaml("roles/etcd/defaults/main.yml")["etcd_install_method"] == "tarball"

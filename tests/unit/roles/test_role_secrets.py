@@ -36,9 +36,12 @@ SECRET_WORDS = {
     "secret", "secrets", "vault", "credential", "credentials",
 }
 # kubeadm commands that print the token or the certificate key, or read kubeadm.yaml (which holds
-# both) and may quote it in an error.
+# both) and may quote it in an error. Words are apart by blanks (a command line, an argv list) or, in an
+# argv built by a Jinja list expression, by quotes and commas (`['kubeadm', 'join', ...] + [...]`).
+_WORDS = r"""['"]?[\s,]+['"]?"""
 KUBEADM_SECRET = re.compile(
-    r"\bkubeadm\s+(init|join|token\s+create|certs\s+certificate-key|config\s+validate)\b|upload-certs"
+    rf"\bkubeadm{_WORDS}(init|join|token{_WORDS}create|certs{_WORDS}certificate-key|config{_WORDS}validate)\b"
+    r"|upload-certs"
 )
 # Variables whose name says secret but whose value is not one.
 NOT_SECRET = {
@@ -248,6 +251,7 @@ def _task(name: str, body: dict[str, Any], **block: Any) -> TaskRef:
     [
         (_task("init", {CMD: "kubeadm init --config x --upload-certs"}), True),
         (_task("join argv", {CMD: {"argv": ["kubeadm", "join", "--config", "x"]}}), True),
+        (_task("join argv expression", {CMD: {"argv": "{{ ['kubeadm', 'join', '-c', x] + y }}"}}), True),
         (_task("token", {SHELL: {"cmd": "kubeadm token create --print-join-command"}}), True),
         (_task("version", {CMD: "kubeadm version"}), False),
         (_task("init no_log", {CMD: "kubeadm init", "no_log": True}), False),
