@@ -246,9 +246,6 @@ def real_kube_vars() -> dict[str, Any]:
         # the LAB POD NETWORK's range (ufcctl/lab/podnet.py), written out: kube-proxy's clusterCIDR and
         # the controller-manager's node CIDRs come from it
         "kube_control_plane_pod_subnet": LAB_POD_SUBNET,
-        # kubeadm 1.35's SystemVerification preflight refuses the machine's cgroup v1 (1.34 warns): the
-        # upgrade-cluster target's `kubeadm upgrade apply` and joins stopped there
-        "kube_control_plane_ignore_preflight_errors": ["SystemVerification"],
     }
 
 
