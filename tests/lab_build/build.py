@@ -7,6 +7,7 @@ Go's own caches (GOCACHE, GOMODCACHE) make a rebuild after a pin change incremen
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from tests.lab_build import gomod
 from tests.lab_build.components import BY_NAME, COMPONENTS, Component
+from ufcctl.engine.files import open_lock
 
 CACHE_ENV = "UFC_LAB_BUILD_CACHE"
 MANIFEST = "build.json"
@@ -189,14 +191,32 @@ def build(component: Component, root: Path | None = None, say: Callable[[str], N
           force: bool = False) -> Built:
     if not force and (found := cached(component, root)) is not None:
         return found
-    goversion, goos, goarch, goproxy = go_env("GOVERSION", "GOOS", "GOARCH", "GOPROXY")
+    goversion, goos, goarch = go_env("GOVERSION", "GOOS", "GOARCH")
     target = cache_dir(component, goversion, goos, goarch, root)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # One build of a component at a time on a machine (setup.sh, a `lab up` and a test may all ask for
+    # it): a second caller waits for the first and takes its result from the cache
+    fd = open_lock(target.parent / f".{component.name}.lock")
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"lab build: {component.name} {component.tag} is being built by another process; waiting")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        if not force and (found := cached(component, root)) is not None:
+            return found
+        return _build(component, target, say)
+    finally:
+        os.close(fd)
+
+
+def _build(component: Component, target: Path, say: Callable[[str], None]) -> Built:
+    goversion, goos, goarch, goproxy = go_env("GOVERSION", "GOOS", "GOARCH", "GOPROXY")
     env = dict(os.environ, GOFLAGS="-mod=mod -buildvcs=false", GOPROXY=goproxy)
     say(f"lab build: {component.name} {component.tag} ({component.upstream}) with {goversion}; the first "
         "build on a machine takes many minutes, later ones are cached")
     start = time.monotonic()
     download(component, env)
-    target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         ldflags = " ".join(("-s", "-w", *component.ldflags))

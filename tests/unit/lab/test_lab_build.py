@@ -157,7 +157,31 @@ def test_a_failed_compile_leaves_no_cache_entry(tmp_path, monkeypatch) -> None:
              'if [ "$1" = build ]; then echo "cmd/a/main.go:3: undefined: x" >&2; exit 1; fi\n')
     with pytest.raises(lab_build.BuildError, match="a v1.0.0 failed .*undefined: x"):
         lab_build.build(_toy(tmp_path), root=tmp_path / "cache", say=lambda _: None)
-    assert list((tmp_path / "cache").iterdir()) == []
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [".toy.lock"]
+
+
+def test_two_builds_of_one_component_at_once_build_it_once(tmp_path, monkeypatch) -> None:
+    """setup.sh, a `lab up` and a test may ask for the same component together: the second waits for the
+    first and takes the cache entry instead of compiling it again."""
+    import threading
+
+    calls = _fake_go(tmp_path, monkeypatch,
+                     'if [ "$1" = build ]; then sleep 1; out="${@: -2:1}"; echo bin > "$out"; fi\n')
+    comp = _toy(tmp_path)
+    said: list[str] = []
+    results = []
+
+    def one() -> None:
+        results.append(lab_build.build(comp, root=tmp_path / "cache", say=said.append))
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls.read_text().count("build ") == 1
+    assert sorted(r.cached for r in results) == [False, True] and results[0].path == results[1].path
+    assert any("being built by another process" in line for line in said)
 
 
 def test_no_go_is_a_clear_error(tmp_path, monkeypatch) -> None:
