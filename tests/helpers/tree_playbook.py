@@ -9,8 +9,12 @@ as the ssh connection plugin starts ssh (start_new_session=True), and waits on i
 flight for ever. With no gate (a single run such as deploy's cluster phase) every host is in flight.
 
 Every process appends `<role> <pid>` to $TREE_OUT/pids, and a worker writes
-$TREE_OUT/admitted-<host> once its grandchild is started. With TREE_STUBBORN=1 the grandchildren
-ignore SIGTERM (writing $TREE_OUT/term-<pid> when it comes), so only SIGKILL ends them.
+$TREE_OUT/admitted-<host> once its grandchild is ready: started, its SIGTERM disposition set, and
+that said on a pipe. With TREE_STUBBORN=1 the grandchildren ignore SIGTERM (writing
+$TREE_OUT/term-<pid> when it comes), so only SIGKILL ends them. Without the wait on the pipe, a
+SIGTERM sent once the admitted file is there could reach a grandchild still starting Python (on a
+loaded machine that takes seconds) and end it at once, never noted. TREE_SLOW_START=<seconds> makes
+every grandchild take that long before it sets its disposition, as such a machine would.
 """
 
 from __future__ import annotations
@@ -25,14 +29,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 GATE_ENV = "UFC_ROLLOUT_GATE"
 
-# A grandchild: sleeps; when stubborn, notes a SIGTERM and goes on sleeping.
+# A grandchild: sleeps; when stubborn, notes a SIGTERM and goes on sleeping. Once its disposition
+# is set it writes one byte on the pipe whose end it got (argv[3]).
 _SLEEPER = """
 import os, signal, sys, time
-out, stubborn = sys.argv[1], sys.argv[2] == "1"
+out, stubborn, ready = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3])
+time.sleep(float(os.environ.get("TREE_SLOW_START", "0")))
 if stubborn:
     def noted(signum, frame):
         open(os.path.join(out, f"term-{os.getpid()}"), "w").close()
     signal.signal(signal.SIGTERM, noted)
+os.write(ready, b"1")
+os.close(ready)
 while True:
     time.sleep(600)
 """
@@ -69,10 +77,15 @@ def _worker(hosts: list[str], out: Path, ask: object) -> None:
             answer = ask(gate, host)["answer"]  # type: ignore[operator]
             if answer != "go":
                 continue
-        child = subprocess.Popen([sys.executable, "-c", _SLEEPER, str(out), stubborn], start_new_session=True)
+        ready, ready_end = os.pipe()
+        child = subprocess.Popen([sys.executable, "-c", _SLEEPER, str(out), stubborn, str(ready_end)],
+                                 start_new_session=True, pass_fds=(ready_end,))
+        os.close(ready_end)
         with open(out / "pids", "a", encoding="utf-8") as fh:
             fh.write(f"grandchild {child.pid}\n")
-        (out / f"admitted-{host}").touch()
+        if os.read(ready, 1) == b"1":  # b"" if it died first: never admitted
+            (out / f"admitted-{host}").touch()
+        os.close(ready)
         child.wait()
 
 

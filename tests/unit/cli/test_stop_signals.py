@@ -9,6 +9,7 @@ ssh-like grandchildren in theirs), which a SIGKILL to the playbook's process gro
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -30,8 +31,15 @@ from tests.helpers.gen_inventory import ClusterShape, write_cluster_inventory  #
 
 HANG_GUARD = 120.0  # a guard against a hang, never a timing assertion
 
-# ufcctl with the Ansible CLI replaced by the stand-in (argv[1]) and the stop's grace period set (argv[2])
+# ufcctl with the Ansible CLI replaced by the stand-in (argv[1]) and the stop's grace period set (argv[2]),
+# SIGINT and SIGTERM at Python's defaults as under a terminal: a test run that a non-interactive shell
+# started in the background inherits SIGINT ignored, Python leaves it ignored, and ufcctl rightly
+# installs no handler over an ignored signal (engine/stops.py): a SIGINT from the test would be lost
+# and the run would hang until the hang guard killed it (rc -9)
 _UFCCTL = """
+import signal
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
 import sys
 import ufcctl.engine.proctree as proctree
 import ufcctl.engine.runner as runner
@@ -67,12 +75,21 @@ def lab(tmp_path: Path) -> Lab:
     return Lab(inventory, tmp_path / "state", out, playbook)
 
 
-def _start(lab: Lab, args: list[str], *, grace: float = 10.0,
-           stubborn: bool = False) -> subprocess.Popen[str]:
+def _start(lab: Lab, args: list[str], *, grace: float = 10.0, stubborn: bool = False,
+           through: tuple[str, ...] = ()) -> subprocess.Popen[str]:
+    """ufcctl, started by `through` (a command that execs its arguments) when given."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "UFC_STATE_DIR": str(lab.state), "TREE_OUT": str(lab.out),
            "KUBECONFIG": str(lab.out / "no-kubeconfig"), "TREE_STUBBORN": "1" if stubborn else "0"}
-    return subprocess.Popen([sys.executable, "-c", _UFCCTL, str(lab.playbook), str(grace), *args],
+    return subprocess.Popen([*through, sys.executable, "-c", _UFCCTL, str(lab.playbook), str(grace), *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=lab.out)
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """The process has a handler for `signum` (SigCgt): a signal sent now is neither ignored nor fatal."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    raise AssertionError(f"no SigCgt in /proc/{pid}/status")
 
 
 def _wait_for(what: str, ready, proc: subprocess.Popen[str]) -> None:  # type: ignore[no-untyped-def]
@@ -148,10 +165,12 @@ def test_a_signal_stops_the_rollouts_whole_tree_then_records_then_unlocks(
         _wait_for("8 nodes admitted", lambda: len(_admitted(lab)) == 8, proc)
         run_id, status, nodes = _only_run(lab)
         assert status == "running" and sorted(h for h, s in nodes.items() if s == "running") == _admitted(lab)
+        assert _catches(proc.pid, signums[0])
         proc.send_signal(signums[0])
         if len(signums) > 1:  # the first stop has reached the grandchildren, which ignore it
             _wait_for("SIGTERM at every grandchild", lambda: len(list(lab.out.glob("term-*"))) == 8, proc)
             assert any(_alive(pid) for pid in _tree(lab))
+            assert _catches(proc.pid, signums[1])
             proc.send_signal(signums[1])
         out, err = _wait_exit_watching_lock(lab, proc)
         assert proc.returncode == 128 + signums[0], err
@@ -184,3 +203,48 @@ def test_sigterm_stops_a_single_run_deploys_cluster_phase(lab: Lab) -> None:
         _cleanup(lab)
         if proc.poll() is None:
             proc.kill()
+
+
+def test_sigint_stops_ufcctl_started_with_sigint_ignored(lab: Lab) -> None:
+    """The test runner itself in a job a non-interactive shell put in the background (SIGINT ignored,
+    inherited by every child): ufcctl under test still takes SIGINT, as from a terminal."""
+    proc = _start(lab, ["deploy", "-i", str(lab.inventory), "--limit", "cp1"],
+                  through=("sh", "-c", 'trap "" INT; exec "$@"', "sh"))
+    try:
+        _wait_for("cp1 in flight", lambda: _admitted(lab) == ["cp1"], proc)
+        assert _catches(proc.pid, signal.SIGINT), "ufcctl under test ignores SIGINT: a SIGINT would be lost"
+        proc.send_signal(signal.SIGINT)
+        out, err = _wait_exit_watching_lock(lab, proc)
+        assert proc.returncode == 130, err
+        assert [pid for pid in _tree(lab) if _alive(pid)] == []
+    finally:
+        _cleanup(lab)
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_the_stand_in_admits_a_node_once_its_grandchild_takes_sigterm(tmp_path: Path) -> None:
+    """A SIGTERM sent as soon as a node is admitted is noted by a stubborn grandchild, however slowly
+    it started (a loaded machine, here made slow on purpose), never the default action that ends it."""
+    inventory = tmp_path / "hosts.json"
+    inventory.write_text(json.dumps({"all": {"hosts": {"n1": {}}}}))
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "UFC_ROLLOUT_GATE"}
+    env.update(PYTHONPATH=str(ROOT), TREE_OUT=str(out), TREE_STUBBORN="1", TREE_SLOW_START="1")
+    proc = subprocess.Popen([sys.executable, "-c", "from tests.helpers.tree_playbook import main; main()",
+                             "-i", str(inventory), "--forks", "1"], env=env, cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lab = Lab(inventory, tmp_path / "state", out, tmp_path)
+    try:
+        _wait_for("n1 admitted", lambda: _admitted(lab) == ["n1"], proc)
+        (pid,) = [pid for role, pid in (line.split() for line in (out / "pids").read_text().splitlines())
+                  if role == "grandchild"]
+        os.kill(int(pid), signal.SIGTERM)
+        _wait_for(f"SIGTERM noted by {pid}", lambda: (out / f"term-{pid}").exists(), proc)
+        assert _alive(int(pid))
+    finally:
+        _cleanup(lab)
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
