@@ -51,3 +51,22 @@ def test_lab_help_lists_the_commands() -> None:
     assert result.exit_code == 0
     for command in ("image", "up", "down", "status"):
         assert command in result.output
+
+
+def test_kube_takes_real_or_emulated_and_reaches_lab_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ufcctl.cli.lab as lab_cli
+
+    seen: list[str | None] = []
+
+    def fake_up(settings, notify, workers=None, subnet=None, kube=None):
+        seen.append(kube)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(lab_cli, "lab_up", fake_up)
+    monkeypatch.setattr(lab_cli, "require_npu_emulator", lambda allow: True)
+    assert CliRunner().invoke(cli, ["lab", "up", "--kube", "real"]).exit_code == 0
+    assert CliRunner().invoke(cli, ["lab", "up"], env={"UFC_LAB_KUBE": "real"}).exit_code == 0
+    assert CliRunner().invoke(cli, ["lab", "up"], env={"UFC_LAB_KUBE": ""}).exit_code == 0
+    assert seen == ["real", "real", None]  # None: the running lab's mode, or emulated for a new one
+    bad = CliRunner().invoke(cli, ["lab", "up", "--kube", "fake"])
+    assert bad.exit_code == 2 and "--kube" in bad.output
