@@ -48,30 +48,31 @@ def conflist(cidr: str) -> str:
     return json.dumps(doc, indent=1) + "\n"
 
 
-def routes(layout: LabLayout, name: str) -> list[tuple[str, str]]:
-    """(destination /24, via) for every other node of the lab."""
-    cidrs = pod_cidrs(layout)
+def routes(layout: LabLayout, name: str, cidrs: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    """(destination /24, via) for every other node of the lab (`cidrs`: pod_cidrs(layout), if known)."""
+    cidrs = cidrs or pod_cidrs(layout)
     return [(cidrs[n.name], n.ip) for n in layout.nodes if n.name != name]
 
 
-def routes_unit(layout: LabLayout, name: str) -> str:
+def routes_unit(layout: LabLayout, name: str, cidrs: dict[str, str] | None = None) -> str:
     commands = "; ".join([f"ip addr replace {NODELOCALDNS_IP}/32 dev lo",
-                          *(f"ip route replace {dst} via {via}" for dst, via in routes(layout, name))])
+                          *(f"ip route replace {dst} via {via}" for dst, via in routes(layout, name, cidrs))])
     return ("[Unit]\nDescription=ufcctl lab: routes to the other lab nodes' pods (ufcctl/lab/podnet.py)\n"
             "After=network.target\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\n"
             f"ExecStart=/bin/sh -c '{commands}'\n\n[Install]\nWantedBy=multi-user.target\n")
 
 
-def node_script(layout: LabLayout, name: str) -> str:
+def node_script(layout: LabLayout, name: str, cidrs: dict[str, str] | None = None) -> str:
     """What one node runs (through podman exec) to get its pod network; the same on every `lab up`."""
+    cidrs = cidrs or pod_cidrs(layout)
     unit = f"/etc/systemd/system/{ROUTES_UNIT}"
     return "\n".join([
         "set -eu",
         f"mkdir -p {PLUGINS_TO} {CONFLIST.rsplit('/', 1)[0]}",
         f"for p in {PLUGINS_FROM}/*; do ln -sfn \"$p\" {PLUGINS_TO}/; done",
-        f"cat > {CONFLIST}.tmp <<'EOF'\n{conflist(pod_cidrs(layout)[name])}EOF",
+        f"cat > {CONFLIST}.tmp <<'EOF'\n{conflist(cidrs[name])}EOF",
         f"mv {CONFLIST}.tmp {CONFLIST}",
-        f"cat > {unit} <<'EOF'\n{routes_unit(layout, name)}EOF",
+        f"cat > {unit} <<'EOF'\n{routes_unit(layout, name, cidrs)}EOF",
         "systemctl daemon-reload",
         f"systemctl enable {ROUTES_UNIT} >/dev/null 2>&1",
         f"systemctl restart {ROUTES_UNIT}",
@@ -81,6 +82,7 @@ def node_script(layout: LabLayout, name: str) -> str:
 
 def write_pod_network(podman: Podman, layout: LabLayout) -> int:
     """Every node's pod network (rewritten on each `lab up`: the nodes may have changed); returns how many."""
+    cidrs = pod_cidrs(layout)  # once for the lab, not again for every node's script and routes
     for node in layout.nodes:
-        podman.exec(node.name, ["sh", "-c", node_script(layout, node.name)])
+        podman.exec(node.name, ["sh", "-c", node_script(layout, node.name, cidrs)])
     return len(layout.nodes)
