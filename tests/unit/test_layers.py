@@ -5,10 +5,10 @@ Most packages are one layer (`cli/`, `app/`, `domain/`, `engine/`, `report/`); t
 packages keep the same layers inside themselves and name them per module:
 - `rollout/`: `store.py`, `storefile.py`, `storerecords.py`, `storedurations.py` are adapters (engine:
   sqlite3); the rest is app;
-- `lab/`: `podman`, `debootstrap`, `sshkey`, `hostlimits`, `hostcgroup`, `emulators` are engine (they
-  run processes or read and write /proc and /sys); the rest is app. Its commands are `cli/lab.py`, the
-  only module outside the package that imports it, and the lab never imports the checkout's emulators
-  (`tests/lab_standins/`) or the tests;
+- `lab/`: `podman`, `debootstrap`, `sshkey`, `hostlimits`, `emulators` are engine (they run
+  processes); the rest is app. Its commands are `cli/lab.py`, the only module outside the package
+  that imports it, and the lab never imports the checkout's emulators (`tests/lab_standins/`) or the
+  tests;
 - `nodeside/`: programs that run on nodes with their own python3: the standard library and the
   modules listed in NODESIDE_ALLOWED only (checked on the whole import closure). `files` (the one
   atomic writer) is engine too: the controller's writes go through it (engine/files.py).
@@ -43,7 +43,7 @@ SUBSYSTEM_LAYERS = {
     "rollout": {"store": "engine", "storefile": "engine", "storerecords": "engine",
                 "storedurations": "engine"},
     "lab": {"podman": "engine", "debootstrap": "engine", "sshkey": "engine",
-            "hostlimits": "engine", "hostcgroup": "engine", "emulators": "engine"},
+            "hostlimits": "engine", "emulators": "engine"},
     "nodeside": {"nfs_copy": "engine", "systemctl": "engine", "files": "engine"},
 }
 SUBSYSTEM_DEFAULT = {"rollout": "app", "lab": "app", "nodeside": "nodeside"}

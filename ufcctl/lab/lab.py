@@ -46,10 +46,8 @@ from ufcctl.lab.nodes import (
     NodeReady,
     check_inotify_room,
     container_spec,
-    lab_cgroup_parent,
     make_ready,
     parallel,
-    remove_lab_cgroup_parent,
 )
 from ufcctl.lab.npu import prepare_npu_emulator, write_npu_wiring
 from ufcctl.lab.podman import ContainerInfo, NetworkInfo, Podman, require_tools
@@ -235,9 +233,6 @@ def _reconcile_containers(podman: Podman, settings: LabSettings, layout: LabLayo
     restarted = tuple(sorted(name for name, c in kept.items() if c.state != "running"))
     to_create = [n for n in layout.nodes if n.name not in kept]
     check_inotify_room(len(to_create) + len(restarted))
-    parent = None
-    if removed or restarted or to_create:  # its weight follows the lab's size, set before a node starts
-        parent = lab_cgroup_parent(settings.lab, len(layout.nodes), settings.cgroup_root)
     if restarted:
         podman.start(restarted)
         notify(f"started {len(restarted)} stopped container(s): {', '.join(restarted)}")
@@ -246,8 +241,8 @@ def _reconcile_containers(podman: Podman, settings: LabSettings, layout: LabLayo
         settings.nfs_dir.mkdir(parents=True, exist_ok=True)
         settings.etcd_store_dir.mkdir(parents=True, exist_ok=True)
         labels = {LABEL_LAB: "1", LABEL_NAME: settings.lab, LABEL_IMAGE_HASH: image.image_hash}
-        specs = [container_spec(n, layout, image.image, labels, settings.nfs_dir, settings.etcd_store_dir,
-                                parent) for n in to_create]
+        specs = [container_spec(n, layout, image.image, labels, settings.nfs_dir, settings.etcd_store_dir)
+                 for n in to_create]
         parallel(podman.run_container, specs, parallel_starts)
     stale = tuple(sorted(n for n, c in kept.items() if c.labels.get(LABEL_IMAGE_HASH) != image.image_hash))
     return _Changes(tuple(n.name for n in to_create), removed, restarted, stale)
@@ -307,7 +302,6 @@ def lab_down(settings: LabSettings, notify: Notify, remove_images: bool = False,
         if names:
             podman.remove_containers(names)
             notify(f"removed {len(names)} container(s)")
-        remove_lab_cgroup_parent(settings.lab, settings.cgroup_root)  # the containers are gone
         if net is not None:
             _check_network_empty(podman, net.name)
             podman.remove_network(net.name)

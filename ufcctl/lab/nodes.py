@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -12,7 +11,6 @@ from typing import TypeVar
 
 from ufcctl.domain.nfs import backup_store
 from ufcctl.errors import EnvironmentMissing, RunFailed
-from ufcctl.lab.hostcgroup import CGROUP_ROOT, remove_group, set_cpu_weight
 from ufcctl.lab.hostlimits import inotify_usage
 from ufcctl.lab.inventory import NFS_EXPORT_DIR
 from ufcctl.lab.layout import LabLayout, LabNode, mac_for_ip
@@ -60,15 +58,11 @@ PARALLEL_STARTS = 4  # concurrent `podman run`; see tests/benchmarks/bench_lab_s
 # systemd-logind 1; one spare). Past fs.inotify.max_user_instances (128 on Debian) systemd
 # logs "Failed to create inotify object: Too many open files" and never finishes booting.
 INOTIFY_PER_NODE = 6
-
-# The host's scheduler has CFS autogroups on: every session's processes weigh as one entity, and a cgroup
-# of the cpu hierarchy weighs its cpu.shares. Under podman's default parent (libpod_parent, 1024 shares)
-# the whole lab weighed as much as one process of the test run beside it (measured: an etcd certificate
-# renewal under load took 607 s, 454 s with the lab alone). The lab's own parent weighs one process per node.
-CPU_SHARES_PER_NODE = 1024  # cgroup v1 cpu.shares, the weight of one ordinary process
-CPU_WEIGHT_PER_NODE = 100  # cgroup v2 cpu.weight of the same (capped at 10000)
-
-log = logging.getLogger(__name__)
+# The nodes stay under podman's default parent cgroup (libpod_parent), which the host's scheduler weighs
+# as one process against the test run's and ansible's processes. A parent of the lab's own weighted 1,024
+# cpu.shares per node (7ac44fe, reverted) starved the controller that drives the lab: the full test
+# command went from 43 to 70 min and an etcd renewal past its 600 s guard. The lab's nodes mostly wait on
+# ansible on the host; they must not outweigh it.
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -89,33 +83,8 @@ def parallel(func: Callable[[T], R], items: Sequence[T], workers: int) -> list[R
         return list(pool.map(func, items))
 
 
-def cgroup_parent_name(lab: str) -> str:
-    return f"ufcctl-lab-{lab}"
-
-
-def lab_cgroup_parent(lab: str, nodes: int, root: Path = CGROUP_ROOT) -> str | None:
-    """Make the lab's own parent cgroup weigh as `nodes` processes (CPU_SHARES_PER_NODE) and return it as
-    podman's --cgroup-parent (podman, cgroupfs manager, makes it in every other hierarchy itself).
-    None, with a warning, when the host's cgroups cannot be written: the nodes then go under podman's
-    default parent, as before."""
-    name = cgroup_parent_name(lab)
-    try:
-        set_cpu_weight(name, CPU_SHARES_PER_NODE * nodes, CPU_WEIGHT_PER_NODE * nodes, root)
-    except OSError as err:
-        log.warning("lab %s: no parent cgroup of its own (%s); its nodes share podman's default parent, "
-                    "which weighs as one process", lab, err)
-        return None
-    return f"/{name}"
-
-
-def remove_lab_cgroup_parent(lab: str, root: Path = CGROUP_ROOT) -> list[Path]:
-    """After the lab's containers are gone: its parent cgroup in every hierarchy (what is in use stays)."""
-    return remove_group(cgroup_parent_name(lab), root)
-
-
 def container_spec(node: LabNode, layout: LabLayout, image: str, labels: Mapping[str, str],
-                   nfs_dir: Path, etcd_store_dir: Path | None = None,
-                   cgroup_parent: str | None = None) -> ContainerSpec:
+                   nfs_dir: Path, etcd_store_dir: Path | None = None) -> ContainerSpec:
     volumes: tuple[tuple[str, str], ...] = (CGROUP_VOLUME,)
     if node.name == layout.nfs_server:  # the dataset export, and the etcd snapshot store where given
         volumes += ((str(nfs_dir), NFS_EXPORT_DIR),)
@@ -125,7 +94,7 @@ def container_spec(node: LabNode, layout: LabLayout, image: str, labels: Mapping
         name=node.name, image=image, network=layout.network, ip=node.ip, mac=mac_for_ip(node.ip),
         labels={**labels, LABEL_ROLE: node.role}, capabilities=CAPABILITIES, volumes=volumes,
         command=NODE_INIT, devices=DEVICES, anonymous_volumes=(CONTAINERD_VOLUME,),
-        device_cgroup_rules=DEVICE_CGROUP_RULES, sysctls=SYSCTLS, cgroup_parent=cgroup_parent,
+        device_cgroup_rules=DEVICE_CGROUP_RULES, sysctls=SYSCTLS,
     )
 
 

@@ -86,7 +86,6 @@ class ContainerSpec:
     device_cgroup_rules: tuple[str, ...] = ()  # e.g. "c 5:1 rwm": devices the container may grant its own
     # namespaced kernel settings, set at start (the node's /proc/sys is read-only)
     sysctls: tuple[tuple[str, str], ...] = ()
-    cgroup_parent: str | None = None  # e.g. "/ufcctl-lab-ufc"; None: podman's default parent
 
 
 class Podman:
@@ -236,8 +235,6 @@ class Podman:
             args += ["--mount", f"type=volume,dst={inside}"]
         for key, value in spec.sysctls:
             args += ["--sysctl", f"{key}={value}"]
-        if spec.cgroup_parent:
-            args += ["--cgroup-parent", spec.cgroup_parent]
         self.run([*args, spec.image, *spec.command], timeout=300)
 
     def start(self, names: Sequence[str]) -> None:

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ufcctl.lab import image as node_image
-from ufcctl.lab.hostcgroup import CGROUP_ROOT
 from ufcctl.lab.layout import DEFAULT_LAB, ROLE_NPU_MIRROR, LabLayout
 from ufcctl.lab.nodes import LABEL_ROLE
 from ufcctl.lab.npu import NpuEmulator
@@ -25,8 +24,6 @@ class LabSettings:
     # A `monitoring` group (roles/monitoring on two control planes, exporters everywhere); tests that
     # do not look at it leave it out to spare the lab's CPU (`lab up --no-monitoring`).
     monitoring: bool = True
-    # The host's cgroup filesystem, where the lab's parent cgroup goes (nodes.lab_cgroup_parent).
-    cgroup_root: Path = CGROUP_ROOT
 
     @property
     def state_path(self) -> Path:

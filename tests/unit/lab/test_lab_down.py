@@ -60,8 +60,7 @@ LAB = [_c("t1-cp1", "control_plane", **OURS), _c("t1-w01", "worker", **OURS),
 def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LabSettings:
     monkeypatch.setattr("ufcctl.lab.lab.require_tools", lambda tools: None)
     inventory = tmp_path / "inv"
-    settings = LabSettings("t1", inventory_dir=inventory, state=tmp_path / "state",
-                           cgroup_root=tmp_path / "cgroup")
+    settings = LabSettings("t1", inventory_dir=inventory, state=tmp_path / "state")
     (inventory / "group_vars").mkdir(parents=True)
     (inventory / MARKER).write_text("t1\n")
     (inventory / "group_vars" / "npu_node.yml").write_text("x: 1\n")
@@ -81,58 +80,6 @@ def test_down_removes_the_mirror_with_the_nodes_then_the_network_and_every_lab_d
     assert not settings.default_inventory().exists()
     # nothing left that is named after the lab
     assert [p.name for p in settings.state_path.iterdir() if "t1" in p.name] == []
-
-
-def _lab_cgroups(root: Path) -> list[Path]:
-    """What podman (cgroupfs manager) leaves of a lab's parent after its containers: the parent with
-    conmon's cgroup in every hierarchy (a cgroup's control files do not keep rmdir from removing it)."""
-    made = []
-    for hierarchy in ("cpu,cpuacct", "memory", "cpuset", "systemd"):
-        for lab in ("t1", "t2"):
-            (root / hierarchy / f"ufcctl-lab-{lab}" / "conmon").mkdir(parents=True)
-            made.append(root / hierarchy / f"ufcctl-lab-{lab}")
-    (root / "cpu").symlink_to("cpu,cpuacct")
-    return made
-
-
-def test_down_removes_the_labs_parent_cgroup_in_every_hierarchy_after_its_containers(
-        settings: LabSettings, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ufcctl.lab import lab
-
-    made = _lab_cgroups(settings.cgroup_root)
-    podman = FakePodman(list(LAB))
-    real_remove = lab.remove_lab_cgroup_parent
-
-    def remove(name: str, root: Path) -> list[Path]:
-        podman.calls.append("cgroup")
-        return real_remove(name, root)
-
-    monkeypatch.setattr(lab, "remove_lab_cgroup_parent", remove)
-    lab_down(settings, lambda m: None, podman=podman)  # type: ignore[arg-type]
-    assert podman.calls == ["rm t1-cp1 t1-hdk-mirror t1-w01", "cgroup", f"network rm {NET}"]
-    assert [p.parent.name for p in made if p.exists()] == ["cpu,cpuacct", "memory", "cpuset", "systemd"]
-    assert {p.name for p in made if p.exists()} == {"ufcctl-lab-t2"}  # another lab's parent stays
-    assert (settings.cgroup_root / "cpu").is_symlink()
-
-
-def test_down_leaves_a_parent_cgroup_still_in_use_without_failing(settings: LabSettings) -> None:
-    made = _lab_cgroups(settings.cgroup_root)
-    busy = settings.cgroup_root / "memory" / "ufcctl-lab-t1" / "libpod-abc"
-    busy.mkdir()
-    (busy / "tasks").write_text("4242\n")  # a folder rmdir refuses, as the kernel refuses a cgroup in use
-    result = lab_down(settings, lambda m: None, podman=FakePodman(list(LAB)))  # type: ignore[arg-type]
-    assert result.network == NET
-    assert busy.is_dir() and not (busy.parent / "conmon").exists()
-    assert [p for p in made if p.exists() and p.name == "ufcctl-lab-t1"] == [busy.parent]
-
-
-def test_down_removes_the_parent_cgroup_on_cgroup_v2(settings: LabSettings) -> None:
-    root = settings.cgroup_root
-    (root / "ufcctl-lab-t1" / "conmon").mkdir(parents=True)
-    (root / "ufcctl-lab-t2").mkdir()
-    (root / "cgroup.controllers").write_text("cpu memory\n")
-    lab_down(settings, lambda m: None, podman=FakePodman(list(LAB)))  # type: ignore[arg-type]
-    assert not (root / "ufcctl-lab-t1").exists() and (root / "ufcctl-lab-t2").is_dir()
 
 
 def test_down_again_is_a_no_op(settings: LabSettings) -> None:
