@@ -13,11 +13,20 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import pytest
 
-from ufcctl.lab.layout import DEFAULT_LAB, DEFAULT_SUBNET, DEFAULT_WORKERS
+from ufcctl.lab.layout import (
+    DEFAULT_LAB,
+    DEFAULT_SUBNET,
+    DEFAULT_WORKERS,
+    KUBE_EMULATED,
+    KUBE_MODES,
+    network_name,
+)
+from ufcctl.lab.nodes import LABEL_KUBE
 from ufcctl.rollout.store import StateStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,11 +77,25 @@ class Stack:
     def deploy_proc(self) -> subprocess.CompletedProcess[str]:
         return self.main_job
 
+    @cached_property
+    def kube(self) -> str:
+        """What runs Kubernetes in the stack (ufcctl/lab/layout.py KUBE_MODES): the lab network's label."""
+        return lab_kube_mode(STACK_LAB, self.env)
+
     def require_deployed(self) -> None:
         """For the modules that only use the deployed stack: fail with the main job's own output."""
         assert self.main_job.returncode == 0 and self.deploy is not None, (
             f"the README's main job (./scripts/run.sh) failed (rc={self.main_job.returncode}):\n"
             f"{self.main_job.stdout[-3000:]}\n{self.main_job.stderr[-3000:]}")
+
+
+def lab_kube_mode(lab: str, env: dict[str, str]) -> str:
+    """`emulated` or `real`: the label `lab up` gave the lab's network (a lab without one is emulated)."""
+    proc = subprocess.run(["podman", "network", "inspect", network_name(lab), "--format",
+                           "{{index .Labels \"" + LABEL_KUBE + "\"}}"], env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    mode = proc.stdout.strip()
+    return mode if proc.returncode == 0 and mode in KUBE_MODES else KUBE_EMULATED
 
 
 def deploy_json(inventory: Path, env: dict[str, str],

@@ -35,6 +35,7 @@ from ufcctl.domain.certs.renew import ETCD_SIGNED, KUBEADM_RENEWED
 from ufcctl.domain.etcd.settings import controller_pki_dir
 from ufcctl.domain.etcd.topology import etcd_clusters
 from ufcctl.engine.etcd_client import ClusterClient, TlsFiles
+from ufcctl.lab.layout import KUBE_REAL
 
 pytestmark = pytest.mark.integration
 
@@ -245,7 +246,10 @@ def _kubeadm_rows(rows: list[dict]) -> dict[tuple[str, str], dict]:
 def test_renew_kubeadm_keeps_the_vip_answering_and_the_renewed_admin_conf_works(lab: Stack,
                                                                                 checked: list[dict]) -> None:
     before = _kubeadm_rows(checked)
-    assert len(before) == 6, sorted(before)  # the lab's: apiserver.crt and admin.conf on 3 control planes
+    # the emulated lab's: apiserver.crt and admin.conf on 3 control planes; the real kubeadm's: apiserver,
+    # apiserver-kubelet-client, front-proxy-client, admin.conf, controller-manager.conf and scheduler.conf
+    # on each, and super-admin.conf where init ran
+    assert len(before) == (19 if lab.kube == KUBE_REAL else 6), sorted(before)
     vip = str(yaml.safe_load((lab.inventory / "group_vars/all/cluster.yml").read_text())["ufc_vip"])
     with apiserver_standin.client_running(CLIENT, vip, env=lab.env) as window:
         run = _shell(lab, _readme("ufcctl certs renew --inventory lab --only kubeadm"))

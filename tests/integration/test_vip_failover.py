@@ -1,6 +1,7 @@
 """apiserver VIP failover on a test-owned lab: keepalived + haproxy on the three control-plane containers,
-a kube-apiserver stand-in (tests/lab_standins/apiserver_standin, an emulator) behind them, a client on
-the worker.
+the lab's kube-apiservers behind them (the LAB KUBE EMULATOR's on the default lab, kubeadm's static Pods
+on `lab up --kube real`; tests/lab_standins/apiserver_standin where neither serves), a client on the
+worker that names the apiserver answering each request.
 
 Measured and printed (run with -s): the gap in seconds and the failed requests when haproxy, then
 keepalived, is stopped on the VIP holder (the aim is under 5 s; wall-clock times are printed, not
@@ -17,6 +18,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,8 +28,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # the stand-ins (tests/lab_standins) are imported from the repository root
     sys.path.insert(0, str(ROOT))
+from tests.helpers import real_cluster  # noqa: E402
 from tests.helpers.lab import STACK_LAB, Stack  # noqa: E402
 from tests.lab_standins import apiserver_standin  # noqa: E402  (the kube-apiserver stand-in, an emulator)
+from ufcctl.lab.layout import KUBE_REAL  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -45,6 +49,7 @@ class Lab:
     inventory: Path
     env: dict[str, str]
     vip: str
+    kube: str
 
     def exec(self, container: str, *cmd: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -79,7 +84,7 @@ def _wait(predicate: Callable[[], object], what: str, timeout: float = 60.0) -> 
 def deployed(stack: Stack) -> Iterator[Lab]:
     stack.require_deployed()
     cluster = yaml.safe_load((stack.inventory / "group_vars" / "all" / "cluster.yml").read_text())
-    lab = Lab(stack.inventory, stack.env, cluster["ufc_vip"])
+    lab = Lab(stack.inventory, stack.env, cluster["ufc_vip"], stack.kube)
     # keepalived's track script checks the local apiserver's /readyz: the VIP comes up once they answer
     for container in CONTROL_PLANES:
         apiserver_standin.start(container, env=lab.env)
@@ -144,19 +149,35 @@ def test_vip_moves_when_the_holder_breaks(deployed: Lab, case: str, unit: str) -
     assert new != old and new in CONTROL_PLANES, report
 
 
+@contextmanager
+def _unready(lab: Lab, control_plane: str) -> Iterator[str]:
+    """The control plane's apiserver serving but unready while the block runs; yields the name the VIP
+    client gives it (the stand-in's host name, or on the real lab its serving certificate's hash)."""
+    if lab.kube == KUBE_REAL:
+        with real_cluster.apiserver_unready(control_plane, lab.env):
+            yield real_cluster.serving_certificate_sha256(control_plane, lab.env)
+        return
+    apiserver_standin.set_ready(control_plane, False, env=lab.env)
+    try:
+        yield control_plane
+    finally:
+        apiserver_standin.set_ready(control_plane, True, env=lab.env)
+
+
+def _haproxy_states(lab: Lab, holder: str, backend: str) -> list[str]:
+    rows = [line.split(",") for line in lab.exec(holder, "python3", "-c", STAT).stdout.splitlines()]
+    return [r[17] for r in rows if len(r) > 17 and r[1] == backend]
+
+
 def test_an_unready_backend_gets_no_requests(deployed: Lab) -> None:
     # the keepalived restored by the test before may still take the VIP back (preemption): for a moment
     # no host holds it, so wait for one holder as _break_holder does
     holder = str(_wait(lambda: (h := deployed.holders()) and len(h) == 1 and h[0], "one VIP holder"))
     drained = next(c for c in CONTROL_PLANES if c != holder)
-    apiserver_standin.set_ready(drained, False, env=deployed.env)
-    try:
+    with _unready(deployed, drained) as named:
 
         def down_everywhere() -> bool:
-            rows = [
-                line.split(",") for line in deployed.exec(holder, "python3", "-c", STAT).stdout.splitlines()
-            ]
-            states = [r[17] for r in rows if len(r) > 17 and r[1] == drained]
+            states = _haproxy_states(deployed, holder, drained)
             return bool(states) and all(s == "DOWN" for s in states)
 
         _wait(down_everywhere, f"haproxy on {holder} to mark {drained} DOWN", 30)
@@ -175,7 +196,9 @@ def test_an_unready_backend_gets_no_requests(deployed: Lab) -> None:
         after = Counter(
             b for t, ok, b in apiserver_standin.client_log(CLIENT, env=deployed.env) if ok and t > marked
         )
-        print(f"\nrequests per backend after {drained} turned unready: {dict(after)}")
-        assert drained not in after and sum(after.values()) >= 40, after
-    finally:
-        apiserver_standin.set_ready(drained, True, env=deployed.env)
+        print(f"\nrequests per backend after {drained} ({named}) turned unready: {dict(after)}")
+        assert named not in after and sum(after.values()) >= 40, after
+        assert "?" not in after, after  # every answer named its apiserver
+    # the shared lab goes on with every apiserver in the backends again
+    _wait(lambda: set(_haproxy_states(deployed, holder, drained)) == {"UP"},
+          f"haproxy on {holder} to mark {drained} UP again", 120)

@@ -3,10 +3,11 @@ exactly once through the VIP, a failed join fails only its node and `--retry-fai
 kill -9 during the node phase loses nothing and resume redoes no joined node, and `add-nodes` touches
 only the new worker (and the first control plane, for the join token).
 
-kubeadm and kubelet cannot be installed here: the joins run against the LAB KUBE EMULATOR
-(tests/lab_standins/kube_emulator: kubeadm/kubelet stand-ins with the real names, served from the
-lab mirror, whose
-join checks the endpoint's TLS against the cluster CA, the token and the CA hash). containerd is
+On the default (emulated) lab the joins run against the LAB KUBE EMULATOR (tests/lab_standins/
+kube_emulator: kubeadm/kubelet stand-ins with the real names, served from the lab mirror, whose join
+checks the endpoint's TLS against the cluster CA, the token and the CA hash), and the tests read its join
+records and inject its faults. On `lab up --kube real` the same tests read what the real kubeadm and
+kubelet leave and make the real join fail or hang (tests/helpers/real_cluster.py). containerd is
 Debian's, for real. The lab is the test-owned stack shared with the deploy, etcd, NFS and VIP modules
 (tests/integration/conftest.py); this module runs last of them (file order) and grows the lab by one
 worker at its end."""
@@ -19,13 +20,16 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import real_cluster
 from tests.helpers.lab import STACK_LAB, STACK_SUBNET, STACK_WORKERS, UFCCTL, Stack, ufcctl
 from tests.lab_standins.kube_emulator.lab import joins, registered_nodes, write_faults
 from ufcctl.app.inventory import load_inventory
+from ufcctl.lab.layout import KUBE_REAL
 
 pytestmark = pytest.mark.integration
 
@@ -39,8 +43,9 @@ CONTROL_PLANE = f"{LAB}-cp1"
 def lab(stack: Stack) -> Iterator[Stack]:
     stack.require_deployed()
     yield stack
-    for worker in WORKERS:  # never leave an injected fault behind
-        write_faults(worker, None)
+    if stack.kube != KUBE_REAL:
+        for worker in WORKERS:  # never leave an injected fault behind
+            write_faults(worker, None)
 
 
 def _podman(*args: str, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -50,12 +55,37 @@ def _podman(*args: str, env: dict[str, str], check: bool = True) -> subprocess.C
     return proc
 
 
-def _worker_joins(worker: str) -> int:
+def _worker_joins(stack: Stack, worker: str) -> int:
+    if stack.kube == KUBE_REAL:
+        return real_cluster.kubelet_bootstraps(worker, stack.env)
     return sum(1 for j in joins(worker) if j.get("kind") == "worker")
 
 
-def _counts(hosts: list[str]) -> dict[str, int]:
-    return {h: _worker_joins(h) for h in hosts}
+def _counts(stack: Stack, hosts: list[str]) -> dict[str, int]:
+    return {h: _worker_joins(stack, h) for h in hosts}
+
+
+def _registered(stack: Stack) -> dict[str, int]:
+    """Node name -> registrations: the emulator counts them; the real API holds one Node per name."""
+    if stack.kube == KUBE_REAL:
+        return dict.fromkeys(real_cluster.nodes(CONTROL_PLANE, stack.env), 1)
+    return registered_nodes(CONTROL_PLANE, env=stack.env)
+
+
+@contextmanager
+def _join_fault(stack: Stack, worker: str, fault: str) -> Iterator[None]:
+    """The worker's next join fails ("fail") or hangs ("hang") while the block runs."""
+    if stack.kube == KUBE_REAL:
+        vip = str(load_inventory(stack.inventory).hosts[worker].vars["ufc_vip"])
+        with (real_cluster.join_refused(worker, stack.env) if fault == "fail"
+              else real_cluster.vip_unreachable(worker, vip, stack.env)):
+            yield
+        return
+    write_faults(worker, {"join": fault})
+    try:
+        yield
+    finally:
+        write_faults(worker, None)
 
 
 def _reset(stack: Stack, worker: str) -> None:
@@ -89,14 +119,21 @@ def test_every_worker_joined_once_through_the_vip_and_containerd_runs(lab: Stack
     """After the first deploy, a second and a check-mode deploy (test_deploy_lab ran them before)."""
     inventory = load_inventory(lab.inventory)
     vip = str(inventory.hosts[WORKERS[0]].vars["ufc_vip"])
+    real = real_cluster.nodes(CONTROL_PLANE, lab.env) if lab.kube == KUBE_REAL else {}
     for worker in WORKERS:
-        worker_joins = [j for j in joins(worker) if j.get("kind") == "worker"]
-        assert len(worker_joins) == 1, (worker, worker_joins)
-        assert worker_joins[0]["endpoint"].startswith(f"{vip}:"), worker_joins[0]
-        assert worker_joins[0]["node"] == worker
-        # registered with its ToR label: the CNI's BGP peer for that ToR selects it (roles/cni)
         tor = inventory.hosts[worker].vars.get("npu_tor_id")
-        assert tor is None or worker_joins[0]["labels"].get("npu-tor-id") == str(tor), worker_joins[0]
+        if lab.kube == KUBE_REAL:
+            assert real_cluster.kubelet_bootstraps(worker, lab.env) == 1, worker
+            assert real_cluster.joined_endpoint(worker, lab.env).startswith(f"{vip}:"), worker
+            labels = real[worker]["metadata"]["labels"]
+        else:
+            worker_joins = [j for j in joins(worker) if j.get("kind") == "worker"]
+            assert len(worker_joins) == 1, (worker, worker_joins)
+            assert worker_joins[0]["endpoint"].startswith(f"{vip}:"), worker_joins[0]
+            assert worker_joins[0]["node"] == worker
+            labels = worker_joins[0]["labels"]
+        # registered with its ToR label: the CNI's BGP peer for that ToR selects it (roles/cni)
+        assert tor is None or labels.get("npu-tor-id") == str(tor), (worker, labels)
         active = _podman("exec", worker, "systemctl", "is-active", "containerd", "kubelet", env=lab.env)
         assert active.stdout.split() == ["active", "active"], (worker, active.stdout)
         version = _podman("exec", worker, "ctr", "version", env=lab.env).stdout
@@ -106,29 +143,26 @@ def test_every_worker_joined_once_through_the_vip_and_containerd_runs(lab: Stack
         if worker in inventory.group_hosts("npu_node"):
             assert 'default_runtime_name = "ascend"' in config, worker
             assert "Ascend-Docker-Runtime/ascend-docker-runtime" in config, worker
-    registered = registered_nodes(CONTROL_PLANE, env=lab.env)
+    registered = _registered(lab)
     assert {w: registered.get(w) for w in WORKERS} == dict.fromkeys(WORKERS, 1), registered
 
 
 def test_a_failed_join_fails_only_its_worker_and_retry_failed_completes_it(lab: Stack) -> None:
     broken = WORKERS[1]
     _reset(lab, broken)
-    write_faults(broken, {"join": "fail"})
-    before = _counts(WORKERS)
-    try:  # a budget above one node in three: the run ends "failed", not stopped by the budget
+    before = _counts(lab, WORKERS)
+    with _join_fault(lab, broken, "fail"):  # a budget above one node in three: "failed", not stopped
         rc, data = _nodes_phase(lab, "--max-fail", "50%")
-    finally:
-        write_faults(broken, None)
     states = _states(data)
     assert rc == 1 and data["status"] == "failed", (data["status"], data["message"], states)
     assert states[broken][0] == "failed" and "kubeadm join" in (states[broken][1] or ""), states[broken]
     assert all(states[w][0] == "done" for w in WORKERS if w != broken), states
-    assert _counts(WORKERS) == before  # the failed join recorded nothing; the others were not rejoined
+    assert _counts(lab, WORKERS) == before  # the failed join recorded nothing; the others not rejoined
     proc = ufcctl(["resume", data["run_id"], "--retry-failed", "--output", "json"], lab.env)
     resumed = _json(proc)
     assert proc.returncode == 0, (resumed.get("message"), _states(resumed))
     assert _states(resumed)[broken][0] == "done"
-    assert _counts(WORKERS) == {**before, broken: before[broken] + 1}
+    assert _counts(lab, WORKERS) == {**before, broken: before[broken] + 1}
 
 
 def _newest_run(stack: Stack, earlier: set[str]) -> str | None:
@@ -140,30 +174,30 @@ def _newest_run(stack: Stack, earlier: set[str]) -> str | None:
 def test_kill_9_during_the_node_phase_then_resume_redoes_no_joined_node(lab: Stack) -> None:
     hung = WORKERS[2]
     _reset(lab, hung)
-    write_faults(hung, {"join": "hang"})
-    before = _counts(WORKERS)
+    before = _counts(lab, WORKERS)
     earlier = {r["run_id"] for r in json.loads(ufcctl(["runs", "--output", "json"], lab.env).stdout)}
-    proc = subprocess.Popen(
-        [UFCCTL, "deploy", "--inventory", str(lab.inventory), "--phase", "nodes", "--output", "json"],
-        env=lab.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
     run_id = None
     try:
-        for _ in range(1200):  # until the other workers are done and the hung one is in its join
-            assert proc.poll() is None, f"the run ended (rc {proc.returncode}) before it could be killed"
-            run_id = run_id or _newest_run(lab, earlier)
-            in_join = _podman("exec", hung, "pgrep", "-f", "kubeadm join", env=lab.env, check=False)
-            if run_id and in_join.returncode == 0:
-                break
-            time.sleep(0.5)
-        else:
-            pytest.fail("the node phase never reached the hung worker's join")
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        write_faults(hung, None)
-        # the orphaned join: the orphaned Ansible process sees its task fail and ends
+        with _join_fault(lab, hung, "hang"):
+            proc = subprocess.Popen(
+                [UFCCTL, "deploy", "--inventory", str(lab.inventory), "--phase", "nodes", "--output", "json"],
+                env=lab.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+            try:
+                for _ in range(1200):  # until the other workers are done and the hung one is in its join
+                    assert proc.poll() is None, f"the run ended (rc {proc.returncode}) before the kill"
+                    run_id = run_id or _newest_run(lab, earlier)
+                    in_join = _podman("exec", hung, "pgrep", "-f", "kubeadm join", env=lab.env, check=False)
+                    if run_id and in_join.returncode == 0:
+                        break
+                    time.sleep(0.5)
+                else:
+                    pytest.fail("the node phase never reached the hung worker's join")
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=60)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+    finally:  # the orphaned join: the orphaned Ansible process sees its task fail and ends
         _podman("exec", hung, "pkill", "-f", "kubeadm join", env=lab.env, check=False)
     assert run_id is not None
     resumed_proc = ufcctl(["resume", run_id, "--output", "json"], lab.env)
@@ -171,7 +205,7 @@ def test_kill_9_during_the_node_phase_then_resume_redoes_no_joined_node(lab: Sta
     assert resumed_proc.returncode == 0, (resumed.get("message"), _states(resumed))
     assert {s for s, _ in _states(resumed).values()} == {"done"}
     # every worker joined at most once more in all: the hung one once, the others not again
-    assert _counts(WORKERS) == {**before, hung: before[hung] + 1}
+    assert _counts(lab, WORKERS) == {**before, hung: before[hung] + 1}
 
 
 def _run_dirs(stack: Stack) -> set[Path]:
@@ -182,7 +216,7 @@ def _run_dirs(stack: Stack) -> set[Path]:
 def test_add_nodes_touches_only_the_new_worker(lab: Stack) -> None:
     up = ufcctl(["lab", "up", "--nodes", str(STACK_WORKERS + 1), "--subnet", STACK_SUBNET], lab.env)
     assert up.returncode == 0, up.stdout + up.stderr
-    before = _counts(WORKERS)
+    before = _counts(lab, WORKERS)
     dirs = _run_dirs(lab)
     proc = ufcctl(["add-nodes", "--inventory", str(lab.inventory), "--limit", NEW_WORKER, "--output", "json"],
                   lab.env)
@@ -198,6 +232,6 @@ def test_add_nodes_touches_only_the_new_worker(lab: Stack) -> None:
             recap = json.loads(summary.read_text())
             contacted[recap.get("playbook", directory.name)] = set(recap["hosts"])
     assert contacted == {"join-token.yml": {CONTROL_PLANE}, "deploy-nodes.yml": {NEW_WORKER}}, contacted
-    assert _counts(WORKERS) == before and _worker_joins(NEW_WORKER) == 1
-    registered = registered_nodes(CONTROL_PLANE, env=lab.env)
+    assert _counts(lab, WORKERS) == before and _worker_joins(lab, NEW_WORKER) == 1
+    registered = _registered(lab)
     assert registered.get(NEW_WORKER) == 1, registered

@@ -32,15 +32,18 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.helpers import real_cluster
 from tests.helpers.lab import ROOT, STACK_LAB, Stack, haproxy_servers, ufcctl
 from tests.lab_standins import apiserver_standin
 from ufcctl.app.etcd_maint import cluster_targets
 from ufcctl.domain.controlplane.kubeadm import token_objects
+from ufcctl.lab.layout import KUBE_REAL
 from ufcctl.rollout.store import StateStore
 
 pytestmark = pytest.mark.integration
 
 HOST = f"{STACK_LAB}-cp3"
+APISERVER = "kube-apiserver"
 CONTROL_PLANES = [f"{STACK_LAB}-cp{i}" for i in (1, 2, 3)]
 CLIENT = f"{STACK_LAB}-w06"
 KUBECTL = ["kubectl", "--kubeconfig=/etc/kubernetes/admin.conf"]
@@ -114,7 +117,14 @@ def _expire_join_secrets(stack: Stack) -> None:
 
 
 def _units(stack: Stack, verb: str, *units: str) -> list[str]:
-    return _exec(stack, HOST, "systemctl", verb, *units).stdout.split()
+    """`systemctl is-active|is-enabled` of the units on cp3; on the real lab kube-apiserver is kubeadm's
+    static Pod, not a unit: active while its process runs, enabled while its manifest is there."""
+    if stack.kube != KUBE_REAL or APISERVER not in units:
+        return _exec(stack, HOST, "systemctl", verb, *units).stdout.split()
+    rest = [u for u in units if u != APISERVER]
+    states = dict(zip(rest, _exec(stack, HOST, "systemctl", verb, *rest).stdout.split(), strict=True))
+    states[APISERVER] = real_cluster.static_pod_state(HOST, APISERVER, verb, stack.env)
+    return [states[u] for u in units]
 
 
 def _lead_events_from_cp3(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:

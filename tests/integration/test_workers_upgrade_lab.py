@@ -1,7 +1,8 @@
 """`ufcctl upgrade-cluster` on the shared deployed lab, with the README's lines as written: the lab goes from
-Kubernetes v1.34.4 to v1.35.4 (the LAB KUBE EMULATOR's `kubeadm upgrade apply|node`, its kubelet reporting
-its version through the LAB API STAND-IN), while a client requests /version through the VIP every 0.1 s on a
-new connection each time.
+Kubernetes v1.34.4 to v1.35.4 (on the default lab the LAB KUBE EMULATOR's `kubeadm upgrade apply|node`, its
+kubelet reporting its version through the LAB API STAND-IN; on `lab up --kube real` the built kubeadm and
+kubelet of both releases, the upgrades counted by kubeadm's manifest backups), while a client requests
+/version through the VIP every 0.1 s on a new connection each time.
 
 Checked: a run the inventory does not record (ufc_kube_version still v1.34.4) is refused (exit 2) and
 touches nothing; once the inventory says v1.35.4, `deploy` and `add-nodes` are refused (they would swap
@@ -37,10 +38,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.helpers import real_cluster
 from tests.helpers.lab import ROOT, STACK_LAB, STACK_STATE, Stack, haproxy_servers
 from tests.lab_standins import apiserver_standin
 from tests.lab_standins.kube_emulator import lab as emulator
 from ufcctl.app.inventory import load_inventory
+from ufcctl.lab.layout import KUBE_REAL
 
 pytestmark = pytest.mark.integration
 
@@ -104,6 +107,15 @@ def _apiserver_version(stack: Stack, host: str) -> str:
     return proc.stdout.strip()
 
 
+def _upgrades(stack: Stack) -> dict[str, list[str]]:
+    """Per control plane, what kubeadm upgraded there: the emulator's recorded verbs that changed
+    something, or on the real lab the manifest backups `kubeadm upgrade apply|node` left."""
+    if stack.kube == KUBE_REAL:
+        return {h: real_cluster.upgrade_backups(h, stack.env) for h in CONTROL_PLANES}
+    return {h: [r["verb"] for r in emulator.upgrades(h, stack.env) if r.get("changed")]
+            for h in CONTROL_PLANES}
+
+
 @pytest.fixture(scope="module")
 def versions_file(stack: Stack) -> Path:
     stack.require_deployed()
@@ -119,7 +131,10 @@ def test_an_upgrade_the_inventory_does_not_record_is_refused_and_touches_nothing
     assert "says ufc_kube_version '1.34.4'" in refused.stderr and "set ufc_kube_version" in refused.stderr
     assert "Traceback" not in refused.stderr
     assert {_apiserver_version(stack, h) for h in CONTROL_PLANES} == {"v1.34.4"}
-    assert not any(r.get("verb") for h in CONTROL_PLANES for r in emulator.upgrades(h, stack.env))
+    if stack.kube == KUBE_REAL:
+        assert _upgrades(stack) == dict.fromkeys(CONTROL_PLANES, [])
+    else:  # no kubeadm upgrade ran at all
+        assert not any(r.get("verb") for h in CONTROL_PLANES for r in emulator.upgrades(h, stack.env))
 
 
 def test_the_readme_upgrade_moves_every_node_and_the_vip_keeps_answering(
@@ -154,9 +169,12 @@ def test_the_readme_upgrade_moves_every_node_and_the_vip_keeps_answering(
     for cluster in ("core", "events", "pods"):
         assert list((STACK_STATE / "backups" / "etcd" / cluster).glob("*.db")), cluster
     assert {h: _apiserver_version(stack, h) for h in CONTROL_PLANES} == dict.fromkeys(CONTROL_PLANES, TARGET)
-    verbs = {h: [r["verb"] for r in emulator.upgrades(h, stack.env) if r.get("changed")]
-             for h in CONTROL_PLANES}
-    assert verbs == {CONTROL_PLANES[0]: ["apply"], CONTROL_PLANES[1]: ["node"], CONTROL_PLANES[2]: ["node"]}
+    upgraded = _upgrades(stack)
+    if stack.kube == KUBE_REAL:  # one backup of the static Pod manifests per control plane: upgraded once
+        assert {h: len(b) for h, b in upgraded.items()} == dict.fromkeys(CONTROL_PLANES, 1), upgraded
+    else:
+        assert upgraded == {CONTROL_PLANES[0]: ["apply"], CONTROL_PLANES[1]: ["node"],
+                            CONTROL_PLANES[2]: ["node"]}
     nodes = _nodes(stack)
     inventory = load_inventory(stack.inventory)  # 9 hosts, or more after test_workers_lab added one
     hosts = set(inventory.group_hosts("kube_control_plane")) | set(inventory.group_hosts("kube_node"))

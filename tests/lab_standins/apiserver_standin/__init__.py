@@ -31,10 +31,12 @@ EMULATOR_UNIT = "kube-apiserver"
 
 def start(container: str, port: int = 6443, env: dict[str, str] | None = None) -> None:
     """Copy the stand-in into `container` and run it as a transient systemd unit (idempotent); where the
-    kube emulator's apiserver already serves the port, that one answers instead."""
+    kube emulator's apiserver or a real kube-apiserver (kubeadm's static Pod) already serves the port, that
+    one answers instead."""
     _podman("cp", str(SCRIPT), f"{container}:{REMOTE}", env=env)
     script = (
         f"chmod 0755 {REMOTE}; rm -f {FLAG}; systemctl is-active --quiet {EMULATOR_UNIT} || "
+        f"ss -Hltn 'sport = :{port}' | grep -q . || "
         f"systemctl is-active --quiet {UNIT} || "
         f"systemd-run --unit {UNIT} --collect {REMOTE} --port {port}"
     )

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Test client for the VIP failover test: GET https://VIP:PORT/version in a loop and log every outcome.
 
-One line per request: `<unix time> ok <backend>` or `<unix time> fail <error>`. New connection each
+One line per request: `<unix time> ok <backend>` or `<unix time> fail <error>`; the backend is the
+stand-in's X-Standin-Backend header, or else `sha256:` and the first 16 hex digits of the sha256 of the
+serving certificate (kubeadm gives each kube-apiserver its own). New connection each
 time (what matters is whether a new request gets through), short timeouts so a gap is measured
 to within about a tenth of a second. Standard library only.
 """
@@ -9,9 +11,15 @@ to within about a tenth of a second. Standard library only.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import http.client
 import ssl
 import time
+
+
+def _certificate(conn: http.client.HTTPSConnection) -> str:
+    der = conn.sock.getpeercert(binary_form=True) if conn.sock is not None else None
+    return "sha256:" + hashlib.sha256(der).hexdigest()[:16] if der else "?"
 
 
 def main() -> None:
@@ -32,8 +40,9 @@ def main() -> None:
                 conn = http.client.HTTPSConnection(args.vip, args.port, timeout=args.timeout, context=context)
                 # /version: what kube-apiserver (and the lab's API stand-in) serves without credentials
                 conn.request("GET", "/version")
+                certificate = _certificate(conn)  # before the response: a closing one drops conn.sock
                 response = conn.getresponse()
-                backend = response.getheader("X-Standin-Backend", "?")
+                backend = response.getheader("X-Standin-Backend") or certificate
                 conn.close()
                 line = (
                     f"{started:.3f} ok {backend}"
