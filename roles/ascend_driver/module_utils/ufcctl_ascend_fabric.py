@@ -43,7 +43,9 @@ class FabricStep:
         lossy = [x for x in report["pings"] or [] if x["loss"] > p["fabric_max_loss"]]
         problems = summary(report["chips"]) if bad else ""
         if lossy:
-            pairs = ", ".join(f"chip {x['chip']} -> {x['peer']} {x['loss']:g}% loss" for x in lossy[:8])
+            pairs = ", ".join(f"chip {x['chip']} -> {x['peer']} " + (
+                f"ping failed twice: {x['error']}" if x.get("error") else f"{x['loss']:g}% loss")
+                for x in lossy[:8])
             problems = (problems + "; " if problems else "NPU fabric: ") + f"ping: {pairs}" + (
                 f" and {len(lossy) - 8} more" if len(lossy) > 8 else "")
         result["fabric_problems"] = problems

@@ -254,8 +254,12 @@ class Fabric:
             for peer in peers.get(str(n), peers.get(n, [])):
                 if peer in own:
                     continue
-                rc, out, err = self.tool_call(n, "-ping", "-g", "address", peer, "pkt", str(count))
+                argv = (n, "-ping", "-g", "address", peer, "pkt", str(count))
+                rc, out, err = self.tool_call(*argv)
                 parsed = parse_ping(out) if rc == 0 else None
+                if parsed is None:  # the tool failed or printed no count (not a measured loss): once more
+                    rc, out, err = self.tool_call(*argv)
+                    parsed = parse_ping(out) if rc == 0 else None
                 if parsed is None:
                     pairs.append({"chip": n, "peer": peer, "loss": 100.0, "avg_ms": None,
                                   "error": (err.splitlines() or [f"rc {rc}"])[-1]})

@@ -175,3 +175,22 @@ def test_metrics_name_each_chip() -> None:
     assert 'ufcctl_npu_fabric_link_up{chip="1"} 0' in text
     assert 'ufcctl_npu_fabric_as_planned{chip="0"} 1' in text
     assert 'ufcctl_npu_fabric_ping_loss_ratio{chip="0",peer="10.0.0.9"} 0.5000' in text
+
+
+def test_a_ping_whose_tool_call_fails_is_tried_once_more_and_a_second_failure_names_the_error() -> None:
+    """A failed hccn_tool call is not a measured loss: once more; twice failed, the pair keeps its error."""
+    calls: dict[str, int] = {}
+    fails = {"10.40.0.1": 1, "10.40.0.2": 2}  # how many times each peer's call fails before answering
+
+    def run(argv: list[str]) -> tuple[int, str, str]:
+        peer = argv[argv.index("address") + 1]
+        calls[peer] = calls.get(peer, 0) + 1
+        if calls[peer] <= fails.get(peer, 0):
+            return 1, "", "Error: device busy\n"
+        return 0, "3 packets transmitted, 3 received, 0.00% packet loss\nrtt min/avg/max = 1/2/3 ms\n", ""
+
+    fabric = hccn.Fabric(run, "hccn_tool", _plan(1))
+    pairs = fabric.ping({"0": ["10.40.0.0", "10.40.0.1", "10.40.0.2"]}, 3)
+    assert calls == {"10.40.0.0": 1, "10.40.0.1": 2, "10.40.0.2": 2}
+    assert [(p["peer"], p["loss"], p.get("error")) for p in pairs] == [
+        ("10.40.0.0", 0.0, None), ("10.40.0.1", 0.0, None), ("10.40.0.2", 100.0, "Error: device busy")]
