@@ -16,6 +16,7 @@ import tarfile
 from pathlib import Path
 
 from tests.lab_build.build import Built
+from ufcctl.lab.layout import KUBE_EMULATED, KUBE_REAL
 
 # Go's GOARCH is already the name both layouts use (amd64, arm64)
 
@@ -87,7 +88,7 @@ def publish_etcd(built: Built, mirror: Path, arch: str) -> Path:
     return target
 
 
-def publish_lab(root: Path, arch: str = "amd64", say=print, kube: str = "emulated") -> dict[str, object]:
+def publish_lab(root: Path, arch: str = "amd64", say=print, kube: str = KUBE_EMULATED) -> dict[str, object]:
     """What the lab deploys of the built components, into the mirror folder `root` (built first where the
     cache has not got them): etcd's release tarball and kubectl in dl.k8s.io's layout; with `kube="real"`
     also kubeadm and kubelet, of ufc_kube_version's default and of `upgrade-cluster`'s target (the LAB KUBE
@@ -98,7 +99,7 @@ def publish_lab(root: Path, arch: str = "amd64", say=print, kube: str = "emulate
     etcd = build(ETCD, say=say)
     publish_etcd(etcd, root, arch)
     kubernetes = build(KUBERNETES, say=say)
-    if kube == "real":
+    if kube == KUBE_REAL:
         publish_kubernetes(kubernetes, root, arch, ("kubeadm", "kubelet", "kubectl"))
         publish_kubernetes(build(KUBERNETES_NEXT, say=say), root, arch, ("kubeadm", "kubelet", "kubectl"))
     else:

@@ -30,6 +30,7 @@ from tests.lab_standins.npu_emulator.lab import (
 from tests.lab_standins.npu_emulator.packages import RELEASES, build
 from tests.lab_standins.upstream_registry import registry
 from tests.lab_standins.upstream_registry.push import PushError
+from ufcctl.lab.layout import DEFAULT_KUBE, KUBE_EMULATED, KUBE_MODES, KUBE_REAL
 
 
 def _label(value: str) -> tuple[str, str]:
@@ -59,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--inventory", type=Path, default=None, help="lab inventory dir (default: the lab's)")
     where.add_argument("--no-inventory", action="store_true", help="write no group_vars file")
     s.add_argument("--json", action="store_true", help="print the mirror and the npu_node vars as JSON")
-    s.add_argument("--kube", choices=("emulated", "real"), default="emulated",
+    s.add_argument("--kube", choices=KUBE_MODES, default=DEFAULT_KUBE,
                    help="what the mirror serves as kubeadm and kubelet: the LAB KUBE EMULATOR's (default), "
                         "or the real ones built from k8s.io/kubernetes with registry.k8s.io's images in "
                         "the LAB UPSTREAM REGISTRY (`ufcctl lab up --kube real`)")
@@ -86,7 +87,7 @@ def _setup(args: argparse.Namespace) -> int:
         print(f"lab build: {err}", file=sys.stderr)
         return 1
     mirror = prepare(network, workdir, name, RELEASES, args.ip, args.image, labels,
-                     kube_emulator=args.kube == "emulated")
+                     kube_emulator=args.kube == KUBE_EMULATED)
     # The mirror container also serves the LAB UPSTREAM REGISTRY (tests/lab_standins/upstream_registry), the
     # upstream of the lab's registry caches: it must answer before a deploy starts them.
     address = urllib.parse.urlsplit(mirror.url).hostname or ""
@@ -102,7 +103,7 @@ def _setup(args: argparse.Namespace) -> int:
         print(f"lab add-on stand-ins: {err}", file=sys.stderr)
         return 1
     # ...and registry.k8s.io's images of the built releases (tests/lab_build/kube_images.py)
-    if args.kube == "real":
+    if args.kube == KUBE_REAL:
         try:
             lab_kube_images.publish(f"http://{address}:{registry.DEFAULT_PORT}", say=_progress)
         except (lab_build.BuildError, PushError) as err:
