@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from tests.helpers.lab import STACK_MODULES
-from tests.integration.test_molecule import PLUGIN_ONLY, SCENARIOS, SHARED
+from tests.integration.test_molecule import LAB_TESTED, PLUGIN_ONLY, SCENARIOS, SHARED
 
 ROOT = Path(__file__).resolve().parents[2]
 INTEGRATION = "tests/integration"
@@ -135,6 +135,17 @@ def _scenarios(path: str, root: Path) -> set[str]:
     return set()
 
 
+def _lab_tested(path: str, root: Path) -> set[str]:
+    """The lab modules of the roles a path reaches that the shared lab checks instead of a scenario."""
+    parts = path.split("/")
+    if parts[0] == "ufcctl":
+        return {m for link in _shipped_as(path, root) for m in _lab_tested(link, root)}
+    if parts[0] == "roles" and len(parts) > 2:
+        roles = _role_users(parts[1], root) if parts[1] in PLUGIN_ONLY else [parts[1]]
+        return {Path(LAB_TESTED[r]).name for r in roles if r in LAB_TESTED}
+    return set()
+
+
 def _modules(path: str) -> set[str]:
     parts = path.split("/")
     if path.startswith(f"{INTEGRATION}/") and len(parts) == 3 and fnmatch.fnmatch(parts[2], "test_*.py"):
@@ -151,7 +162,7 @@ def select(paths: Iterable[str], root: Path = ROOT) -> list[str]:
     modules: set[str] = set()
     for path in paths:
         scenarios |= _scenarios(path, root)
-        modules |= _modules(path)
+        modules |= _modules(path) | _lab_tested(path, root)
     modules.discard("test_molecule.py")  # its scenarios are chosen one by one above
     return [f"{MOLECULE_TEST}[{s}]" for s in sorted(scenarios)] + [
         f"{INTEGRATION}/{m}" for m in sorted(modules)]

@@ -140,6 +140,50 @@ def test_three_tls_clusters_are_healthy_after_deploy(lab: Lab) -> None:
         assert code != 0, member
 
 
+# What each member holds as deployed, read in one exec per member (every exec costs seconds on a loaded
+# 2-core machine): checked here since the role's molecule scenario, a second deploy of etcd (Debian's
+# 3.4 package), was retired for the shared lab's.
+MEMBER_FACTS = (
+    "for u in etcd-core etcd-events etcd-pods etcd; do echo \"active $u $(systemctl is-active $u)\"; done; "
+    "for u in etcd-core etcd-events etcd-pods ufcctl-etcd-defrag@core.timer ufcctl-etcd-defrag@events.timer "
+    "ufcctl-etcd-defrag@pods.timer; do echo \"enabled $u $(systemctl is-enabled $u)\"; done; "
+    "stat -c 'mode %n %U %a' /etc/etcd/pki/member.key /etc/etcd/pki/agent.key "
+    "/etc/kubernetes/pki/apiserver-etcd-client.key; "
+    "for f in /etc/kubernetes/pki/etcd/ca.crt /etc/etcd/pki/ca.key /etc/kubernetes/pki/etcd/ca.key; do "
+    "test -e $f && echo \"exists $f\"; done; "
+    "echo \"san $(openssl x509 -in /etc/etcd/pki/member.crt -noout -ext subjectAltName | tail -n +2)\"; "
+    "echo \"address $(hostname -I | cut -d' ' -f1)\"; "
+    "sed 's/^/env /' /etc/etcd/etcd-core.env; "
+    "python3 -c \"import urllib.request as u; print(*[l for l in u.urlopen('http://127.0.0.1:2381/metrics')"
+    ".read().decode().splitlines() if l.startswith('etcd_server_quota_backend_bytes ')])\""
+)
+
+
+def test_members_run_one_unit_per_cluster_with_private_keys_their_names_and_the_tuning(lab: Lab) -> None:
+    for member in MEMBERS:
+        facts = _exec(lab.env, member, MEMBER_FACTS).splitlines()
+        rows = {tuple(line.split()[:2]): line.split()[2:] for line in facts if line.split()}
+        for cluster in PORTS:
+            assert rows[("active", f"etcd-{cluster}")] == ["active"], (member, cluster)
+            assert rows[("enabled", f"etcd-{cluster}")] == ["enabled"], (member, cluster)
+            assert rows[("enabled", f"ufcctl-etcd-defrag@{cluster}.timer")] == ["enabled"], (member, cluster)
+        assert rows[("active", "etcd")] != ["active"], member  # Debian's own single-member etcd stays off
+        for key, owner in (("member.key", "etcd"), ("agent.key", "etcd")):
+            assert rows[("mode", f"/etc/etcd/pki/{key}")] == [owner, "600"], (member, key)
+        assert rows[("mode", "/etc/kubernetes/pki/apiserver-etcd-client.key")] == ["root", "600"], member
+        # the CA's key stays on the controller: only its certificate reaches the members
+        exists = {line.split()[1] for line in facts if line.startswith("exists ")}
+        assert exists == {"/etc/kubernetes/pki/etcd/ca.crt"}, (member, exists)
+        address = next(line.split()[1] for line in facts if line.startswith("address "))
+        san = next(line for line in facts if line.startswith("san "))
+        for name in (f"IP Address:{address}", f"DNS:{member}", "IP Address:127.0.0.1"):
+            assert name in san, (member, san)
+        env = {line[4:] for line in facts if line.startswith("env ")}
+        assert {"ETCD_HEARTBEAT_INTERVAL=250", "ETCD_ELECTION_TIMEOUT=5000", "ETCD_SNAPSHOT_COUNT=100000",
+                "ETCD_AUTO_COMPACTION_MODE=periodic", "ETCD_AUTO_COMPACTION_RETENTION=1h"} <= env, member
+        assert "etcd_server_quota_backend_bytes 8.589934592e+09" in facts, member
+
+
 def test_timer_path_defrags_each_member_once_leader_last_under_a_writer(lab: Lab) -> None:
     _fragment(lab, "events")
     leader = next(m["member"] for m in _status(lab, "--cluster", "events")[0]["members"] if m["leader"])

@@ -22,8 +22,15 @@ IMAGE = "localhost/ufcctl-node:bookworm"
 # per role took ~3 min each on this machine).
 ADDONS = ("k8s_manifests", "cni", "nodelocaldns", "volcano", "ascend_components")
 # kube_node's joins: tests/integration/test_workers_lab.py
-SHARED = {**{role: "k8s_addons" for role in ADDONS}, "kube_node": "container_runtime",
-          "monitoring_agent": "monitoring"}
+SHARED = {**{role: "k8s_addons" for role in ADDONS}, "kube_node": "container_runtime"}
+# Roles the shared lab deploys and checks instead of a scenario of their own (a second deploy of the same
+# role, retired for CI time: molecule etcd, monitoring and apiserver_lb took ~9, ~6 and ~4 of CI's
+# minutes); each names
+# the lab module that checks what its scenario did.
+LAB_TESTED = {"etcd": "tests/integration/test_etcd_lab.py",
+              "apiserver_lb": "tests/integration/test_vip_failover.py",
+              "monitoring": "tests/integration/test_monitoring_lab.py",
+              "monitoring_agent": "tests/integration/test_monitoring_lab.py"}
 # Roles with plugins and no tasks: run on real hosts by the scenario of every role that lists them
 # in meta/main.yml, and unit-tested against a real module run.
 PLUGIN_ONLY = {"ufc_common": "tests/unit/roles/test_ufc_common_files.py"}
@@ -35,9 +42,8 @@ _DEPLOY_TWICE = "tests/integration/test_deploy_lab.py::test_deploy_is_green_then
 # host, then check mode; preheat: a second preheat; drivers: a second upgrade-drivers run)
 IDEMPOTENCE_ON_LAB: dict[str, str] = {
     # (k8s_addons and kube_control_plane keep theirs: their verify reads the idempotence run's log)
-    **{s: _DEPLOY_TWICE for s in ("apiserver_lb", "container_runtime", "etcd", "monitoring",
-                                  "nfs_provisioner", "nfs_server", "node_tuning", "preflight",
-                                  "registry_cache")},
+    **{s: _DEPLOY_TWICE for s in ("container_runtime", "nfs_provisioner", "nfs_server", "node_tuning",
+                                  "preflight", "registry_cache")},
     "image_preheat": "tests/integration/test_images_lab.py::"
                      "test_a_second_preheat_changes_nothing_and_fetches_nothing_upstream",
     "ascend_driver": "tests/integration/test_upgrade_drivers_lab.py::"
@@ -67,7 +73,11 @@ def _image_present() -> None:
 def test_every_role_has_a_scenario() -> None:
     roles = sorted(p.name for p in (ROOT / "roles").iterdir() if p.is_dir())
     assert roles, "no roles found"
-    assert sorted({SHARED.get(role, role) for role in roles} - set(SCENARIOS) - set(PLUGIN_ONLY)) == []
+    assert sorted({SHARED.get(role, role) for role in roles} - set(SCENARIOS) - set(PLUGIN_ONLY)
+                  - set(LAB_TESTED)) == []
+    for role, module in LAB_TESTED.items():
+        assert role not in SCENARIOS, f"{role} has a scenario again: drop it from LAB_TESTED"
+        assert (ROOT / module).is_file(), module
     for role, tests in PLUGIN_ONLY.items():
         assert not (ROOT / "roles" / role / "tasks").exists(), f"{role} has tasks now: give it a scenario"
         assert (ROOT / tests).is_file(), tests

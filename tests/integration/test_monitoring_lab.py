@@ -104,6 +104,42 @@ def test_every_exporter_target_is_up(vm: str) -> None:
     assert _query(vm, 'node_scrape_collector_success{collector="arp"}') == []
 
 
+# What each monitoring host runs as deployed, read in one exec per host: checked here since the roles'
+# molecule scenario, a second deploy of monitoring and monitoring_agent, was retired for the shared lab's.
+MONITORING_UNITS = ("prometheus-node-exporter", "ufcctl-host-metrics", "victoria-metrics", "ufcctl-vmagent",
+                    "ufcctl-vmalert", "prometheus-alertmanager", "ufcctl-cert-metrics.timer")
+MONITORING_FACTS = (
+    "for u in " + " ".join(MONITORING_UNITS) + "; do echo \"unit-$u $(systemctl is-active $u) "
+    "$(systemctl is-enabled $u)\"; done; a=$(hostname -I | cut -d' ' -f1); "
+    "echo \"dashboards $(ls /etc/ufcctl/monitoring/dashboards | tr '\\n' ' ')\"; "
+    "echo \"members $(grep -o 'membersCount=[0-9]*' /etc/default/ufcctl-vmagent)\"; "
+    "echo \"health $(curl -sf --max-time 5 http://$a:8428/health)\"; "
+    "echo \"ready $(curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://$a:9093/-/ready)\"; "
+    "echo \"rules $(curl -sf --max-time 5 http://$a:8880/api/v1/rules | python3 -c "
+    "'import json,sys; print(*sorted(g[\"name\"] for g in json.load(sys.stdin)[\"data\"][\"groups\"]))')\"; "
+    "echo \"enddate $(date -d \"$(openssl x509 -in /etc/etcd/pki/member.crt -noout -enddate | cut -d= -f2)\" "
+    "+%s)\"; "
+    "curl -sf --max-time 5 http://$a:9100/metrics | grep '^ufcctl_certificate_not_after_timestamp_seconds{"
+    "path=\"/etc/etcd/pki/member.crt\"' | sed 's/^/cert /'"
+)
+
+
+def test_each_monitoring_host_runs_every_component_and_reports_its_certificates(lab: Stack) -> None:
+    monitoring = load_inventory(lab.inventory).group_hosts("monitoring")
+    for host in monitoring:
+        rows = {line.split()[0]: line.split()[1:]
+                for line in _exec(lab.env, host, MONITORING_FACTS).splitlines() if line.split()}
+        for unit in MONITORING_UNITS:
+            assert rows[f"unit-{unit}"] == ["active", "enabled"], (host, unit)
+        assert rows["dashboards"] == ["apiserver-lb.json", "etcd.json", "nodes.json", "npu.json"], host
+        assert rows["members"] == [f"membersCount={len(monitoring)}"], host  # vmagent's scrape sharding
+        assert rows["health"] == ["OK"] and rows["ready"] == ["200"], host
+        assert rows["rules"] == [f"ufcctl-{c}" for c in ("apiserver", "certs", "etcd", "lb", "nfs", "nodes",
+                                                         "npu")], host
+        # ufcctl-cert-metrics reports the member certificate's notAfter as the node exporter's gauge
+        assert float(rows["cert"][-1]) == float(rows["enddate"][0]), (host, rows["cert"], rows["enddate"])
+
+
 def test_each_etcd_cluster_reports_per_member(vm: str) -> None:
     samples = _query(vm, "etcd_server_has_leader")
     seen = {(s["metric"]["etcd_cluster"], s["metric"]["member"]) for s in samples}

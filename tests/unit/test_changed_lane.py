@@ -22,21 +22,24 @@ def module(name: str) -> str:
 STACK = [module(m) for m in sorted(STACK_MODULES)]
 ROLLOUT_LABS = [module("test_upgrade_drivers_lab.py"), module("test_workers_lab.py")]
 # kube_node and monitoring_agent: shared scenarios
-UFC_COMMON_USERS = ["apiserver_lb", "ascend_driver", "container_runtime", "etcd", "image_preheat",
-                    "kube_control_plane", "monitoring", "nfs_server", "node_tuning", "preflight",
-                    "registry_cache"]
+UFC_COMMON_USERS = ["ascend_driver", "container_runtime", "image_preheat", "kube_control_plane", "nfs_server",
+                    "node_tuning", "preflight", "registry_cache"]
+# ...and the roles the shared lab checks instead of a scenario (test_molecule.LAB_TESTED)
+UFC_COMMON_LABS = [module(m) for m in ("test_etcd_lab.py", "test_monitoring_lab.py", "test_vip_failover.py")]
 
 CASES = [
     (["README.md", "docs/architecture.md", "tests/unit/report/test_width80.py"], []),
     (["ufcctl/cli/health.py", "ufcctl/report/tables.py"], []),
-    (["roles/etcd/tasks/main.yml"], [scenario("etcd")]),
+    (["roles/etcd/tasks/main.yml"], [module("test_etcd_lab.py")]),
+    (["roles/apiserver_lb/templates/haproxy.cfg.j2"], [module("test_vip_failover.py")]),
     (["roles/cni/templates/calico.yaml.j2", "roles/volcano/defaults/main.yml"], [scenario("k8s_addons")]),
     (["roles/kube_node/tasks/join.yml"], [scenario("container_runtime")]),
-    (["roles/monitoring_agent/tasks/main.yml"], [scenario("monitoring")]),
-    (["roles/ufc_common/plugins/filter/ufc.py"], [scenario(s) for s in UFC_COMMON_USERS]),
+    (["roles/monitoring_agent/tasks/main.yml"], [module("test_monitoring_lab.py")]),
+    (["roles/ufc_common/plugins/filter/ufc.py"], [scenario(s) for s in UFC_COMMON_USERS] + UFC_COMMON_LABS),
     (["molecule/nfs_server/verify.yml"], [scenario("nfs_server")]),
     (["ufcctl/domain/images/manifest.py"],  # shipped to nodes as roles/ufc_common/module_utils/
-     [scenario(s) for s in UFC_COMMON_USERS] + [module("test_images_lab.py")]),
+     [scenario(s) for s in UFC_COMMON_USERS] + [UFC_COMMON_LABS[0], module("test_images_lab.py"),
+                                                  *UFC_COMMON_LABS[1:]]),
     (["molecule/conftest.py"], [scenario(s) for s in changed.SCENARIOS]),
     (["ufcctl/lab/podman.py"], [module("test_lab.py")]),
     (["ufcctl/rollout/executor.py"], ROLLOUT_LABS),
@@ -54,7 +57,7 @@ CASES = [
     (["tests/lab_standins/upstream_registry/push.py"], [module("test_images_lab.py")]),
     (["tests/lab_standins/npu_emulator/npu_smi.py"],
      [module("test_lab.py"), module("test_upgrade_drivers_lab.py")]),
-    (["roles/etcd/tasks/main.yml", "ufcctl/lab/lab.py"], [scenario("etcd"), module("test_lab.py")]),
+    (["roles/etcd/tasks/main.yml", "ufcctl/lab/lab.py"], [module("test_etcd_lab.py"), module("test_lab.py")]),
 ]
 
 
