@@ -11,22 +11,16 @@ import yaml
 from ansible.playbook.handler import Handler
 from ansible.playbook.task import Task
 
+# Controller-side add-on roles share one scenario (SHARED); the roles the shared lab checks instead have
+# none (LAB_TESTED): tests/integration/test_molecule.py holds both lists
+from tests.integration.test_molecule import LAB_TESTED, SHARED
+
 ROOT = Path(__file__).resolve().parents[3]
 ROLES = sorted(p for p in (ROOT / "roles").iterdir() if (p / "tasks" / "main.yml").is_file())
 ROLE_IDS = [role.name for role in ROLES]
 TASK_KEYWORDS = set(Task.fattributes) | set(Handler.fattributes) | {"local_action"}
 BLOCK_KEYS = ("block", "rescue", "always")
 COMMAND_MODULES = {"ansible.builtin.command", "ansible.builtin.shell", "command", "shell"}
-# Controller-side add-on roles share one scenario (tests/integration/test_molecule.py SHARED).
-SHARED_SCENARIOS = {
-    **{r: "k8s_addons" for r in ("k8s_manifests", "cni", "nodelocaldns", "volcano", "ascend_components")},
-    # kube_node's scenario: binaries, units and the NFS client beside a real containerd; its joins
-    # are tested on the lab (tests/integration/test_workers_lab.py, against the LAB KUBE EMULATOR)
-    "kube_node": "container_runtime",
-    # the exporters and the monitoring stack on one container; alerts are tested on the lab
-    # (tests/integration/test_monitoring_lab.py)
-    "monitoring_agent": "monitoring",
-}
 README_ROW = re.compile(r"^\|\s*`([A-Za-z0-9_]+)`\s*\|")
 
 
@@ -137,7 +131,10 @@ def test_registered_and_set_facts_do_not_clash_with_user_variables(role):
 
 @pytest.mark.parametrize("role", ROLES, ids=ROLE_IDS)
 def test_role_has_a_molecule_scenario(role):
-    scenario = ROOT / "molecule" / SHARED_SCENARIOS.get(role.name, role.name) / "molecule.yml"
+    if role.name in LAB_TESTED:  # the shared lab deploys it and checks what its scenario did
+        assert (ROOT / LAB_TESTED[role.name]).is_file(), LAB_TESTED[role.name]
+        return
+    scenario = ROOT / "molecule" / SHARED.get(role.name, role.name) / "molecule.yml"
     assert scenario.is_file(), f"{scenario.relative_to(ROOT)} missing"
 
 
