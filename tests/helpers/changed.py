@@ -122,28 +122,26 @@ def _shipped_as(path: str, root: Path) -> list[str]:
                   if link.is_symlink() and link.resolve() == target)
 
 
-def _scenarios(path: str, root: Path) -> set[str]:
+def _roles_reached(path: str, root: Path) -> set[str]:
+    """The roles a path is part of: its role, a plugin-only role's users, a shipped module's roles."""
     parts = path.split("/")
     if parts[0] == "ufcctl":
-        return {s for link in _shipped_as(path, root) for s in _scenarios(link, root)}
+        return {r for link in _shipped_as(path, root) for r in _roles_reached(link, root)}
     if parts[0] == "roles" and len(parts) > 2:
-        role = parts[1]
-        roles = _role_users(role, root) if role in PLUGIN_ONLY else [role]
-        return {SHARED.get(r, r) for r in roles} & set(SCENARIOS)
+        return set(_role_users(parts[1], root)) if parts[1] in PLUGIN_ONLY else {parts[1]}
+    return set()
+
+
+def _scenarios(path: str, roles: set[str]) -> set[str]:
+    parts = path.split("/")
     if parts[0] == "molecule" and len(parts) > 1:
         return {parts[1]} if parts[1] in SCENARIOS else set(SCENARIOS)
-    return set()
+    return {SHARED.get(r, r) for r in roles} & set(SCENARIOS)
 
 
-def _lab_tested(path: str, root: Path) -> set[str]:
-    """The lab modules of the roles a path reaches that the shared lab checks instead of a scenario."""
-    parts = path.split("/")
-    if parts[0] == "ufcctl":
-        return {m for link in _shipped_as(path, root) for m in _lab_tested(link, root)}
-    if parts[0] == "roles" and len(parts) > 2:
-        roles = _role_users(parts[1], root) if parts[1] in PLUGIN_ONLY else [parts[1]]
-        return {Path(LAB_TESTED[r]).name for r in roles if r in LAB_TESTED}
-    return set()
+def _lab_tested(roles: set[str]) -> set[str]:
+    """The lab modules of the roles the shared lab checks instead of a scenario."""
+    return {Path(LAB_TESTED[r]).name for r in roles if r in LAB_TESTED}
 
 
 def _modules(path: str) -> set[str]:
@@ -161,8 +159,9 @@ def select(paths: Iterable[str], root: Path = ROOT) -> list[str]:
     scenarios: set[str] = set()
     modules: set[str] = set()
     for path in paths:
-        scenarios |= _scenarios(path, root)
-        modules |= _modules(path) | _lab_tested(path, root)
+        roles = _roles_reached(path, root)
+        scenarios |= _scenarios(path, roles)
+        modules |= _modules(path) | _lab_tested(roles)
     modules.discard("test_molecule.py")  # its scenarios are chosen one by one above
     return [f"{MOLECULE_TEST}[{s}]" for s in sorted(scenarios)] + [
         f"{INTEGRATION}/{m}" for m in sorted(modules)]
