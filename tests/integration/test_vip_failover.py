@@ -173,7 +173,7 @@ def test_vip_moves_when_the_holder_breaks(deployed: Lab, case: str, unit: str) -
     old, new, outage = _break_holder(deployed, unit)
     report = (
         f"{case} on {old}: VIP moved to {new}; gap {outage.gap:.2f} s (aim < 5 s, not asserted), "
-        f"{outage.failed} failed requests (client every 0.1 s, 1 s timeout)"
+        f"{outage.failed} failed requests (client every 0.1 s, 5 s timeout)"
     )
     print("\n" + report)
     assert new != old and new in CONTROL_PLANES, report
