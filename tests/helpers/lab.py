@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -87,6 +88,25 @@ class Stack:
         assert self.main_job.returncode == 0 and self.deploy is not None, (
             f"the README's main job (./scripts/run.sh) failed (rc={self.main_job.returncode}):\n"
             f"{self.main_job.stdout[-3000:]}\n{self.main_job.stderr[-3000:]}")
+
+
+def kill_9_when(proc: subprocess.Popen, ready: Callable[[], bool], what: str, polls: int = 1200,
+                interval: float = 0.5) -> None:
+    """SIGKILL `proc` (a ufcctl run) as soon as `ready()` says so, polled every `interval` s; fails the
+    test when the run ends first or `what` never happens. The run is killed whatever the outcome."""
+    try:
+        for _ in range(polls):
+            assert proc.poll() is None, f"the run ended (rc {proc.returncode}) before it could be killed"
+            if ready():
+                break
+            time.sleep(interval)
+        else:
+            pytest.fail(f"the run never got to {what}")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
 
 
 def lab_kube_mode(lab: str, env: dict[str, str]) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -26,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # the emulators (lab/) are imported from the repository root
     sys.path.insert(0, str(ROOT))
 
+from tests.helpers.lab import kill_9_when  # noqa: E402
 from tests.lab_standins.npu_emulator.lab import installs, podman, stop_mirror, write_faults  # noqa: E402
 from tests.lab_standins.npu_emulator.packages import RELEASES  # noqa: E402
 
@@ -236,23 +236,16 @@ def test_kill_9_mid_run_then_resume_installs_every_node_exactly_once(lab: Lab) -
         write_faults(worker, {"driver_seconds": 8})
     earlier = lab.newest_run() if (lab.state / "state.db").exists() else None
     proc = lab.popen_upgrade("--batch", "4", *TO_V2)
-    try:
-        run_id = None
-        for _ in range(1200):  # until some nodes are done and others in the middle of an install
-            assert proc.poll() is None, f"the run ended (rc {proc.returncode}) before it could be killed"
-            newest = lab.newest_run() if (lab.state / "state.db").exists() else None
-            run_id = run_id or (newest if newest != earlier else None)
-            states = lab.node_states(run_id) if run_id else {}
-            if list(states.values()).count("done") >= 4 and _installing(states, seen):
-                break
-            time.sleep(0.5)
-        else:
-            pytest.fail("the run never got nodes both done and running")
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    run_id = None
+
+    def midway() -> bool:  # some nodes are done and others in the middle of an install
+        nonlocal run_id
+        newest = lab.newest_run() if (lab.state / "state.db").exists() else None
+        run_id = run_id or (newest if newest != earlier else None)
+        states = lab.node_states(run_id) if run_id else {}
+        return list(states.values()).count("done") >= 4 and _installing(states, seen)
+
+    kill_9_when(proc, midway, "nodes both done and running")
     states = lab.node_states(run_id)
     assert "running" in states.values() and "done" in states.values()
     resumed = lab.ufcctl("resume", run_id, "--output", "json")

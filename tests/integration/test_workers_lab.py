@@ -15,10 +15,7 @@ worker at its end."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import real_cluster
-from tests.helpers.lab import STACK_LAB, STACK_SUBNET, STACK_WORKERS, UFCCTL, Stack, ufcctl
+from tests.helpers.lab import STACK_LAB, STACK_SUBNET, STACK_WORKERS, UFCCTL, Stack, kill_9_when, ufcctl
 from tests.lab_standins.kube_emulator.lab import joins, registered_nodes, write_faults
 from ufcctl.app.inventory import load_inventory
 from ufcctl.lab.layout import KUBE_REAL
@@ -182,21 +179,14 @@ def test_kill_9_during_the_node_phase_then_resume_redoes_no_joined_node(lab: Sta
             proc = subprocess.Popen(
                 [UFCCTL, "deploy", "--inventory", str(lab.inventory), "--phase", "nodes", "--output", "json"],
                 env=lab.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
-            try:
-                for _ in range(1200):  # until the other workers are done and the hung one is in its join
-                    assert proc.poll() is None, f"the run ended (rc {proc.returncode}) before the kill"
-                    run_id = run_id or _newest_run(lab, earlier)
-                    in_join = _podman("exec", hung, "pgrep", "-f", "kubeadm join", env=lab.env, check=False)
-                    if run_id and in_join.returncode == 0:
-                        break
-                    time.sleep(0.5)
-                else:
-                    pytest.fail("the node phase never reached the hung worker's join")
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=60)
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
+
+            def in_join() -> bool:  # the other workers are done and the hung one is in its join
+                nonlocal run_id
+                run_id = run_id or _newest_run(lab, earlier)
+                return bool(run_id) and _podman("exec", hung, "pgrep", "-f", "kubeadm join", env=lab.env,
+                                                check=False).returncode == 0
+
+            kill_9_when(proc, in_join, "the hung worker's join")
     finally:  # the orphaned join: the orphaned Ansible process sees its task fail and ends
         _podman("exec", hung, "pkill", "-f", "kubeadm join", env=lab.env, check=False)
     assert run_id is not None
