@@ -225,9 +225,25 @@ def test_etcd_is_published_as_its_release_tarball_with_sha256sums(tmp_path) -> N
                                                           ("etcd", "etcdctl", "etcdutl")}
     sums = (target.parent / "SHA256SUMS").read_text()
     assert sums == f"{hashlib.sha256(target.read_bytes()).hexdigest()}  {target.name}\n"
-    # reproducible: the same build publishes the same bytes
-    assert mirror.etcd_tarball(built, "amd64")[1] == target.read_bytes()
+    # reproducible: the same build makes the same bytes
+    assert mirror.build_etcd_tarball(built, "amd64") == target.read_bytes()
     assert io.BytesIO(target.read_bytes()).read(2) == b"\x1f\x8b"
+
+
+def test_the_etcd_tarball_is_made_once_per_build_and_kept_beside_it(tmp_path, monkeypatch) -> None:
+    built = _built(tmp_path, ETCD)
+    name, first = mirror.etcd_tarball(built, "amd64")
+    kept = built.path / f"release-{mirror.TARBALL_FORMAT}" / name
+    assert kept.read_bytes() == first
+
+    def build_again(*_args):
+        raise AssertionError("made again although the build's folder keeps it")
+
+    monkeypatch.setattr(mirror, "build_etcd_tarball", build_again)
+    assert mirror.etcd_tarball(built, "amd64") == (name, first)
+    assert mirror.publish_etcd(built, tmp_path / "other-mirror", "amd64").read_bytes() == first
+    with pytest.raises(AssertionError, match="made again"):  # another arch is another tarball
+        mirror.etcd_tarball(built, "arm64")
 
 
 def test_every_component_is_listed_once() -> None:
