@@ -24,10 +24,15 @@ Ansible run of the command) and from the baseline's PLAY RECAP (ok + skipped + f
 changed). The no-op rerun must change nothing on either side, else this exits non-zero. Nothing here
 judges a time: it prints them.
 
-    python tests/benchmarks/bench_deploy.py [WORKERS=6] [--tags TAGS]
+    python tests/benchmarks/bench_deploy.py [WORKERS=6] [--tags TAGS] [--projection-workers 16000]
+        [--one-lab]
 
 --tags limits the cluster phase only (the CI smoke run: preflight,node_tuning); the node phase always
 runs whole (without the cluster's control plane its join step reports SKIPPED on both sides alike).
+--projection-workers sizes the generated inventory of the closing `ufcctl plan deploy` projection.
+--one-lab (the CI smoke run, which checks the code path and not the figures) runs the baseline on the
+ufcctl side's lab, after ufcctl's runs, instead of on a second fresh lab: one `lab up` less, but the
+baseline's "first" run is then a rerun, so its first-run figures and ratios mean nothing.
 Needs podman and the lab image (`ufcctl lab image`). Lab "bdep" on 10.89.79.0/24, removed at the
 end; BENCH_LAB / BENCH_SUBNET choose another (e.g. beside a running test suite, whose CI smoke run
 uses the defaults).
@@ -45,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,7 +144,8 @@ def _ufcctl_phase(work: Path, env: dict[str, str], phase: str, tags: str | None)
 
 
 def _projection(node_seconds: float, nodes: int = 16000) -> str:
-    """`ufcctl plan deploy` on a generated 16,000-worker inventory with the lab's median worker time."""
+    """`ufcctl plan deploy` on a generated inventory of `nodes` workers (16,000 by default) with the lab's
+    median worker time."""
     sys.path.insert(0, str(ROOT))
     from tests.helpers.gen_inventory import ClusterShape, write_cluster_inventory
 
@@ -148,7 +155,7 @@ def _projection(node_seconds: float, nodes: int = 16000) -> str:
         proc = subprocess.run([UFCCTL, "plan", "deploy", "--inventory", str(inventory), "--node-seconds",
                                f"{node_seconds:.3f}", "--output", "json"], env=env, capture_output=True,
                               text=True, timeout=600, check=False)
-    _check("ufcctl plan deploy (16,000 workers)", proc)
+    _check(f"ufcctl plan deploy ({nodes:,} workers)", proc)
     plan = json.loads(proc.stdout)
     total = plan["projection"]["canary_seconds"] + plan["projection"]["rollout_seconds"]
     return (f"projection for {plan['targets']} workers (`ufcctl plan deploy`, defaults: batch "
@@ -169,22 +176,35 @@ def _baseline_phase(work: Path, env: dict[str, str], playbooks: list[str], tags:
 
 
 Phases = dict[str, Run]  # "cluster" / "nodes" -> one timed run
+Side = tuple[Path, Callable[[Path, dict[str, str], str], Run]]  # a side's work directory and its deploy
 
 
-def _on_a_fresh_lab(work: Path, workers: int, deploy) -> tuple[Phases, Phases]:
-    """lab up, first deploy, no-op deploy (each: cluster phase, then node phase), lab down (always)."""
+def _on_a_fresh_lab(work: Path, workers: int, sides: list[Side]) -> list[tuple[Phases, Phases]]:
+    """lab up (its state and inventory under `work`), then for each side in turn a first deploy and a
+    no-op deploy (each: cluster phase, then node phase), lab down (always). A side whose work directory
+    is not `work` (--one-lab) keeps its own state directory and reaches the lab's inventory through a
+    link."""
     env = _lab_env(work)
     _, _, up = _timed([UFCCTL, "lab", "up", "--nodes", str(workers), "--subnet", SUBNET], env)
+    runs: list[tuple[Path, Phases, Phases]] = []
     try:
         _check("lab up", up)
-        first = {phase: deploy(work, env, phase) for phase in ("cluster", "nodes")}
-        noop = {phase: deploy(work, env, phase) for phase in ("cluster", "nodes")}
+        for side_work, deploy in sides:
+            if side_work != work:
+                side_work.mkdir(parents=True, exist_ok=True)
+                (side_work / "inventory").symlink_to(work / "inventory", target_is_directory=True)
+            side_env = _lab_env(side_work)
+            first = {phase: deploy(side_work, side_env, phase) for phase in ("cluster", "nodes")}
+            noop = {phase: deploy(side_work, side_env, phase) for phase in ("cluster", "nodes")}
+            runs.append((side_work, first, noop))
     finally:
         _timed([UFCCTL, "lab", "down"], env)
-    for phase, run in noop.items():
-        if run.changed:
-            sys.exit(f"the no-op {phase} phase changed {run.changed} host-task(s): not idempotent ({work})")
-    return first, noop
+    for side_work, _, noop in runs:
+        for phase, run in noop.items():
+            if run.changed:
+                sys.exit(f"the no-op {phase} phase changed {run.changed} host-task(s): not idempotent "
+                         f"({side_work})")
+    return [(first, noop) for _, first, noop in runs]
 
 
 def _machine() -> str:
@@ -198,14 +218,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workers", nargs="?", type=int, default=6, help="worker nodes (default 6)")
     parser.add_argument("--tags", help="the cluster phase's tags (the CI smoke run: preflight,node_tuning)")
+    parser.add_argument("--projection-workers", type=int, default=16000,
+                        help="workers of the generated inventory the closing `ufcctl plan deploy` projection "
+                             "runs on (default 16000; the CI smoke run: a few hundred, the same code path)")
+    parser.add_argument("--one-lab", action="store_true",
+                        help="run the baseline on the ufcctl side's lab after ufcctl's runs, not on a second "
+                             "fresh lab: one `lab up` less, for the CI smoke run; the baseline's first run "
+                             "is then a rerun, so its first-run figures and ratios mean nothing")
     args = parser.parse_args()
     lab_nodes = 3 + args.workers
     cp1, w01 = f"{LAB}-cp1", f"{LAB}-w01"
     print(f"machine: {_machine()}; load average at start {os.getloadavg()[0]:.1f}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         ufc_work, base_work = Path(tmp) / "ufcctl", Path(tmp) / "baseline"
-        ufc_first, ufc_noop = _on_a_fresh_lab(
-            ufc_work, args.workers, lambda work, env, phase: _ufcctl_phase(work, env, phase, args.tags))
+
+        def ufcctl(work: Path, env: dict[str, str], phase: str) -> Run:
+            return _ufcctl_phase(work, env, phase, args.tags)
+
         empty = Path(tmp) / "empty.cfg"
         empty.write_text("[defaults]\n")
 
@@ -218,9 +247,17 @@ def main() -> None:
                 return _baseline_phase(work, base_env, ["deploy.yml"], args.tags)
             return _baseline_phase(work, base_env, ["join-token.yml", "deploy-nodes.yml"], None)
 
-        base_first, base_noop = _on_a_fresh_lab(base_work, args.workers, baseline)
+        if args.one_lab:
+            (ufc_first, ufc_noop), (base_first, base_noop) = _on_a_fresh_lab(
+                ufc_work, args.workers, [(ufc_work, ufcctl), (base_work, baseline)])
+        else:
+            [(ufc_first, ufc_noop)] = _on_a_fresh_lab(ufc_work, args.workers, [(ufc_work, ufcctl)])
+            [(base_first, base_noop)] = _on_a_fresh_lab(base_work, args.workers, [(base_work, baseline)])
     print(f"lab: 3 control planes + {args.workers} workers ({lab_nodes} nodes) on {SUBNET}, "
           f"cluster phase tags: {args.tags or 'all'}; load average at end {os.getloadavg()[0]:.1f}")
+    if args.one_lab:
+        print("one lab (--one-lab): the baseline ran after ufcctl on the same lab; its first run was a "
+              "rerun, so its first-run figures and ratios mean nothing")
     print(f"{'':34} {'first s':>8} {'CPU s':>7} {'no-op s':>8} {'CPU s':>7} {'host-tasks':>10} "
           f"{'cp1':>5} {'w01':>5}  load (first/no-op)")
     for phase in ("cluster", "nodes"):
@@ -256,7 +293,9 @@ def main() -> None:
           f"{os.cpu_count()} cores if CPU-bound)")
     seconds = sorted(ufc_first["nodes"].node_seconds)
     if seconds:
-        print(_projection(seconds[len(seconds) // 2]))
+        print(_projection(seconds[len(seconds) // 2], args.projection_workers))
+    if args.one_lab:
+        record.note = "--one-lab: the baseline's first run was a rerun on ufcctl's lab; not a measurement"
     record.write()
 
 
