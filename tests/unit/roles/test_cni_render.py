@@ -30,6 +30,9 @@ OWN_CRDS = {p.name: p.read_text() for p in sorted((ROOT / "roles" / "cni" / "fil
 CRDS = {p.name: p.read_text() for p in (ROOT / "roles").glob("*/files/crds/*.yaml") if p.name not in OWN_CRDS}
 
 
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _yaml(path: Path) -> dict[str, Any]:
     return trusted(yaml.safe_load(path.read_text()))
 
@@ -84,7 +87,8 @@ class Render:
 
 
 def _objects(prepared: PreparedComponent) -> list[dict[str, Any]]:
-    return [d for text in prepared.files.values() for d in yaml.safe_load_all(text) if d]
+    # libyaml's safe loader when built (the same documents as yaml.safe_load_all, ~10x faster on 16k nodes)
+    return [d for text in prepared.files.values() for d in yaml.load_all(text, Loader=_SAFE_LOADER) if d]
 
 
 def _one(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
@@ -99,9 +103,15 @@ def sample() -> Render:
     return Render(ROOT / "inventories" / "sample")
 
 
-def test_sample_renders_valid_calico(sample: Render) -> None:
+@pytest.fixture(scope="module")
+def sample_prepared(sample: Render) -> PreparedComponent:
+    """The sample's Calico rendered and validated once; the tests below read the same result."""
+    return sample.prepare()
+
+
+def test_sample_renders_valid_calico(sample: Render, sample_prepared: PreparedComponent) -> None:
     assert sample.check_passes(), sample.fail_msg()
-    prepared = sample.prepare()
+    prepared = sample_prepared
     assert prepared.ok, "; ".join(map(str, prepared.problems))
     objects = _objects(prepared)
     print(f"\nsample: {prepared.objects} objects, files {list(prepared.order)}")
@@ -124,8 +134,8 @@ def test_sample_renders_valid_calico(sample: Render) -> None:
     assert [p["port"] for p in service] == [5473]
 
 
-def test_cni_config_has_calico_ipam_and_portmap(sample: Render) -> None:
-    cm = _one(_objects(sample.prepare()), "ConfigMap", "calico-config")["data"]
+def test_cni_config_has_calico_ipam_and_portmap(sample_prepared: PreparedComponent) -> None:
+    cm = _one(_objects(sample_prepared), "ConfigMap", "calico-config")["data"]
     conf = json.loads(cm["cni_network_config"])
     assert [p["type"] for p in conf["plugins"]] == ["calico", "portmap"]
     assert conf["plugins"][0]["ipam"] == {"type": "calico-ipam"}
@@ -133,8 +143,8 @@ def test_cni_config_has_calico_ipam_and_portmap(sample: Render) -> None:
     assert cm["typha_service_name"] == "calico-typha"
 
 
-def test_calico_node_tolerates_the_npu_health_taint(sample: Render) -> None:
-    ds = _one(_objects(sample.prepare()), "DaemonSet", "calico-node")
+def test_calico_node_tolerates_the_npu_health_taint(sample_prepared: PreparedComponent) -> None:
+    ds = _one(_objects(sample_prepared), "DaemonSet", "calico-node")
     taint = {"key": "ufcctl.io/npu-health-pending", "value": "true", "effect": "NoSchedule"}
     tolerations = ds["spec"]["template"]["spec"]["tolerations"]
     assert any(

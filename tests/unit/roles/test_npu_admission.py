@@ -138,27 +138,49 @@ def _run(tmp: Path, smi: str, *extra: str) -> dict[str, Any]:
             "flag": flag.read_text() if flag.exists() else None, "node": node}
 
 
-def test_healthy_chips_remove_the_taint_once_and_a_second_run_changes_nothing(tmp_path: Path) -> None:
-    paths = _setup(tmp_path, health="OK")
-    first = _run(tmp_path, paths["smi"])
+AdmittedTwice = tuple[Path, str, dict[str, Any], dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def admitted_twice(tmp_path_factory: pytest.TempPathFactory) -> AdmittedTwice:
+    """Healthy chips, the admission run twice on a fresh node (the same two runs both tests below read;
+    one ansible-playbook pair instead of two): (directory, npu-smi, first run, second run). A test that
+    goes on from this state (joins again) does so in this module's own directory, after both results
+    were taken."""
+    tmp = tmp_path_factory.mktemp("admitted-twice")
+    paths = _setup(tmp, health="OK")
+    first = _run(tmp, paths["smi"])
+    second = _run(tmp, paths["smi"])
+    return tmp, paths["smi"], first, second
+
+
+@pytest.fixture(scope="module")
+def without_kubectl(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Healthy chips, no kubectl on the control plane: one run that two tests read."""
+    tmp = tmp_path_factory.mktemp("without-kubectl")
+    paths = _setup(tmp, health="OK", kubectl=False)
+    return _run(tmp, paths["smi"])
+
+
+def test_healthy_chips_remove_the_taint_once_and_a_second_run_changes_nothing(
+        admitted_twice: AdmittedTwice) -> None:
+    _, _, first, second = admitted_twice
     assert first["rc"] == 0, first["out"][-3000:]
     assert first["taints"] == []
     assert ["taint", "nodes", "w1", "ufcctl.io/npu-health-pending:NoSchedule-"] in first["calls"]
-    second = _run(tmp_path, paths["smi"])
     assert second["rc"] == 0, second["out"][-3000:]
     assert [c for c in second["calls"] if c[0] == "taint"] == [c for c in first["calls"] if c[0] == "taint"]
     assert "changed=0" in second["out"]
 
 
-def test_an_admitted_node_is_not_asked_again_until_it_joins_again(tmp_path: Path) -> None:
+def test_an_admitted_node_is_not_asked_again_until_it_joins_again(
+        admitted_twice: AdmittedTwice) -> None:
     """The no-op shortcut (issue 29): once the taint is gone the node records it, and later runs make
     no kubectl call and no health gate run; a new registration (kubeadm join rewrites kubelet.conf)
     makes the record stale, so that node is admitted again."""
-    paths = _setup(tmp_path, health="OK")
-    first = _run(tmp_path, paths["smi"])
+    tmp_path, smi, first, second = admitted_twice
     assert first["rc"] == 0 and first["taints"] == [], first["out"][-3000:]
     assert first["flag"] and "ufcctl.io/npu-health-pending:NoSchedule" in first["flag"]
-    second = _run(tmp_path, paths["smi"])
     assert second["rc"] == 0, second["out"][-3000:]
     assert second["calls"] == first["calls"]  # not one kubectl call more
     assert "Check chip health before admitting" not in second["out"] or "skipping" in second["out"]
@@ -168,7 +190,7 @@ def test_an_admitted_node_is_not_asked_again_until_it_joins_again(tmp_path: Path
     (tmp_path / "bin" / "node.json").write_text(json.dumps(node))
     conf = tmp_path / "kubelet.conf"
     os.utime(conf, ns=(conf.stat().st_atime_ns, conf.stat().st_mtime_ns + 10**9))
-    third = _run(tmp_path, paths["smi"])
+    third = _run(tmp_path, smi)
     assert third["rc"] == 0 and third["taints"] == [], third["out"][-3000:]
     assert third["flag"] != first["flag"]
 
@@ -220,9 +242,8 @@ def test_a_node_that_never_joined_has_no_taint_to_remove(tmp_path: Path) -> None
     assert result["calls"] == [] and result["flag"] is None
 
 
-def test_a_skipped_removal_records_nothing(tmp_path: Path) -> None:
-    paths = _setup(tmp_path, health="OK", kubectl=False)
-    result = _run(tmp_path, paths["smi"])
+def test_a_skipped_removal_records_nothing(without_kubectl: dict[str, Any]) -> None:
+    result = without_kubectl
     assert result["rc"] == 0 and result["flag"] is None, result["out"][-3000:]
 
 
@@ -252,9 +273,9 @@ def test_no_driver_keeps_the_taint_and_says_how_to_admit_the_node(tmp_path: Path
     assert result["taints"] == [TAINT] and result["calls"] == []
 
 
-def test_without_kubectl_on_the_control_plane_the_removal_is_reported_skipped(tmp_path: Path) -> None:
-    paths = _setup(tmp_path, health="OK", kubectl=False)
-    result = _run(tmp_path, paths["smi"])
+def test_without_kubectl_on_the_control_plane_the_removal_is_reported_skipped(
+        without_kubectl: dict[str, Any]) -> None:
+    result = without_kubectl
     assert result["rc"] == 0, result["out"][-3000:]
     assert "NOT removed (SKIPPED)" in result["out"] and "not found in PATH" in result["out"]
     assert result["taints"] == [TAINT]

@@ -351,34 +351,57 @@ def test_numeric_ids_that_name_nobody_are_used_as_ids() -> None:
 
 
 
-@pytest.mark.parametrize(("var", "value", "message"), [
-    ("ufc_vip_interface", "eth0\n    notify /tmp/x.sh", "is not a network interface name"),
-    ("apiserver_lb_check_ca_file", "/ca\n    server evil 6.6.6.6:6443", "is not an absolute path"),
-    ("npu_tor_id", "tor-1,evil=1", "is not a Kubernetes label value"),
-], ids=["interface", "ca-file", "tor-id"])
-def test_a_value_that_would_add_config_lines_renders_nothing(tmp_path: Path, var: str, value: str,
-                                                             message: str) -> None:
+CONFIG_LINE_VALUES = {
+    "interface": ("ufc_vip_interface", "eth0\n    notify /tmp/x.sh", "is not a network interface name"),
+    "ca-file": ("apiserver_lb_check_ca_file", "/ca\n    server evil 6.6.6.6:6443", "is not an absolute path"),
+    "tor-id": ("npu_tor_id", "tor-1,evil=1", "is not a Kubernetes label value"),
+}
+LINE_BREAK_ITEMS = {
+    "newline": ["a", "b\n  notify_master /tmp/x.sh"],
+    "carriage-return": ["a\rb"],
+    "escape": ["\x1b]0;title\x07"],
+}
+
+
+@pytest.fixture(scope="module")
+def refused_values(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    """One ansible-playbook run for the refusal cases below: one ufc_files task per case, each with its
+    own vars, its own output directory (out-<case>) and ignore_errors, so every case is refused (or not)
+    on its own. (report, base directory)"""
+    base = tmp_path_factory.mktemp("refused")
+    tasks = []
+    for case, (var, value, _) in CONFIG_LINE_VALUES.items():
+        (base / f"out-{case}").mkdir()
+        tasks.append({**_files_task(base / f"out-{case}", f"files {case}"), "ignore_errors": True,
+                      "vars": {var: value}})
+    for case, items in LINE_BREAK_ITEMS.items():
+        (base / f"out-{case}").mkdir()
+        tasks.append({**_files_task(base / f"out-{case}", f"files {case}"), "ignore_errors": True,
+                      "vars": {"demo_items": items}})
+    return _run(base, tasks), base
+
+
+@pytest.mark.parametrize("case", list(CONFIG_LINE_VALUES))
+def test_a_value_that_would_add_config_lines_renders_nothing(refused_values: tuple[dict[str, Any], Path],
+                                                             case: str) -> None:
     """Plain ansible-playbook, no `ufcctl inventory check`: the action refuses before rendering (issue 42)."""
-    out = tmp_path / "out"
-    out.mkdir()
-    report = _run(tmp_path, [{**_files_task(out), "ignore_errors": True, "vars": {var: value}}])
-    result = _result(report, "files")
+    report, base = refused_values
+    var, _, message = CONFIG_LINE_VALUES[case]
+    result = _result(report, f"files {case}")
     assert result["failed"] is True and f"ufc_files: {var} " in result["msg"] and message in result["msg"]
-    assert list(out.iterdir()) == []
+    assert list((base / f"out-{case}").iterdir()) == []
 
 
-@pytest.mark.parametrize("items", [["a", "b\n  notify_master /tmp/x.sh"], ["a\rb"], ["\x1b]0;title\x07"]],
-                         ids=["newline", "carriage-return", "escape"])
-def test_no_variable_prints_a_line_break_into_a_template(tmp_path: Path, items: list[str]) -> None:
+@pytest.mark.parametrize("case", list(LINE_BREAK_ITEMS))
+def test_no_variable_prints_a_line_break_into_a_template(refused_values: tuple[dict[str, Any], Path],
+                                                         case: str) -> None:
     """Any variable the template reads, not only those config_values knows (issue 42): refused, nothing
     written, the template and the variable named."""
-    out = tmp_path / "out"
-    out.mkdir()
-    report = _run(tmp_path, [{**_files_task(out), "ignore_errors": True, "vars": {"demo_items": items}}])
-    result = _result(report, "files")
+    report, base = refused_values
+    result = _result(report, f"files {case}")
     assert result["failed"] is True, result
     assert "template conf.j2: demo_items" in result["msg"] and "holds a line break" in result["msg"]
-    assert list(out.iterdir()) == []
+    assert list((base / f"out-{case}").iterdir()) == []
 
 
 def test_template_names_are_what_the_template_reads_from_outside() -> None:

@@ -56,12 +56,16 @@ def is_template(value: Any) -> bool:
 
 def valid_host_address(value: str) -> bool:
     """An IPv4/IPv6 address or an RFC 1123 host name."""
-    try:
-        ipaddress.ip_address(value)
-        return True
-    except ValueError:
-        pass
-    if _DOTTED_NUMBERS.match(value):
+    dotted_numbers = _DOTTED_NUMBERS.match(value)
+    # ip_address takes only ASCII digits and dots (IPv4) or a string with colons (IPv6): a name is not
+    # tried (its ValueError costs more than the name check, 200,000 times in a big inventory)
+    if dotted_numbers or ":" in value:
+        try:
+            ipaddress.ip_address(value)
+            return True
+        except ValueError:
+            pass
+    if dotted_numbers:
         return False  # looks like an IPv4 address and is not one
     name = value[:-1] if value.endswith(".") else value
     return 0 < len(name) <= 253 and all(_LABEL.match(label) for label in name.split("."))
