@@ -369,15 +369,13 @@ def refused_values(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, 
     own vars, its own output directory (out-<case>) and ignore_errors, so every case is refused (or not)
     on its own. (report, base directory)"""
     base = tmp_path_factory.mktemp("refused")
+    cases = {**{case: {var: value} for case, (var, value, _) in CONFIG_LINE_VALUES.items()},
+             **{case: {"demo_items": items} for case, items in LINE_BREAK_ITEMS.items()}}
     tasks = []
-    for case, (var, value, _) in CONFIG_LINE_VALUES.items():
+    for case, variables in cases.items():
         (base / f"out-{case}").mkdir()
         tasks.append({**_files_task(base / f"out-{case}", f"files {case}"), "ignore_errors": True,
-                      "vars": {var: value}})
-    for case, items in LINE_BREAK_ITEMS.items():
-        (base / f"out-{case}").mkdir()
-        tasks.append({**_files_task(base / f"out-{case}", f"files {case}"), "ignore_errors": True,
-                      "vars": {"demo_items": items}})
+                      "vars": variables})
     return _run(base, tasks), base
 
 
