@@ -60,7 +60,7 @@ TARBALL_FORMAT = 1
 def etcd_tarball(built: Built, arch: str) -> tuple[str, bytes]:
     """(file name, bytes) of etcd's release tarball for the built tag, made once per build and arch and
     kept in the build's cache folder: gzip of etcd's ~80 MB of binaries took ~11 CPU-s on every `lab up`
-    (seven in a CI run, beside the tests)."""
+    (a CI run has several beside the tests)."""
     name = f"etcd-{built.component.tag}-linux-{arch}.tar.gz"
     cached = built.path / f"release-{TARBALL_FORMAT}" / name
     if cached.is_file():
