@@ -147,6 +147,10 @@ def ufcctl_kcp_kubeadm_failure(result: Mapping[str, Any], secrets: Sequence[str]
     return kubeadm.failure_message(result, secrets)
 
 
+def ufcctl_kcp_join_retryable(result: Mapping[str, Any]) -> bool:
+    return kubeadm.join_retryable(result)
+
+
 def ufcctl_kcp_joining(hosts: Sequence[str], hostvars: Any, play_hosts: Sequence[str],
                        first: str) -> list[str]:
     """The control planes of this run that kubeadm will join (their probe found no kubelet.conf)."""
@@ -176,5 +180,6 @@ class FilterModule:
             "ufcctl_kcp_ca_hash": ufcctl_kcp_ca_hash,
             "ufcctl_kcp_kubeadm_failure": ufcctl_kcp_kubeadm_failure,
             "ufcctl_kcp_joining": ufcctl_kcp_joining,
+            "ufcctl_kcp_join_retryable": ufcctl_kcp_join_retryable,
             "ufcctl_kcp_token_state": ufcctl_kcp_token_state,
         }

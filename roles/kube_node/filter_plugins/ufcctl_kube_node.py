@@ -60,6 +60,10 @@ def ufcctl_kube_node_kubeadm_failure(result: Mapping[str, Any], secrets: Sequenc
     return kubeadm.failure_message(result, secrets)
 
 
+def ufcctl_kube_node_join_retryable(result: Mapping[str, Any]) -> bool:
+    return kubeadm.join_retryable(result)
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
@@ -68,4 +72,5 @@ class FilterModule:
             "ufcctl_kube_node_token_record": ufcctl_kube_node_token_record,
             "ufcctl_kube_node_secrets": ufcctl_kube_node_secrets,
             "ufcctl_kube_node_kubeadm_failure": ufcctl_kube_node_kubeadm_failure,
+            "ufcctl_kube_node_join_retryable": ufcctl_kube_node_join_retryable,
         }

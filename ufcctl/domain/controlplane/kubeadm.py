@@ -45,6 +45,27 @@ def failure_message(result: Mapping[str, Any], secrets: Sequence[str]) -> str:
     return f"{command} failed (rc {result.get('rc')}):\n{text}"
 
 
+# kubeadm join reads the cluster's configuration through the VIP in its preflight phase, before it writes
+# anything on the node; an apiserver slow or restarting under load then fails the join with one of these
+# (seen on the lab at load 33: "Client.Timeout exceeded while awaiting headers" reading the kube-proxy
+# ConfigMap). Such a join can simply run again.
+TRANSIENT_API_ERRORS = ("Client.Timeout exceeded", "context deadline exceeded", "connection refused",
+                        "connection reset by peer", "i/o timeout", "TLS handshake timeout", ": EOF",
+                        "http2: client connection lost", "the server was unable to return a response")
+
+
+def join_retryable(result: Mapping[str, Any]) -> bool:
+    """A failed `kubeadm join` that stopped in its preflight phase on a network error talking to the API:
+    nothing was written on the node, so it may run again. A preflight check that failed (a port in use,
+    swap on) or any later phase is never retried."""
+    if result.get("rc") in (0, None):
+        return False
+    text = str(result.get("stdout") or "") + "\n" + str(result.get("stderr") or "")
+    return ("error execution phase preflight" in text
+            and any(marker in text for marker in TRANSIENT_API_ERRORS)
+            and "[ERROR " not in text)
+
+
 def token_secret(token: str) -> str:
     """The secret half of a bootstrap token (its id is public): what logs must never show."""
     return token.split(".", 1)[1] if TOKEN.match(token or "") else token

@@ -60,6 +60,34 @@ def test_secrets_are_masked_in_kubeadm_failures() -> None:
     assert "0123456789abcdef" not in message and "abcdef.<masked>" in message and "(rc 1)" in message
 
 
+# kubeadm 1.34's own output on the lab at load 33 (the VIP answered the kube-proxy ConfigMap read too late)
+SLOW_API = """[preflight] Running pre-flight checks
+[preflight] Reading configuration from the "kubeadm-config" ConfigMap in namespace "kube-system"...
+error: error execution phase preflight: unable to fetch the kubeadm-config ConfigMap: failed to get \
+component \
+configs: could not download the kube-proxy configuration from ConfigMap "kube-proxy": Get \
+"https://10.89.64.250:8443/api/v1/namespaces/kube-system/configmaps/kube-proxy?timeout=10s": net/http: \
+request canceled (Client.Timeout exceeded while awaiting headers)"""
+PORT_IN_USE = """[preflight] Running pre-flight checks
+error: error execution phase preflight: [preflight] Some fatal errors occurred:
+\t[ERROR Port-10250]: Port 10250 is in use"""
+LATER_PHASE = """[kubelet-start] Starting the kubelet
+error: error execution phase kubelet-start: timed out waiting for the condition: context deadline exceeded"""
+
+
+@pytest.mark.parametrize(("rc", "stderr", "again"), [
+    (1, SLOW_API, True),
+    (1, SLOW_API.replace("request canceled (Client.Timeout exceeded while awaiting headers)",
+                         "dial tcp 10.89.64.250:8443: connect: connection refused"), True),
+    (1, PORT_IN_USE, False),     # a preflight check failed: the node must be fixed, not asked again
+    (1, LATER_PHASE, False),     # kubelet-start wrote files: a rerun would meet them
+    (0, "", False), (None, "", False),
+])
+def test_a_join_runs_again_only_when_preflight_met_a_slow_or_absent_api(rc: int | None, stderr: str,
+                                                                       again: bool) -> None:
+    assert kubeadm.join_retryable({"rc": rc, "stdout": "", "stderr": stderr}) is again
+
+
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed")
 @pytest.mark.parametrize("algorithm", [["-newkey", "rsa:2048"], ["-newkey", "ec", "-pkeyopt",
                                                                   "ec_paramgen_curve:prime256v1"]])
