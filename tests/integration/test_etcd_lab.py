@@ -284,30 +284,28 @@ def test_status_shows_last_defrag_and_controller_defrag_goes_leader_last(lab: La
 
 
 def test_prune_counts_then_deletes_orphans_in_core(lab: Lab) -> None:
+    """Keys of the resources the other two clusters hold, left in core: counted, kept without --yes, then
+    deleted, and nothing else. On the real lab core also holds the cluster's own objects, which the
+    apiservers read: the kept key is one no apiserver reads, and it is removed after."""
     core = Gateway(lab.endpoints("core")[0], lab.tls)
-    for key in (
-        "/registry/events/default/e1",
-        "/registry/leases/kube-node-lease/n1",
-        "/registry/pods/default/p1",
-        "/registry/configmaps/default/keep",
-    ):
+    orphans = ("/registry/events/default/e1", "/registry/leases/kube-node-lease/n1",
+               "/registry/pods/default/p1")
+    keep = "/registry/ufcctl-test-prune/keep"
+    for key in (*orphans, keep):
         core.put(key, "{}")
-    args = ["etcd", "prune", "--inventory", str(lab.inventory), "--cluster", "core", "--output", "json"]
-    counted = _ufcctl(args, lab.env)
-    assert counted.returncode == 0, counted.stderr
-    assert json.loads(counted.stdout)["counts"] == {
-        "/registry/events/": 1,
-        "/registry/leases/": 1,
-        "/registry/pods/": 1,
-    }
-    assert core.count_prefix("/registry/") == 4  # nothing deleted without --yes
-    deleted = _ufcctl([*args, "--yes"], lab.env)
-    assert json.loads(deleted.stdout)["deleted"] == {
-        "/registry/events/": 1,
-        "/registry/leases/": 1,
-        "/registry/pods/": 1,
-    }
-    assert core.get_prefix("/registry/") == {"/registry/configmaps/default/keep": "{}"}
+    prefixes = {"/registry/events/": 1, "/registry/leases/": 1, "/registry/pods/": 1}
+    try:
+        args = ["etcd", "prune", "--inventory", str(lab.inventory), "--cluster", "core", "--output", "json"]
+        counted = _ufcctl(args, lab.env)
+        assert counted.returncode == 0, counted.stderr
+        assert json.loads(counted.stdout)["counts"] == prefixes
+        assert all(core.get(key) == "{}" for key in orphans)  # nothing deleted without --yes
+        deleted = _ufcctl([*args, "--yes"], lab.env)
+        assert json.loads(deleted.stdout)["deleted"] == prefixes
+        assert [core.count_prefix(prefix) for prefix in prefixes] == [0, 0, 0]
+        assert core.get(keep) == "{}"
+    finally:
+        core.delete_prefix("/registry/ufcctl-test-prune/")
 
 
 def test_member_timers_take_one_checked_snapshot_per_cluster(lab: Lab) -> None:
@@ -377,7 +375,16 @@ def test_restore_drill_brings_back_every_acknowledged_key_and_the_api(lab: Lab, 
     source = taken["core"].relative_to(ROOT)
     for i in range(20):
         core.first("put", f"{prefix}late{i}", "after the snapshot")
-    revision = core.first("status").revision
+    def state() -> tuple[dict[str, str], int, list[str]]:
+        """The members, the late keys, the data set aside: what a refused restore must leave as it was.
+        Not core's revision: on the real lab the apiservers write to core all the time."""
+        aside = [_exec(lab.env, m, "ls -d /var/lib/etcd-core.before-restore-* 2>/dev/null || true").strip()
+                 for m in MEMBERS]
+        members = {m.name: m.member_id for m in core.first("members")}
+        return members, core.first("count_prefix", f"{prefix}late"), aside
+
+    before = state()
+    assert before[1] == 20
 
     def restore(path: Path) -> subprocess.CompletedProcess[str]:
         return _ufcctl(["etcd", "restore", "--inventory", "lab", "--cluster", "core", "--from", str(path)],
@@ -394,7 +401,7 @@ def test_restore_drill_brings_back_every_acknowledged_key_and_the_api(lab: Lab, 
     truncated = tmp_path / "truncated.db"
     truncated.write_bytes((ROOT / source).read_bytes()[:100_000])
     assert restore(truncated).returncode == 2
-    assert core.first("status").revision == revision  # nothing touched
+    assert state() == before  # nothing touched
 
     for member in MEMBERS:  # the disaster: every member of core loses its data
         _exec(lab.env, member, "systemctl stop etcd-core.service && rm -rf /var/lib/etcd-core/member")
