@@ -64,6 +64,13 @@ def nodes(control_plane: str, env: dict[str, str]) -> dict[str, dict[str, Any]]:
     return {n["metadata"]["name"]: n for n in json.loads(out)["items"]}
 
 
+def delete_node(control_plane: str, node: str, env: dict[str, str]) -> None:
+    """Delete `node`'s Node object (kubectl on a control plane), as an operator does before the node joins
+    again: kubeadm join refuses a name whose Node is still Ready."""
+    _exec(control_plane, " ".join([*KUBECTL, "delete", "node", node, "--ignore-not-found", "--wait=true"]),
+          env)
+
+
 def upgrade_backups(control_plane: str, env: dict[str, str]) -> list[str]:
     """The manifest backups kubeadm upgrade apply|node left on the node, oldest first."""
     out = _exec(control_plane, f"ls {UPGRADE_BACKUPS} 2>/dev/null || true", env).stdout.split()

@@ -105,6 +105,13 @@ def _state(node: dict[str, Any]) -> tuple[bool, bool, str | None, str | None]:
     return TAINT in taints, bool(node["spec"].get("unschedulable")), notes.get(HOLD), notes.get(MARK)
 
 
+def _written(node: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """What ufcctl may write on a Node: its labels, annotations and spec. Not its resourceVersion: a real
+    kubelet writes the Node's status on its own."""
+    meta = node["metadata"]
+    return meta.get("labels"), meta.get("annotations"), node["spec"]
+
+
 def _newest(stack: Stack, kind: str) -> dict[str, Any]:
     with StateStore(Path(stack.env["UFC_STATE_DIR"]) / "state.db") as store:
         run = store.runs(kind)[0]
@@ -235,7 +242,7 @@ def test_with_the_kubeconfig_a_no_op_drains_nothing_and_an_upgrade_drains(lab: S
 
 def test_npu_check_on_a_healthy_fleet_exits_0_and_changes_nothing(lab: Stack) -> None:
     before = {w: _fabric_files(w) for w in WORKERS}
-    nodes = {h: (n["metadata"]["resourceVersion"], _state(n)) for h, n in _nodes().items()}
+    nodes = {h: _written(n) for h, n in _nodes().items()}
     proc = _shell(lab, CHECK)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     run = _newest(lab, "npu-check")
@@ -246,7 +253,7 @@ def test_npu_check_on_a_healthy_fleet_exits_0_and_changes_nothing(lab: Stack) ->
         assert "8 chip(s) as planned" in (record.reason or ""), record.reason
         print(f"{host}: {record.seconds:.1f} s, {record.reason}")
     assert {w: _fabric_files(w) for w in WORKERS} == before
-    assert {h: (n["metadata"]["resourceVersion"], _state(n)) for h, n in _nodes().items()} == nodes
+    assert {h: _written(n) for h, n in _nodes().items()} == nodes
 
     write_faults(f"{STACK_LAB}-w05", {"link_down": [6]})
     try:
