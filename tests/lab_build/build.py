@@ -86,6 +86,12 @@ def module_hash(component: Component) -> str:
         if path.name != "tools.go":
             name = path.relative_to(component.module_path).as_posix()
             digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    # how it is built, where it is not the plain `go build` (version stamps, cgo): a changed recipe builds
+    # again; a plain component keeps the key it had before the recipe was counted
+    if component.ldflags or any(c.cgo for c in component.commands):
+        recipe = {"ldflags": list(component.ldflags),
+                  "cgo": sorted(c.name for c in component.commands if c.cgo)}
+        digest.update(b"recipe\0" + json.dumps(recipe, sort_keys=True).encode() + b"\0")
     return digest.hexdigest()[:12]
 
 

@@ -98,7 +98,8 @@ def test_kubernetes_binaries_are_stamped_with_their_tag() -> None:
     assert "k8s.io/component-base/version.gitVersion=v1.34.4" in flags
     assert "k8s.io/component-base/version.gitMinor=34" in flags
     assert "k8s.io/client-go/pkg/version.gitVersion=v1.34.4" in flags
-    assert [c.name for c in KUBERNETES.commands if c.cgo] == ["kubelet"]
+    # all static, the kubelet too (components.py says why)
+    assert [c.name for c in KUBERNETES.commands if c.cgo] == []
 
 
 def _fake_go(tmp_path: Path, monkeypatch, script: str) -> Path:
@@ -314,3 +315,24 @@ def test_a_program_of_ours_in_a_wrapper_is_part_of_its_cache_key(tmp_path) -> No
     assert with_program != plain
     (module / "stages" / "main.go").write_text("package main // edited\n")
     assert lab_build.module_hash(component) not in (plain, with_program)
+
+
+def test_how_a_component_is_built_is_part_of_its_cache_key(tmp_path) -> None:
+    """A kubelet built with cgo must not be served for a recipe that builds it static (or the other way):
+    the version stamps and the cgo commands are in the key; a plain component's key is the module's."""
+    module = tmp_path / "wrapper"
+    module.mkdir()
+    (module / "go.mod").write_text("module x\n")
+    plain = Component("x", str(module), "example.com/x", "v1.0.0", (Command("example.com/x", "x"),))
+    static = Component("x", str(module), "example.com/x", "v1.0.0", (Command("example.com/x", "x"),),
+                       ("-X v=1",))
+    cgo = Component("x", str(module), "example.com/x", "v1.0.0", (Command("example.com/x", "x", cgo=True),),
+                    ("-X v=1",))
+    restamped = Component("x", str(module), "example.com/x", "v1.0.0", (Command("example.com/x", "x"),),
+                          ("-X v=2",))
+    keys = {lab_build.module_hash(c) for c in (plain, static, cgo, restamped)}
+    assert len(keys) == 4
+    bare = hashlib.sha256()
+    for name in ("go.mod", "go.sum", "tools.go"):
+        bare.update(name.encode() + b"\0" + (b"module x\n" if name == "go.mod" else b"") + b"\0")
+    assert lab_build.module_hash(plain) == bare.hexdigest()[:12]
