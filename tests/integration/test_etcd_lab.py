@@ -286,7 +286,10 @@ def test_status_shows_last_defrag_and_controller_defrag_goes_leader_last(lab: La
 def test_prune_counts_then_deletes_orphans_in_core(lab: Lab) -> None:
     """Keys of the resources the other two clusters hold, left in core: counted, kept without --yes, then
     deleted, and nothing else. On the real lab core also holds the cluster's own objects, which the
-    apiservers read: the kept key is one no apiserver reads, and it is removed after."""
+    apiservers read: the kept key is one no apiserver reads, and it is removed after. (This test once kept
+    `/registry/configmaps/default/keep` = "{}": on the real lab that one undecodable object stopped every
+    ConfigMap watch of the three apiservers, so no kubelet could mount kube-root-ca.crt and the bootstrap
+    signer never signed a new join token, until the key was deleted.)"""
     core = Gateway(lab.endpoints("core")[0], lab.tls)
     orphans = ("/registry/events/default/e1", "/registry/leases/kube-node-lease/n1",
                "/registry/pods/default/p1")
