@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.helpers.lab import STACK_MODULES, Stack, deployed_stack
+from tests.helpers.worker_priority import STACK_GROUP
 
 INDEPENDENT = {"test_molecule.py"}
 
@@ -20,7 +21,7 @@ def xdist_group_of(module: str) -> str | None:
     if module in INDEPENDENT:
         return None
     if module in STACK_MODULES:
-        return "stack"
+        return STACK_GROUP  # first in line for the CPU (tests/helpers/worker_priority.py)
     return module.removesuffix(".py")
 
 

@@ -30,6 +30,10 @@ from ufcctl.domain.manifests.component import prepare_component
 from ufcctl.domain.manifests.preapply import planned_nodes
 from ufcctl.engine.k8s_schemas import KubernetesSchemas
 
+# One worker runs the whole module (pytest-xdist `--dist loadgroup`): its fixture loads and renders a
+# 16,000-node inventory, ~90 s under the full lane's load, which each worker running a test of it paid again.
+pytestmark = pytest.mark.xdist_group("test_addons_render")
+
 ROOT = Path(__file__).resolve().parents[3]
 ROLES = ROOT / "roles"
 ASCEND_VARS = yaml.safe_load((ROLES / "ascend_components" / "vars" / "main.yml").read_text())
