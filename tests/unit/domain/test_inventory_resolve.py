@@ -198,6 +198,8 @@ PROBLEMS = [
     ("numeric host name", {"g": {"hosts": {1: None}}}, "host entry 1 is not a string"),
     ("loop of groups", {"a": {"children": {"b": {"children": {"a": None}}}}}, "creates a loop"),
     ("bad priority", {"g": {"vars": {"ansible_group_priority": "high"}}}, "is not an integer"),
+    # YAML's .inf is a float int() cannot convert (OverflowError): found by test_input_properties
+    ("infinite priority", {"g": {"vars": {"ansible_group_priority": float("inf")}}}, "is not an integer"),
     ("plugin config", {"plugin": "constructed"}, "plugin configurations are not supported"),
 ]
 

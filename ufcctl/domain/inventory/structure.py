@@ -219,7 +219,7 @@ class Structure:
             elif value is not None:  # Ansible ignores a null priority
                 try:
                     draft.priority = int(value)
-                except (TypeError, ValueError):
+                except (TypeError, ValueError, OverflowError):  # OverflowError: .inf in YAML
                     self.problem(
                         path,
                         f"group {group}",
