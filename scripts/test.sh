@@ -37,6 +37,7 @@ if [ "$changed" = 1 ]; then
 fi
 ufcctl lab image
 # Parallel workers (pytest-xdist): each lab test module stays on one worker (tests/integration/
-# conftest.py); molecule scenarios and unit tests spread. UFC_TEST_WORKERS=0 runs serially.
+# conftest.py); molecule scenarios and unit tests spread, at nice 10 beside the shared lab's tests, the
+# critical path (tests/helpers/worker_priority.py). UFC_TEST_WORKERS=0 runs serially.
 exec pytest -p no:cacheprovider -ra --durations=30 -n "${UFC_TEST_WORKERS:-3}" --dist loadgroup \
   "$@" tests/unit tests/integration
