@@ -48,7 +48,7 @@ if [ ! -x "$VM_DIR/usr/bin/vmalert" ]; then
   rm -rf "$tmp"
 fi
 # The lab's real components (etcd, Kubernetes, kwok, the pause program) built from their Go modules at
-# pinned tags (tests/lab_build): ~23 min on a machine's first run (2 cores), a cache hit after that.
+# pinned tags (tests/lab_build): ~12 min on a machine's first run (2 cores), a cache hit after that.
 command -v go >/dev/null 2>&1 || export PATH="$PATH:/usr/local/go/bin"  # go.dev's tarball's place
 if ! command -v go >/dev/null 2>&1; then
   echo "setup: go is not installed: the lab builds etcd and Kubernetes from their Go modules; install Go" \
